@@ -1,0 +1,15 @@
+/** Integration suites share one Postgres database and one Temporal dev server started by globalSetup. */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: { '^.+\\.(t|j)sx?$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }] },
+  // fast-check and a few others ship ESM only under some entry points; swc turns them into CommonJS.
+  transformIgnorePatterns: ['/node_modules/(?!(fast-check|pure-rand)/)'],
+  setupFiles: ['<rootDir>/test/support/setupTemporalRuntime.ts'],
+  globalSetup: '<rootDir>/test/support/globalSetup.ts',
+  globalTeardown: '<rootDir>/test/support/globalTeardown.ts',
+  testTimeout: 60_000,
+  // Two cores: the dev server, Postgres and the suites share them.
+  maxWorkers: 2,
+};

@@ -1,0 +1,56 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Client } from '@temporalio/client';
+import type { Logger } from 'pino';
+import type { Config } from './config';
+import type { Pool } from './db/pool';
+import { createApp } from './http/app';
+import { purgeEdgeState, systemClock, type Clock } from './http/edge';
+import { temporalHealthy } from './platform/temporal';
+
+const HOUSEKEEPING_INTERVAL_MS = 10 * 60_000;
+
+export interface RunningApi {
+  server: Server;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Serves the HTTP API until `close`; also purges expired idempotency records every 10 minutes. */
+export async function startApi(options: { config: Config; pool: Pool; log: Logger; temporal: Client; clock?: Clock }): Promise<RunningApi> {
+  const { config, pool, log, temporal } = options;
+  const clock = options.clock ?? systemClock;
+  const app = createApp({
+    config,
+    pool,
+    log,
+    clock,
+    services: { temporal, taskQueue: config.TEMPORAL_TASK_QUEUE },
+    readiness: {
+      postgres: async () => {
+        await pool.query('SELECT 1');
+      },
+      temporal: () => temporalHealthy(temporal),
+    },
+  });
+  const server = await new Promise<Server>((resolve, reject) => {
+    const listening = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(listening)));
+  });
+  server.keepAliveTimeout = 65_000;
+  const housekeeping = setInterval(() => {
+    purgeEdgeState(pool, clock.now()).catch((error: unknown) => log.warn({ err: error }, 'edge housekeeping failed'));
+  }, HOUSEKEEPING_INTERVAL_MS);
+  housekeeping.unref();
+  const { port } = server.address() as AddressInfo;
+  return {
+    server,
+    url: `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${port}`,
+    async close() {
+      clearInterval(housekeeping);
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+    },
+  };
+}

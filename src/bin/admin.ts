@@ -1,0 +1,7 @@
+/** `npm run admin -- <command> [--json]`: the operator CLI. */
+import { runAdmin } from '../cli/admin';
+import { runMain } from './run';
+
+runMain(async () => {
+  process.exitCode = await runAdmin(process.argv.slice(2));
+});

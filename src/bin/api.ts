@@ -1,0 +1,21 @@
+/** `npm run api`: one API process against the configured Postgres and Temporal. */
+import { startApi } from '../api';
+import { databaseUrlOf, loadConfig, temporalAddressOf } from '../config';
+import { createPool } from '../db/pool';
+import { createLogger } from '../logger';
+import { connectTemporal } from '../platform/temporal';
+import { onShutdownSignal, runMain } from './run';
+
+runMain(async () => {
+  const config = loadConfig();
+  const log = createLogger(config.LOG_LEVEL, 'ledger-api');
+  const pool = createPool(databaseUrlOf(config), config.DATABASE_POOL_MAX);
+  const { connection, client } = await connectTemporal(temporalAddressOf(config), config.TEMPORAL_NAMESPACE);
+  const api = await startApi({ config, pool, log, temporal: client });
+  log.info({ url: api.url }, 'api listening');
+  onShutdownSignal(async () => {
+    await api.close();
+    await connection.close();
+    await pool.end();
+  });
+});

@@ -1,0 +1,142 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { databaseUrlOf, loadConfig, type Config } from '../config';
+import { createPool, type Pool } from '../db/pool';
+import * as orgs from '../orgs/repo';
+
+/**
+ * The operator CLI (SPEC §13): the service operator's tool, never HTTP. Each command prints a short human
+ * answer, or with --json exactly one JSON object on stdout.
+ */
+export interface CliContext {
+  config: Config;
+  pool: Pool;
+  out(human: string, json: unknown): void;
+}
+
+export type CommandRegistrar = (program: Command, context: () => CliContext) => void;
+
+function positiveInt(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 1 || parsed > 1_000_000) throw new InvalidArgumentError('must be an integer from 1 to 1000000');
+  return parsed;
+}
+
+function bool(value: string): boolean {
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  throw new InvalidArgumentError('must be true or false');
+}
+
+const registerOrgCommands: CommandRegistrar = (program, ctx) => {
+  const org = program.command('org').description('organizations (operators)');
+  org
+    .command('create')
+    .description('create an organization with a settlement account and an API key of this environment')
+    .requiredOption('--name <name>', 'organization name')
+    .option('--kyc-required <bool>', 'whether users must have verified identities (true|false)', bool, true)
+    .action(async (options: { name: string; kycRequired: boolean }) => {
+      const { config, pool, out } = ctx();
+      const created = await orgs.createOrganization(pool, { name: options.name, kycRequired: options.kycRequired, environment: config.LEDGER_ENVIRONMENT });
+      out(
+        [`organization ${created.organization.id} (${created.organization.name}), KYC ${created.organization.kyc_required ? 'required' : 'not required'}`,
+          `account      ${created.account.id}`,
+          `api key      ${created.key.api_key}  (shown once; only its hash is stored)`].join('\n'),
+        { organization_id: created.organization.id, account_id: created.account.id, api_key: created.key.api_key, key_id: created.key.id,
+          kyc_required: created.organization.kyc_required, environment: created.key.environment },
+      );
+    });
+
+  const key = program.command('key').description('API keys');
+  key.command('create').requiredOption('--org <id>').description('issue a new API key (shown once)').action(async (options: { org: string }) => {
+    const { config, pool, out } = ctx();
+    const issued = await orgs.createKey(pool, options.org, config.LEDGER_ENVIRONMENT);
+    out(`key ${issued.id}: ${issued.api_key}  (shown once)`, { key_id: issued.id, api_key: issued.api_key, environment: issued.environment });
+  });
+  key.command('list').requiredOption('--org <id>').description("list an organization's keys (never the keys themselves)").action(async (options: { org: string }) => {
+    const { pool, out } = ctx();
+    const keys = await orgs.listKeys(pool, options.org);
+    out(
+      keys.map((k) => `${k.id}  sk_${k.environment}_…${k.last4}  created ${k.created_at.toISOString()}${k.revoked_at ? `  revoked ${k.revoked_at.toISOString()}` : ''}`).join('\n') || '(no keys)',
+      { keys: keys.map((k) => ({ ...k, created_at: k.created_at.toISOString(), revoked_at: k.revoked_at?.toISOString() ?? null })) },
+    );
+  });
+  key.command('revoke').argument('<key_id>').description('revoke a key; it fails authentication from now on').action(async (keyId: string) => {
+    const { pool, out } = ctx();
+    const revoked = await orgs.revokeKey(pool, keyId);
+    out(`revoked ${revoked.id}`, { key_id: revoked.id, revoked_at: revoked.revoked_at?.toISOString() ?? null });
+  });
+
+  const allowlist = program.command('allowlist').description('IP allowlist for write requests');
+  for (const action of ['add', 'remove'] as const) {
+    allowlist.command(action).requiredOption('--org <id>').requiredOption('--ip <cidr>', 'an IPv4/IPv6 address or CIDR range')
+      .action(async (options: { org: string; ip: string }) => {
+        const { pool, out } = ctx();
+        if (action === 'add') {
+          const cidr = await orgs.addAllowlistEntry(pool, options.org, options.ip);
+          out(`allowed ${cidr}`, { organization_id: options.org, added: cidr, allowlist: await orgs.listAllowlist(pool, options.org) });
+        } else {
+          const removed = await orgs.removeAllowlistEntry(pool, options.org, options.ip);
+          out(removed ? `removed ${options.ip}` : `${options.ip} was not on the list`,
+            { organization_id: options.org, removed, allowlist: await orgs.listAllowlist(pool, options.org) });
+        }
+      });
+  }
+  allowlist.command('list').requiredOption('--org <id>').action(async (options: { org: string }) => {
+    const { pool, out } = ctx();
+    const entries = await orgs.listAllowlist(pool, options.org);
+    out(entries.join('\n') || '(empty: every address may write)', { organization_id: options.org, allowlist: entries });
+  });
+
+  program.command('account').description('settlement accounts').command('create').requiredOption('--org <id>').requiredOption('--name <name>')
+    .action(async (options: { org: string; name: string }) => {
+      const { pool, out } = ctx();
+      const account = await orgs.createAccount(pool, options.org, options.name);
+      out(`account ${account.id} (${account.name})`, { account_id: account.id, organization_id: account.organization_id, name: account.name });
+    });
+
+  program.command('rate-limit').description('per-organization rate limits').command('set').requiredOption('--org <id>')
+    .option('--write <n>', 'write requests per 60 s', positiveInt).option('--read <n>', 'read requests per 60 s', positiveInt)
+    .action(async (options: { org: string; write?: number; read?: number }) => {
+      if (options.write === undefined && options.read === undefined) throw new InvalidArgumentError('give --write and/or --read');
+      const { pool, out } = ctx();
+      const org = await orgs.setRateLimits(pool, options.org, options);
+      out(`${org.id}: write ${org.rate_limit_write}/min, read ${org.rate_limit_read}/min`,
+        { organization_id: org.id, write: org.rate_limit_write, read: org.rate_limit_read });
+    });
+};
+
+/** Feature modules add their commands here (user set-status, settlement run, ...). */
+export const commandRegistrars: CommandRegistrar[] = [registerOrgCommands];
+
+export async function runAdmin(argv: string[]): Promise<number> {
+  const program = new Command('admin').description('Operator CLI of the payments ledger').option('--json', 'print one JSON object on stdout');
+  program.exitOverride();
+  let context: CliContext | undefined;
+  const json = () => Boolean(program.opts().json);
+  const ctx = (): CliContext => {
+    if (!context) {
+      const config = loadConfig();
+      context = {
+        config,
+        pool: createPool(databaseUrlOf(config), 4),
+        out: (human, payload) => process.stdout.write(`${json() ? JSON.stringify(payload) : human}\n`),
+      };
+    }
+    return context;
+  };
+  for (const register of commandRegistrars) register(program, ctx);
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return 0;
+  } catch (error) {
+    const err = error as { code?: string; exitCode?: number; message: string };
+    if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
+    const code = err.code?.startsWith('commander.') ? 'usage' : error instanceof orgs.NotFoundError ? 'not_found' : 'failed';
+    const message = err.message.replace(/^error: /, '');
+    if (json()) process.stdout.write(`${JSON.stringify({ error: { code, message } })}\n`);
+    else if (!err.code?.startsWith('commander.')) process.stderr.write(`error: ${message}\n`);
+    return code === 'usage' ? 2 : 1;
+  } finally {
+    await context?.pool.end();
+  }
+}

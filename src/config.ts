@@ -1,0 +1,87 @@
+import path from 'node:path';
+import proxyAddr from 'proxy-addr';
+import { z } from 'zod';
+
+export const REPO_ROOT = path.resolve(__dirname, '..');
+
+const port = z.coerce.number().int().min(0).max(65535);
+const seconds = z.coerce.number().int().min(0).max(86_400);
+
+/** `HH:MM` on the Eastern clock at which one settlement window ends and the next begins. */
+const cutoff = z
+  .string()
+  .regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM (24-hour Eastern time)');
+
+/**
+ * `TRUST_PROXY` names the proxies whose `X-Forwarded-For` we believe: off/false/empty believes none,
+ * otherwise a comma-separated list of addresses, CIDR ranges or proxy-addr's names (loopback, ...).
+ */
+const trustProxy = z
+  .string()
+  .transform((raw, ctx) => {
+    const value = raw.trim();
+    if (value === '' || value === 'off' || value === 'false' || value === '0') return false as const;
+    const entries = value.split(',').map((entry) => entry.trim()).filter(Boolean);
+    try {
+      proxyAddr.compile(entries);
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: `not a list of addresses or CIDR ranges: ${(error as Error).message}` });
+      return z.NEVER;
+    }
+    return entries;
+  });
+
+const schema = z.object({
+  PORT: port.default(3000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATABASE_URL: z.string().url().optional(),
+  DATABASE_POOL_MAX: z.coerce.number().int().min(2).max(200).default(20),
+  TEMPORAL_ADDRESS: z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port').optional(),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('ledger'),
+  TEMPORAL_CLI_PATH: z.string().min(1).optional(),
+  TEMPORAL_PORT: port.default(7233),
+  TEMPORAL_UI_PORT: port.default(8233),
+  EMBEDDED_PG_PORT: port.default(54329),
+  DATA_DIR: z.string().min(1).default(path.join(REPO_ROOT, '.data')),
+  LEDGER_ENVIRONMENT: z.enum(['sandbox', 'production']).default('sandbox'),
+  TRUST_PROXY: trustProxy.default(false),
+  SETTLEMENT_CUTOFF: cutoff.default('00:00'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  SANDBOX_CONFIRM_SECONDS: seconds.default(30),
+  SANDBOX_SETTLE_SECONDS: seconds.default(60),
+});
+
+export type Config = z.infer<typeof schema>;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Reads the environment once at start; a bad value stops the process naming the variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(schema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') input[key] = value;
+  }
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => {
+      const name = String(issue.path[0] ?? 'environment');
+      return `  ${name}=${JSON.stringify(input[name] ?? '')}: ${issue.message}`;
+    });
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  return parsed.data;
+}
+
+/** The ledger database: DATABASE_URL, else the embedded Postgres that `npm start` runs. */
+export function databaseUrlOf(config: Config): string {
+  return config.DATABASE_URL ?? `postgres://postgres:postgres@127.0.0.1:${config.EMBEDDED_PG_PORT}/ledger`;
+}
+
+/** The Temporal frontend: TEMPORAL_ADDRESS, else the dev server that `npm start` runs. */
+export function temporalAddressOf(config: Config): string {
+  return config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
+}

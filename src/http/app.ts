@@ -1,0 +1,133 @@
+import express, { type NextFunction, type Request, type Response } from 'express';
+import pinoHttp from 'pino-http';
+import client from 'prom-client';
+import swaggerUi from 'swagger-ui-express';
+import { newId } from '../ids';
+import { edgeHandler, EDGE_LIMITS, type EdgeDeps, type RouteDef } from './edge';
+import { ApiError, errors } from './errors';
+import { buildOpenApiDocument, expressPath } from './openapi';
+import { allRoutes } from './routes';
+
+export interface AppDeps extends EdgeDeps {
+  /** Checks behind /readyz; each resolves when its dependency answers. */
+  readiness: Record<string, () => Promise<void>>;
+}
+
+const READINESS_TIMEOUT_MS = 2_000;
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    promise,
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+export function createApp(deps: AppDeps, routes: RouteDef<any, any, any>[] = allRoutes): express.Express { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', deps.config.TRUST_PROXY);
+  app.set('query parser', 'simple');
+
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+  const httpDuration = new client.Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request duration by route and status',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const requestId = newId('req');
+    res.locals.requestId = requestId;
+    res.set('X-Request-Id', requestId);
+    const end = httpDuration.startTimer({ method: req.method });
+    res.on('finish', () => end({ route: (req.route?.path as string | undefined) ?? 'unmatched', status: String(res.statusCode) }));
+    next();
+  });
+  app.use(
+    pinoHttp({
+      logger: deps.log,
+      genReqId: (_req, res) => res.locals.requestId as string,
+      customProps: (_req, res) => ({ organization_id: res.locals.organizationId }),
+      serializers: {
+        req: (req: { id: string; method: string; url: string; remoteAddress?: string }) => ({ id: req.id, method: req.method, url: req.url }),
+      },
+      customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'debug'),
+    }),
+  );
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    const checks: Record<string, string> = {};
+    await Promise.all(
+      Object.entries(deps.readiness).map(async ([name, check]) => {
+        try {
+          await withTimeout(check(), READINESS_TIMEOUT_MS);
+          checks[name] = 'ok';
+        } catch (error) {
+          checks[name] = `unavailable: ${(error as Error).message}`;
+        }
+      }),
+    );
+    const failing = Object.entries(checks).filter(([, state]) => state !== 'ok');
+    if (failing.length === 0) {
+      res.json({ status: 'ready', checks });
+      return;
+    }
+    const error = errors.unavailable(`Not ready: ${failing.map(([name]) => name).join(', ')} unreachable.`);
+    res.set(error.extra.headers ?? {});
+    res.status(503).json({
+      ...error.toBody(res.locals.requestId as string),
+      checks,
+    });
+  });
+  app.get('/metrics', async (_req, res) => {
+    res.type(registry.contentType).send(await registry.metrics());
+  });
+  const document = buildOpenApiDocument(routes, deps.config.LEDGER_ENVIRONMENT);
+  app.get('/openapi.json', (_req, res) => {
+    res.json(document);
+  });
+  app.use('/docs', swaggerUi.serve, swaggerUi.setup(document, { customSiteTitle: 'Payments ledger API 0.0.1' }));
+
+  // Raw bytes, not parsed: the edge authenticates before it parses, and the exact-body idempotency
+  // fallback hashes exactly what was sent.
+  app.use(express.raw({ type: () => true, limit: EDGE_LIMITS.bodyBytesMax }));
+
+  for (const route of routes) {
+    if (route.sandboxOnly && deps.config.LEDGER_ENVIRONMENT !== 'sandbox') continue;
+    app[route.method](expressPath(route.path), edgeHandler(deps, route));
+  }
+
+  app.use((req: Request, _res: Response, next: NextFunction) => {
+    next(errors.routeNotFound(req.method, req.path));
+  });
+
+  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const requestId = res.locals.requestId as string;
+    let apiError: ApiError;
+    if (error instanceof ApiError) apiError = error;
+    else if (isBodyParserError(error, 'entity.too.large')) apiError = errors.payloadTooLarge(EDGE_LIMITS.bodyBytesMax);
+    else if (isBodyParserError(error, 'encoding.unsupported') || isBodyParserError(error, 'charset.unsupported')) apiError = errors.unsupportedMediaType();
+    else if (isBodyParserError(error, 'request.aborted') || isBodyParserError(error, 'request.size.invalid')) apiError = errors.invalidJson('The request body was cut short.');
+    else {
+      req.log.error({ err: error }, 'unhandled error');
+      apiError = errors.internal();
+    }
+    if (res.headersSent) return;
+    res.set(apiError.extra.headers ?? {});
+    res.status(apiError.status).json(apiError.toBody(requestId));
+  });
+  return app;
+}
+
+function isBodyParserError(error: unknown, type: string): boolean {
+  return typeof error === 'object' && error !== null && (error as { type?: string }).type === type;
+}

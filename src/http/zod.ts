@@ -1,0 +1,31 @@
+import { extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
+import { z } from 'zod';
+
+// Every schema is built from this one `z`, so each carries its OpenAPI metadata: one schema per resource
+// validates requests, types the code and writes /openapi.json.
+extendZodWithOpenApi(z);
+
+export { z };
+
+/** `?limit=1..100` (25) and `?cursor=`: the one paging scheme of every list (SPEC §8). */
+export const pageQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(25).openapi({ description: 'Page size, 1 to 100.' }),
+  cursor: z.string().max(200).optional().openapi({ description: 'The next_cursor of the previous page.' }),
+});
+
+export function listEnvelope<T extends z.ZodType>(item: T) {
+  return z.object({ data: z.array(item), has_more: z.boolean(), next_cursor: z.string().nullable() });
+}
+
+export const errorBodySchema = z
+  .object({
+    error: z.object({
+      type: z.enum(['invalid_request_error', 'authentication_error', 'permission_error', 'idempotency_error', 'rate_limit_error', 'api_error']),
+      code: z.string(),
+      message: z.string(),
+      param: z.string().optional(),
+      details: z.array(z.object({ param: z.string(), message: z.string() })).optional(),
+      request_id: z.string(),
+    }),
+  })
+  .openapi('Error');

@@ -1,0 +1,26 @@
+import pino, { type Logger } from 'pino';
+
+/**
+ * Paths pino blanks in every log line. Secrets and personal data never reach a log: keys, webhook
+ * secrets, names, emails, birth dates, addresses and card or bank numbers.
+ */
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'req.headers["x-api-key"]',
+  '*.api_key', '*.apiKey', '*.secret', '*.password', '*.authorization',
+  '*.email', '*.name', '*.date_of_birth', '*.address', '*.phone_number', '*.government_id',
+  '*.account_number', '*.routing_number', '*.number', '*.cvc',
+];
+
+export function createLogger(level: string, name = 'ledger'): Logger {
+  return pino({
+    name,
+    level,
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    base: { pid: process.pid },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  });
+}
+
+export type { Logger };

@@ -1,0 +1,25 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { randomString } from '../ids';
+
+export type Environment = 'sandbox' | 'production';
+
+const KEY_PATTERN = /^sk_(sandbox|production)_([A-Za-z0-9]{32})$/;
+
+export function generateApiKey(environment: Environment): string {
+  return `sk_${environment}_${randomString(32)}`;
+}
+
+export function hashApiKey(key: string): Buffer {
+  return createHash('sha256').update(key, 'utf8').digest();
+}
+
+/** The environment a well-formed key names, or null for anything that is not a key at all. */
+export function parseApiKey(key: string): { environment: Environment } | null {
+  const match = KEY_PATTERN.exec(key);
+  return match ? { environment: match[1] as Environment } : null;
+}
+
+/** Constant-time equality of two key hashes (the lookup found a row; this is the comparison that decides). */
+export function hashesEqual(a: Buffer, b: Buffer): boolean {
+  return a.length === b.length && timingSafeEqual(a, b);
+}

@@ -1,0 +1,61 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { SEARCH_ATTRIBUTES, waitForTemporal } from './temporal';
+
+export interface DevServerOptions {
+  cliPath: string;
+  port: number;
+  /** Web UI port; null runs headless. */
+  uiPort: number | null;
+  /** SQLite file that keeps workflows across restarts; null keeps them in memory. */
+  dbFile: string | null;
+  namespace: string;
+  logFile: string;
+  readyTimeoutMs?: number;
+}
+
+export interface DevServer {
+  address: string;
+  uiUrl: string | null;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Starts `temporal server start-dev` as a child process and resolves once its frontend answers. */
+export async function startTemporalDevServer(options: DevServerOptions): Promise<DevServer> {
+  if (options.dbFile) fs.mkdirSync(path.dirname(options.dbFile), { recursive: true });
+  fs.mkdirSync(path.dirname(options.logFile), { recursive: true });
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--namespace', options.namespace, '--log-level', 'warn'];
+  if (options.uiPort === null) args.push('--headless');
+  else args.push('--ui-port', String(options.uiPort));
+  if (options.dbFile) args.push('--db-filename', options.dbFile);
+  for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) {
+    void type; // All ours are keywords; the operator API registers them again idempotently after start.
+    args.push('--search-attribute', `${name}=Keyword`);
+  }
+  const log = fs.openSync(options.logFile, 'a');
+  const child = spawn(options.cliPath, args, { stdio: ['ignore', log, log] });
+  fs.closeSync(log);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const address = `127.0.0.1:${options.port}`;
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const killTimer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(killTimer);
+  };
+  try {
+    await Promise.race([
+      waitForTemporal(address, options.readyTimeoutMs ?? 60_000),
+      exited.then(() => {
+        throw new Error(`temporal server start-dev exited with ${child.exitCode}; see ${options.logFile}`);
+      }),
+    ]);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { address, uiUrl: options.uiPort === null ? null : `http://127.0.0.1:${options.uiPort}`, process: child, stop };
+}

@@ -1,0 +1,60 @@
+import { Client, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+
+/**
+ * Custom search attributes every workflow of the ledger may carry, so the Temporal UI can filter by them
+ * (SPEC §9). Registered idempotently at start on the dev server and on an existing cluster alike.
+ */
+export const SEARCH_ATTRIBUTES = {
+  OrganizationId: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+  AccountId: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+  TransactionStatus: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+  TransactionDirection: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+  SettlementDate: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+  TransferId: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+} as const;
+
+export async function registerSearchAttributes(connection: Connection, namespace: string): Promise<void> {
+  const existing = await connection.operatorService.listSearchAttributes({ namespace });
+  const missing = Object.fromEntries(
+    Object.entries(SEARCH_ATTRIBUTES).filter(([name]) => !(name in (existing.customAttributes ?? {}))),
+  );
+  if (Object.keys(missing).length === 0) return;
+  try {
+    await connection.operatorService.addSearchAttributes({ namespace, searchAttributes: missing });
+  } catch (error) {
+    // Another process registering at the same moment is not a failure.
+    if (!/already exists/i.test((error as Error).message)) throw error;
+  }
+}
+
+export async function connectTemporal(address: string, namespace: string): Promise<{ connection: Connection; client: Client }> {
+  const connection = await Connection.connect({ address });
+  return { connection, client: new Client({ connection, namespace }) };
+}
+
+/** Resolves when the frontend answers. */
+export async function temporalHealthy(client: Client): Promise<void> {
+  await client.workflowService.getSystemInfo({});
+}
+
+/** Waits until a Temporal frontend accepts connections, up to `timeoutMs`. */
+export async function waitForTemporal(address: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1_000 });
+      try {
+        await connection.workflowService.getSystemInfo({});
+        return;
+      } finally {
+        await connection.close();
+      }
+    } catch (error) {
+      lastError = error;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+  throw new Error(`Temporal at ${address} did not answer within ${timeoutMs} ms: ${(lastError as Error)?.message}`);
+}

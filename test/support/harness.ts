@@ -1,0 +1,146 @@
+import type { Client, Connection } from '@temporalio/client';
+import { loadConfig, type Config } from '../../src/config';
+import { createPool, type Pool } from '../../src/db/pool';
+import { systemClock, type Clock } from '../../src/http/edge';
+import { randomString } from '../../src/ids';
+import { createLogger } from '../../src/logger';
+import { startApi, type RunningApi } from '../../src/api';
+import { addAllowlistEntry, createOrganization, setRateLimits } from '../../src/orgs/repo';
+import { connectTemporal } from '../../src/platform/temporal';
+import { startWorker, type LedgerWorker } from '../../src/worker';
+
+/** The real Postgres database and Temporal server that globalSetup started for this run. */
+export function testInfra() {
+  const databaseUrl = process.env.LEDGER_TEST_DATABASE_URL;
+  const temporalAddress = process.env.LEDGER_TEST_TEMPORAL_ADDRESS;
+  const workflowBundlePath = process.env.LEDGER_TEST_WORKFLOW_BUNDLE;
+  if (!databaseUrl || !temporalAddress || !workflowBundlePath) throw new Error('test infrastructure missing: run the suites through jest (globalSetup)');
+  return { databaseUrl, temporalAddress, workflowBundlePath, cliPath: process.env.LEDGER_TEST_TEMPORAL_CLI!, workDir: process.env.LEDGER_TEST_WORK_DIR! };
+}
+
+/** Configuration for an in-process stack: the test infrastructure, a task queue of its own, quiet logs. */
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  const infra = testInfra();
+  return loadConfig({
+    DATABASE_URL: infra.databaseUrl,
+    TEMPORAL_ADDRESS: infra.temporalAddress,
+    TEMPORAL_TASK_QUEUE: `test-${randomString(10)}`,
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    ...overrides,
+  });
+}
+
+export interface Stack {
+  config: Config;
+  pool: Pool;
+  temporal: Client;
+  connection: Connection;
+  api: RunningApi;
+  worker: LedgerWorker | null;
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** The api (and, unless `worker: false`, a worker) in this process against the real Postgres and Temporal. */
+export async function startStack(options: { env?: Record<string, string>; clock?: Clock; worker?: boolean } = {}): Promise<Stack> {
+  const infra = testInfra();
+  const config = testConfig(options.env);
+  const log = createLogger(config.LOG_LEVEL);
+  const pool = createPool(infra.databaseUrl, config.DATABASE_POOL_MAX);
+  const { connection, client } = await connectTemporal(infra.temporalAddress, config.TEMPORAL_NAMESPACE);
+  const worker = options.worker === false
+    ? null
+    : await startWorker({ config, pool, log, temporal: client, address: infra.temporalAddress, workflowBundlePath: infra.workflowBundlePath });
+  const api = await startApi({ config, pool, log, temporal: client, clock: options.clock ?? systemClock });
+  return {
+    config, pool, temporal: client, connection, api, worker, url: api.url,
+    async stop() {
+      await api.close();
+      await worker?.shutdown();
+      await connection.close();
+      await pool.end();
+    },
+  };
+}
+
+export interface TestOrg {
+  organizationId: string;
+  accountId: string;
+  apiKey: string;
+  keyId: string;
+}
+
+export async function createTestOrg(
+  pool: Pool,
+  options: { kycRequired?: boolean; environment?: 'sandbox' | 'production'; write?: number; read?: number; allowlist?: string[] } = {},
+): Promise<TestOrg> {
+  const created = await createOrganization(pool, {
+    name: `Test operator ${randomString(6)}`,
+    kycRequired: options.kycRequired ?? true,
+    environment: options.environment ?? 'sandbox',
+  });
+  if (options.write !== undefined || options.read !== undefined) await setRateLimits(pool, created.organization.id, options);
+  for (const cidr of options.allowlist ?? []) await addAllowlistEntry(pool, created.organization.id, cidr);
+  return { organizationId: created.organization.id, accountId: created.account.id, apiKey: created.key.api_key, keyId: created.key.id };
+}
+
+export interface ApiResponse<T = any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+/** A small HTTP client for one API key: `call('POST', '/user', body, { 'X-Idempotency-Key': 'k' })`. */
+export function apiClient(baseUrl: string, apiKey: string | null) {
+  return async function call<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> { // eslint-disable-line @typescript-eslint/no-explicit-any
+    const init: RequestInit = { method, headers: { ...(apiKey ? { Authorization: `Bearer ${apiKey}` } : {}), ...headers } };
+    if (body !== undefined) {
+      init.body = typeof body === 'string' ? body : JSON.stringify(body);
+      (init.headers as Record<string, string>)['Content-Type'] ??= 'application/json';
+    }
+    const response = await fetch(`${baseUrl}${path}`, init);
+    const text = await response.text();
+    let parsed: unknown = undefined;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = text;
+    }
+    return { status: response.status, headers: response.headers, body: parsed as T, text };
+  };
+}
+
+/**
+ * Polls `probe` until it returns a value other than undefined, or fails after `timeoutMs`. This waits for a
+ * condition (a workflow reaching a state), never for a fixed time.
+ */
+export async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 30_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Inserts a user straight into the ledger database (for suites that need one but do not test users). */
+export async function createTestUser(pool: Pool, organizationId: string, status: 'created' | 'enabled' | 'suspended' | 'disabled' = 'enabled'): Promise<string> {
+  const id = `user_${randomString(24)}`;
+  await pool.query(
+    `INSERT INTO users (id, organization_id, tag, status, identity_verified, first_name, last_name, email, date_of_birth,
+                        address, government_id_type, government_id_last4)
+     VALUES ($1, $2, $3, $4, true, 'Test', 'User', 'test@example.com', '1990-01-01',
+             '{"address_line_1":"1 Main St","locality":"Newark","administrative_area":"NJ","postal_code":"07102","country":"US"}',
+             'passport', '1234')`,
+    [id, organizationId, `tag-${randomString(12)}`, status],
+  );
+  return id;
+}
