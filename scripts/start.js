@@ -19,6 +19,7 @@ const child = spawn(process.execPath, [require.resolve('tsx/cli', { paths: [root
   cwd: root,
   stdio: 'inherit',
 });
-// Ctrl-C reaches the whole process group; SIGTERM sent to this process alone is passed on.
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
+// Ctrl-C reaches the whole process group by itself; a SIGTERM sent to this process alone is passed on.
+process.on('SIGINT', () => undefined);
+process.on('SIGTERM', () => child.kill('SIGTERM'));
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

@@ -1,4 +1,4 @@
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
 
 /**
  * Paths pino blanks in every log line. Secrets and personal data never reach a log: keys, webhook
@@ -13,14 +13,14 @@ export const REDACT_PATHS = [
   '*.account_number', '*.routing_number', '*.number', '*.cvc',
 ];
 
-export function createLogger(level: string, name = 'ledger'): Logger {
+export function createLogger(level: string, name = 'ledger', destination?: DestinationStream): Logger {
   return pino({
     name,
     level,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     base: { pid: process.pid },
     timestamp: pino.stdTimeFunctions.isoTime,
-  });
+  }, destination);
 }
 
 export type { Logger };

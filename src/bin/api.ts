@@ -1,6 +1,7 @@
 /** `npm run api`: one API process against the configured Postgres and Temporal. */
 import { startApi } from '../api';
 import { databaseUrlOf, loadConfig, temporalAddressOf } from '../config';
+import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { createLogger } from '../logger';
 import { connectTemporal } from '../platform/temporal';
@@ -9,7 +10,9 @@ import { onShutdownSignal, runMain } from './run';
 runMain(async () => {
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL, 'ledger-api');
-  const pool = createPool(databaseUrlOf(config), config.DATABASE_POOL_MAX);
+  // Every process applies pending migrations at start; node-pg-migrate's lock makes concurrent starts safe.
+  await migrate(databaseUrlOf(config), (message) => log.info(message));
+  const pool = createPool(databaseUrlOf(config), config.DATABASE_POOL_MAX, (error) => log.warn({ err: error }, 'idle database connection lost'));
   const { connection, client } = await connectTemporal(temporalAddressOf(config), config.TEMPORAL_NAMESPACE);
   const api = await startApi({ config, pool, log, temporal: client });
   log.info({ url: api.url }, 'api listening');

@@ -39,7 +39,7 @@ runMain(async () => {
   try {
     let databaseUrl = config.DATABASE_URL;
     if (!databaseUrl) {
-      const embedded = await startEmbeddedPostgres(config.DATA_DIR, config.EMBEDDED_PG_PORT, say);
+      const embedded = await startEmbeddedPostgres(config.DATA_DIR, config.EMBEDDED_PG_PORT);
       teardown.push(['embedded postgres', embedded.stop]);
       databaseUrl = embedded.databaseUrl;
     }
@@ -59,7 +59,7 @@ runMain(async () => {
     }
     const address = temporalAddressOf(config);
     await migrate(databaseUrl, (message) => log.info(message));
-    const pool = createPool(databaseUrl, config.DATABASE_POOL_MAX);
+    const pool = createPool(databaseUrl, config.DATABASE_POOL_MAX, (error) => log.warn({ err: error }, 'idle database connection lost'));
     teardown.push(['postgres pool', () => pool.end()]);
     const { connection, client } = await connectTemporal(address, config.TEMPORAL_NAMESPACE);
     teardown.push(['temporal client', () => connection.close()]);

@@ -15,16 +15,21 @@ export function runMain(main: () => Promise<void>): void {
   });
 }
 
-/** Calls `stop` once on SIGINT or SIGTERM; a second signal exits at once. */
+/**
+ * Calls `stop` once on SIGINT or SIGTERM; another signal a second or more later exits at once. (Ctrl-C
+ * reaches every process of the terminal's group, and npm/tsx relay it too: copies within a second are one.)
+ */
 export function onShutdownSignal(stop: (signal: string) => Promise<void>): void {
-  let stopping = false;
+  let firstSignalAt = 0;
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.on(signal, () => {
+      const stopping = firstSignalAt !== 0;
+      if (stopping && Date.now() - firstSignalAt < 1_000) return;
       if (stopping) {
         process.stderr.write(`${signal} again: exiting without waiting.\n`);
         process.exit(1);
       }
-      stopping = true;
+      firstSignalAt = Date.now();
       stop(signal).then(
         () => process.exit(0),
         (error: unknown) => {

@@ -13,8 +13,12 @@ export type PoolClient = pg.PoolClient;
 /** Anything that runs a query: the pool for reads, a checked-out client inside a transaction. */
 export type Queryable = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
 
-export function createPool(databaseUrl: string, max = 20): pg.Pool {
-  return new pg.Pool({ connectionString: databaseUrl, max, connectionTimeoutMillis: 5_000, idleTimeoutMillis: 30_000 });
+export function createPool(databaseUrl: string, max = 20, onIdleError: (error: Error) => void = () => undefined): pg.Pool {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max, connectionTimeoutMillis: 5_000, idleTimeoutMillis: 30_000 });
+  // An idle client whose server went away (a restart, a failover) is dropped by the pool; without a
+  // listener that 'error' event would crash the process.
+  pool.on('error', onIdleError);
+  return pool;
 }
 
 /** Runs `work` in one database transaction; any throw rolls everything back. */

