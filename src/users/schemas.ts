@@ -90,9 +90,9 @@ export function dateOfBirthProblem(value: string, today: Date): string | null {
 }
 
 const nameSchema = closed({
-    first: text(USER_LIMITS.nameLengthMax).openapi({ example: 'Ada' }),
-    last: text(USER_LIMITS.nameLengthMax).openapi({ example: 'Lovelace' }),
-  })
+  first: text(USER_LIMITS.nameLengthMax).openapi({ example: 'Ada' }),
+  last: text(USER_LIMITS.nameLengthMax).openapi({ example: 'Lovelace' }),
+})
   .openapi({ description: 'Legal name of the user.' });
 
 /** Members of a raw (possibly invalid) object, for rules that must run even when a sibling field failed. */
@@ -101,22 +101,22 @@ function field(input: unknown, name: string): unknown {
 }
 
 const addressSchema = closed({
-    address_line_1: text(USER_LIMITS.addressLineLengthMax).openapi({ example: '12 Market Street' }),
-    address_line_2: text(USER_LIMITS.addressLineLengthMax).nullish().openapi({ example: 'Apt 4B' }),
-    locality: text(USER_LIMITS.localityLengthMax).openapi({ description: 'City or town.', example: 'Newark' }),
-    administrative_area: text(USER_LIMITS.administrativeAreaLengthMax).openapi({
-      description: 'State, province or region. For `US`: a USPS state or territory code (NJ, DC, PR, AA, ...).',
-      example: 'NJ',
-    }),
-    postal_code: text(USER_LIMITS.postalCodeLengthMax).openapi({
-      description: 'For `US`: 5 digits or 5+4 digits (`07102` or `07102-1234`).',
-      example: '07102',
-    }),
-    country: z
-      .string({ error: requiredError })
-      .refine(isIsoAlpha2Country, 'must be an ISO 3166-1 alpha-2 country code in capitals, such as US')
-      .openapi({ description: 'ISO 3166-1 alpha-2 code, in capitals.', pattern: '^[A-Z]{2}$', example: 'US' }),
-  })
+  address_line_1: text(USER_LIMITS.addressLineLengthMax).openapi({ example: '12 Market Street' }),
+  address_line_2: text(USER_LIMITS.addressLineLengthMax).nullish().openapi({ example: 'Apt 4B' }),
+  locality: text(USER_LIMITS.localityLengthMax).openapi({ description: 'City or town.', example: 'Newark' }),
+  administrative_area: text(USER_LIMITS.administrativeAreaLengthMax).openapi({
+    description: 'State, province or region. For `US`: a USPS state or territory code (NJ, DC, PR, AA, ...).',
+    example: 'NJ',
+  }),
+  postal_code: text(USER_LIMITS.postalCodeLengthMax).openapi({
+    description: 'For `US`: 5 digits or 5+4 digits (`07102` or `07102-1234`).',
+    example: '07102',
+  }),
+  country: z
+    .string({ error: requiredError })
+    .refine(isIsoAlpha2Country, 'must be an ISO 3166-1 alpha-2 country code in capitals, such as US')
+    .openapi({ description: 'ISO 3166-1 alpha-2 code, in capitals.', pattern: '^[A-Z]{2}$', example: 'US' }),
+})
   // `when` lets these rules run even while another address member fails, so one response names every
   // bad field instead of revealing them one retry at a time.
   .refine(
@@ -136,13 +136,13 @@ const addressSchema = closed({
   .openapi({ description: 'Primary residential address.' });
 
 const governmentIdSchema = closed({
-    type: z.enum(GOVERNMENT_ID_TYPES, { error: (issue) => requiredError(issue) ?? `must be one of ${GOVERNMENT_ID_TYPES.join(', ')}` }).openapi({ example: 'drivers_license' }),
-    last4: z.string({ error: requiredError }).regex(/^[0-9]{4}$/, 'must be exactly four digits').openapi({ description: 'Last four digits only; never send the full number.', example: '6789' }),
-    state: text(USER_LIMITS.governmentIdStateLengthMax).nullish().openapi({
-      description: 'Issuing state; required for `drivers_license` and `state_id`.',
-      example: 'NJ',
-    }),
-  })
+  type: z.enum(GOVERNMENT_ID_TYPES, { error: (issue) => requiredError(issue) ?? `must be one of ${GOVERNMENT_ID_TYPES.join(', ')}` }).openapi({ example: 'drivers_license' }),
+  last4: z.string({ error: requiredError }).regex(/^[0-9]{4}$/, 'must be exactly four digits').openapi({ description: 'Last four digits only; never send the full number.', example: '6789' }),
+  state: text(USER_LIMITS.governmentIdStateLengthMax).nullish().openapi({
+    description: 'Issuing state; required for `drivers_license` and `state_id`.',
+    example: 'NJ',
+  }),
+})
   .refine(
     (id) => {
       const state = field(id, 'state');
@@ -153,34 +153,34 @@ const governmentIdSchema = closed({
   .openapi({ description: 'Of the government id only its type, last four digits and issuing state are kept.' });
 
 export const userCreateBody = closed({
-    name: nameSchema,
-    address: addressSchema,
-    email: z.email({ error: (issue) => requiredError(issue) ?? 'must be an email address' }).max(USER_LIMITS.emailLengthMax).openapi({ example: 'ada@example.com' }),
-    date_of_birth: z
-      .string({ error: requiredError })
-      .max(10, 'must be a date written YYYY-MM-DD')
-      .superRefine((value, ctx) => {
-        const problem = dateOfBirthProblem(value, new Date());
-        if (problem) ctx.addIssue({ code: 'custom', message: problem });
-      })
-      .openapi({ format: 'date', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', description: 'A real calendar date in the past, YYYY-MM-DD.', example: '1990-12-10' }),
-    government_id: governmentIdSchema,
-    identity_verified: z.boolean({ error: (issue) => requiredError(issue) ?? 'must be true or false' }).openapi({
-      description: "Whether the operator verified the user's identity. Must be true when the organization requires KYC.",
-      example: true,
+  name: nameSchema,
+  address: addressSchema,
+  email: z.email({ error: (issue) => requiredError(issue) ?? 'must be an email address' }).max(USER_LIMITS.emailLengthMax).openapi({ example: 'ada@example.com' }),
+  date_of_birth: z
+    .string({ error: requiredError })
+    .max(10, 'must be a date written YYYY-MM-DD')
+    .superRefine((value, ctx) => {
+      const problem = dateOfBirthProblem(value, new Date());
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    .openapi({ format: 'date', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', description: 'A real calendar date in the past, YYYY-MM-DD.', example: '1990-12-10' }),
+  government_id: governmentIdSchema,
+  identity_verified: z.boolean({ error: (issue) => requiredError(issue) ?? 'must be true or false' }).openapi({
+    description: "Whether the operator verified the user's identity. Must be true when the organization requires KYC.",
+    example: true,
+  }),
+  phone_number: z.string().regex(E164, 'must be an E.164 number such as +12015550123').nullish().openapi({ example: '+12015550123' }),
+  tag: z
+    .string()
+    .min(1, 'must not be empty')
+    .max(USER_LIMITS.tagLengthMax, `must be at most ${USER_LIMITS.tagLengthMax} characters`)
+    .regex(NO_CONTROL_CHARACTERS, 'must not contain control characters')
+    .nullish()
+    .openapi({
+      description: "The caller's own id for the user, unique per organization. A repeated tag returns the original user and creates nothing.",
+      example: 'customer-8841',
     }),
-    phone_number: z.string().regex(E164, 'must be an E.164 number such as +12015550123').nullish().openapi({ example: '+12015550123' }),
-    tag: z
-      .string()
-      .min(1, 'must not be empty')
-      .max(USER_LIMITS.tagLengthMax, `must be at most ${USER_LIMITS.tagLengthMax} characters`)
-      .regex(NO_CONTROL_CHARACTERS, 'must not contain control characters')
-      .nullish()
-      .openapi({
-        description: "The caller's own id for the user, unique per organization. A repeated tag returns the original user and creates nothing.",
-        example: 'customer-8841',
-      }),
-  })
+})
   .openapi('UserCreateRequest', {
     example: {
       name: { first: 'Ada', last: 'Lovelace' },
