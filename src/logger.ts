@@ -10,6 +10,9 @@ export const REDACT_PATHS = [
   'req.headers["x-api-key"]',
   '*.api_key', '*.apiKey', '*.secret', '*.password', '*.authorization',
   '*.email', '*.name', '*.date_of_birth', '*.address', '*.phone_number', '*.government_id',
+  '*.first_name', '*.last_name', '*.address_line_1', '*.address_line_2',
+  // Postgres puts the failing row's values in an error's `detail` ("Failing row contains (...)").
+  '*.detail',
   '*.account_number', '*.routing_number', '*.number', '*.cvc',
 ];
 

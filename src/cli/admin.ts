@@ -1,7 +1,9 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { databaseUrlOf, loadConfig, type Config } from '../config';
 import { createPool, type Pool } from '../db/pool';
+import { ApiError } from '../http/errors';
 import * as orgs from '../orgs/repo';
+import { registerUserCommands } from '../users/cli';
 
 /**
  * The operator CLI (SPEC §13): the service operator's tool, never HTTP. Each command prints a short human
@@ -106,7 +108,7 @@ const registerOrgCommands: CommandRegistrar = (program, ctx) => {
 };
 
 /** Feature modules add their commands here (user set-status, settlement run, ...). */
-export const commandRegistrars: CommandRegistrar[] = [registerOrgCommands];
+export const commandRegistrars: CommandRegistrar[] = [registerOrgCommands, registerUserCommands];
 
 export async function runAdmin(argv: string[]): Promise<number> {
   const program = new Command('admin').description('Operator CLI of the payments ledger').option('--json', 'print one JSON object on stdout');
@@ -131,7 +133,8 @@ export async function runAdmin(argv: string[]): Promise<number> {
   } catch (error) {
     const err = error as { code?: string; exitCode?: number; message: string };
     if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
-    const code = err.code?.startsWith('commander.') ? 'usage' : error instanceof orgs.NotFoundError ? 'not_found' : 'failed';
+    const code = err.code?.startsWith('commander.') ? 'usage' : error instanceof orgs.NotFoundError ? 'not_found'
+      : error instanceof ApiError ? error.code : 'failed';
     const message = err.message.replace(/^error: /, '');
     if (json()) process.stdout.write(`${JSON.stringify({ error: { code, message } })}\n`);
     else if (!err.code?.startsWith('commander.')) process.stderr.write(`error: ${message}\n`);

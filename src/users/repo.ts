@@ -1,0 +1,183 @@
+import type { Queryable } from '../db/pool';
+import { errors } from '../http/errors';
+import { newId } from '../ids';
+import type { User, UserCreateBody, UserStatus } from './schemas';
+
+/** The SQL owned by users and their status history (migrations/0004_users.sql). */
+
+interface UserRow {
+  id: string;
+  organization_id: string;
+  tag: string | null;
+  status: UserStatus;
+  identity_verified: boolean;
+  created_at: Date;
+  /** created_at to the microsecond, for the list cursor: a JS Date keeps only milliseconds. */
+  created_at_exact: string;
+}
+
+/** Only the columns the API shows; personal data stays in the table. */
+const PUBLIC_COLUMNS = `id, organization_id, tag, status, identity_verified, created_at,
+  to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at_exact`;
+
+export function toUser(row: Pick<UserRow, 'id' | 'tag' | 'status' | 'identity_verified' | 'created_at'>): User {
+  return { id: row.id, tag: row.tag, status: row.status, identity_verified: row.identity_verified, created_at: row.created_at.toISOString() };
+}
+
+/**
+ * The user's status, or null when the organization has no such user. Money movement asks this, inside its
+ * own transaction, to refuse users that are not `enabled` (SPEC §6). With `lock: 'share'` the answer holds
+ * until that transaction ends: a concurrent suspension waits for it instead of slipping in between.
+ */
+export async function getUserStatus(
+  db: Queryable,
+  organizationId: string,
+  userId: string,
+  options: { lock?: 'share' } = {},
+): Promise<UserStatus | null> {
+  const { rows } = await db.query<{ status: UserStatus }>(
+    `SELECT status FROM users WHERE organization_id = $1 AND id = $2${options.lock === 'share' ? ' FOR SHARE' : ''}`,
+    [organizationId, userId],
+  );
+  return rows[0]?.status ?? null;
+}
+
+export async function getUser(db: Queryable, organizationId: string, userId: string): Promise<User | null> {
+  const { rows } = await db.query<UserRow>(`SELECT ${PUBLIC_COLUMNS} FROM users WHERE organization_id = $1 AND id = $2`, [organizationId, userId]);
+  return rows[0] ? toUser(rows[0]) : null;
+}
+
+export async function findUserByTag(db: Queryable, organizationId: string, tag: string): Promise<User | null> {
+  const { rows } = await db.query<UserRow>(`SELECT ${PUBLIC_COLUMNS} FROM users WHERE organization_id = $1 AND tag = $2`, [organizationId, tag]);
+  return rows[0] ? toUser(rows[0]) : null;
+}
+
+/** Names who is changing statuses in this transaction; the history trigger records it. */
+export async function setStatusSource(db: Queryable, source: 'api' | 'cli' | 'simulation'): Promise<void> {
+  await db.query(`SELECT set_config('ledger.status_source', $1, true)`, [source]);
+}
+
+/**
+ * Inserts the user unless the organization already has one with this tag. Racing inserts of one tag
+ * meet at the unique index: the loser waits for the winner's commit, inserts nothing and reads the winner.
+ */
+export async function insertUser(
+  db: Queryable,
+  input: { organizationId: string; body: UserCreateBody; status: UserStatus; now: Date },
+): Promise<{ user: User; created: boolean }> {
+  const { body } = input;
+  const address = {
+    address_line_1: body.address.address_line_1,
+    address_line_2: body.address.address_line_2 ?? null,
+    locality: body.address.locality,
+    administrative_area: body.address.administrative_area,
+    postal_code: body.address.postal_code,
+    country: body.address.country,
+  };
+  const { rows } = await db.query<UserRow>(
+    `INSERT INTO users (id, organization_id, tag, status, identity_verified, first_name, last_name, email, date_of_birth,
+                        phone_number, address, government_id_type, government_id_last4, government_id_state, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)
+     ON CONFLICT (organization_id, tag) WHERE tag IS NOT NULL DO NOTHING
+     RETURNING ${PUBLIC_COLUMNS}`,
+    [
+      newId('user'), input.organizationId, body.tag ?? null, input.status, body.identity_verified, body.name.first, body.name.last,
+      body.email, body.date_of_birth, body.phone_number ?? null, JSON.stringify(address), body.government_id.type,
+      body.government_id.last4, body.government_id.state ?? null, input.now,
+    ],
+  );
+  if (rows[0]) return { user: toUser(rows[0]), created: true };
+  // Only a tag can conflict; the statement waited for the other insert to commit, so this read sees it.
+  const existing = await findUserByTag(db, input.organizationId, body.tag!);
+  if (!existing) throw new Error('users insert conflicted but no user holds the tag');
+  return { user: existing, created: false };
+}
+
+export interface UserCursor {
+  createdAtExact: string;
+  id: string;
+}
+
+export const CURSOR_LENGTH_MAX = 200;
+
+/** Opaque to clients: base64url of the last row's exact created_at and id. */
+export function encodeCursor(cursor: UserCursor): string {
+  return Buffer.from(JSON.stringify({ c: cursor.createdAtExact, i: cursor.id }), 'utf8').toString('base64url');
+}
+
+export function decodeCursor(raw: string): UserCursor {
+  const invalid = () => errors.validation([{ param: 'cursor', message: 'is not a cursor this list returned' }]);
+  if (raw.length > CURSOR_LENGTH_MAX || !/^[A-Za-z0-9_-]+$/.test(raw)) throw invalid();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
+  } catch {
+    throw invalid();
+  }
+  const { c, i } = (parsed ?? {}) as { c?: unknown; i?: unknown };
+  if (typeof c !== 'string' || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/.test(c) || Number.isNaN(Date.parse(c))) throw invalid();
+  if (typeof i !== 'string' || i.length > 100) throw invalid();
+  return { createdAtExact: c, id: i };
+}
+
+/**
+ * One page, newest first, by keyset on (created_at DESC, id DESC): a row inserted while a client pages
+ * lands before its cursor or after it, never shifting the rows still to come (SPEC §8).
+ */
+export async function listUsers(
+  db: Queryable,
+  organizationId: string,
+  page: { limit: number; cursor?: UserCursor; status?: UserStatus },
+): Promise<{ data: User[]; has_more: boolean; next_cursor: string | null }> {
+  // Conditions are left out rather than neutralised with `$n IS NULL OR ...`, so the planner can use the
+  // (organization_id, status, created_at, id) index for a filtered page instead of filtering a scan.
+  const params: unknown[] = [organizationId];
+  const where = ['organization_id = $1'];
+  if (page.status) {
+    params.push(page.status);
+    where.push(`status = $${params.length}`);
+  }
+  if (page.cursor) {
+    params.push(page.cursor.createdAtExact, page.cursor.id);
+    where.push(`(created_at, id) < ($${params.length - 1}::timestamptz, $${params.length}::text)`);
+  }
+  params.push(page.limit + 1);
+  const { rows } = await db.query<UserRow>(
+    `SELECT ${PUBLIC_COLUMNS} FROM users WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
+    params,
+  );
+  const has_more = rows.length > page.limit;
+  const pageRows = rows.slice(0, page.limit);
+  const last = pageRows[pageRows.length - 1];
+  return {
+    data: pageRows.map(toUser),
+    has_more,
+    next_cursor: has_more && last ? encodeCursor({ createdAtExact: last.created_at_exact, id: last.id }) : null,
+  };
+}
+
+/**
+ * Locks the user row for a status change. Without an organization (the operator CLI) any user is found;
+ * with one, another organization's user is as absent as an unknown id.
+ */
+export async function lockUser(db: Queryable, userId: string, organizationId?: string): Promise<(User & { organization_id: string }) | null> {
+  const { rows } = await db.query<UserRow>(
+    `SELECT ${PUBLIC_COLUMNS} FROM users WHERE id = $1 AND ($2::text IS NULL OR organization_id = $2) FOR UPDATE`,
+    [userId, organizationId ?? null],
+  );
+  return rows[0] ? { ...toUser(rows[0]), organization_id: rows[0].organization_id } : null;
+}
+
+/**
+ * Moves a locked user to `to` if the lifecycle allows it. The guard is the database's own
+ * user_status_transition_allowed, the function its trigger enforces, so the rule has one definition.
+ */
+export async function updateUserStatus(db: Queryable, userId: string, to: UserStatus, now: Date): Promise<User | null> {
+  const { rows } = await db.query<UserRow>(
+    `UPDATE users SET status = $2, updated_at = greatest($3::timestamptz, updated_at)
+      WHERE id = $1 AND user_status_transition_allowed(status, $2)
+      RETURNING ${PUBLIC_COLUMNS}`,
+    [userId, to, now],
+  );
+  return rows[0] ? toUser(rows[0]) : null;
+}

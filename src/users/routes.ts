@@ -1,0 +1,76 @@
+import { defineRoute } from '../http/edge';
+import { errors } from '../http/errors';
+import * as repo from './repo';
+import { userCreateBody, userCreated, userIdParams, userList, userListQuery, userSchema } from './schemas';
+import { changeUserStatus, createUser } from './service';
+
+/** SPEC §6: POST /user, GET /user/{id}, GET /user, and the sandbox's POST /simulate/user/{id}/suspend. */
+export const userRoutes = [
+  defineRoute({
+    method: 'post',
+    path: '/user',
+    tag: 'Users',
+    summary: 'Create a user',
+    description: [
+      'Registers an end user. Verified users start `enabled`; unverified ones (allowed only when the organization does not require KYC) start `created`.',
+      'The `tag` is the idempotency key: a repeated tag returns the original `{ id }` and creates nothing, within the 24-hour idempotency window',
+      '(with `Idempotent-Replayed: true`) and after it. Without a tag or an `X-Idempotency-Key`, an identical body within 24 hours is the duplicate.',
+      'Each invalid field is one entry of `error.details`, its path in `param` (e.g. `address.postal_code`).',
+      'With KYC required (the default) `identity_verified: false` answers 400 `identity_not_verified`.',
+    ].join(' '),
+    body: userCreateBody,
+    idempotency: { bodyField: 'tag' },
+    response: { schema: userCreated, description: 'The user (new, or the original one for a repeated tag).' },
+    async handler({ caller, db, body, now }) {
+      const { user } = await createUser(db, { organization: caller.organization, body, now });
+      return { body: { id: user.id } };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/user/{id}',
+    tag: 'Users',
+    summary: 'Retrieve a user',
+    description: 'Never returns personal data. Another organization\'s user id answers 404, exactly like an unknown one.',
+    params: userIdParams,
+    errorStatuses: [404],
+    response: { schema: userSchema, description: 'The user.' },
+    async handler({ caller, db, params }) {
+      const user = await repo.getUser(db, caller.organization.id, params.id);
+      if (!user) throw errors.notFound('user', params.id);
+      return { body: user };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/user',
+    tag: 'Users',
+    summary: 'List users',
+    description: 'Newest first. Page with `limit` and the previous page\'s `next_cursor`; rows created while paging never cause skips or repeats.',
+    query: userListQuery,
+    response: { schema: userList, description: 'One page of users.' },
+    async handler({ caller, db, query }) {
+      const cursor = query.cursor === undefined ? undefined : repo.decodeCursor(query.cursor);
+      return { body: await repo.listUsers(db, caller.organization.id, { limit: query.limit, cursor, status: query.status }) };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/simulate/user/{id}/suspend',
+    tag: 'Simulation',
+    summary: 'Suspend a user (sandbox)',
+    description: [
+      'Moves an `enabled` user to `suspended`, as an operator\'s compliance team would; a suspended user cannot move money.',
+      'A user already suspended is returned unchanged. `created` and `disabled` users answer 409 `invalid_state`.',
+      'Like every POST, an identical request within 24 hours replays the first answer: send a fresh `X-Idempotency-Key` to suspend again after a re-enable.',
+    ].join(' '),
+    params: userIdParams,
+    sandboxOnly: true,
+    errorStatuses: [404],
+    response: { schema: userSchema, description: 'The user, now suspended.' },
+    async handler({ caller, db, params, now }) {
+      const change = await changeUserStatus(db, { userId: params.id, organizationId: caller.organization.id, to: 'suspended', source: 'simulation', now });
+      return { body: change.user };
+    },
+  }),
+];
