@@ -12,7 +12,7 @@ import { startTemporalDevServer } from '../src/platform/devServer';
 import { connectTemporal } from '../src/platform/temporal';
 import { apiClient, createTestOrg, startStack, testConfig, testInfra, type Stack } from './support/harness';
 import { freePort } from './support/ports';
-import { portOpen, REPO, runAdmin, spawnProject, TSX } from './support/processes';
+import { portOpen, REPO, runAdmin, spawnProject, stopGracefully, TSX } from './support/processes';
 
 describe('SPEC §1 configuration', () => {
   test('defaults match the spec', () => {
@@ -91,7 +91,7 @@ describe('SPEC §1 npm start on embedded defaults', () => {
 
     const first = start();
     try {
-      await first.waitFor(/ready in [\d.]+ s/);
+      await first.waitFor(/Ctrl-C stops everything/);
       const output = first.output();
       expect(output).toContain(`API            http://127.0.0.1:${ports.PORT}`);
       expect(output).toContain(`API reference  http://127.0.0.1:${ports.PORT}/docs`);
@@ -103,22 +103,20 @@ describe('SPEC §1 npm start on embedded defaults', () => {
       expect((await fetch(`http://127.0.0.1:${ports.TEMPORAL_UI_PORT}/`)).status).toBe(200);
       expect((await apiClient(url, demoKey!)('POST', '/keys/verify')).status).toBe(200);
 
-      first.child.kill('SIGTERM');
-      expect((await first.exited).code).toBe(0);
+      expect((await stopGracefully(first)).code).toBe(0);
       for (const port of Object.values(ports)) expect(await portOpen(port)).toBe(false);
 
       const second = start();
       try {
-        await second.waitFor(/ready in [\d.]+ s/);
+        await second.waitFor(/Ctrl-C stops everything/);
         expect(second.output()).not.toContain('Demo sandbox API key');
         expect((await apiClient(url, demoKey!)('POST', '/keys/verify')).body).toMatchObject({ organization_name: 'Demo operator' });
-        second.child.kill('SIGTERM');
-        expect((await second.exited).code).toBe(0);
+        expect((await stopGracefully(second)).code).toBe(0);
       } finally {
-        second.child.kill('SIGKILL');
+        await stopGracefully(second);
       }
     } finally {
-      first.child.kill('SIGKILL');
+      await stopGracefully(first);
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
   }, 240_000);

@@ -53,6 +53,7 @@ runMain(async () => {
         dbFile: path.join(config.DATA_DIR, 'temporal', 'temporal.db'),
         namespace: config.TEMPORAL_NAMESPACE,
         logFile: path.join(config.DATA_DIR, 'temporal', 'server.log'),
+        pidFile: path.join(config.DATA_DIR, 'temporal', 'server.pid'),
       });
       teardown.push(['temporal dev server', dev.stop]);
       temporalUi = dev.uiUrl;

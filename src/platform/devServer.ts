@@ -12,7 +12,34 @@ export interface DevServerOptions {
   dbFile: string | null;
   namespace: string;
   logFile: string;
+  /**
+   * Where the server's pid is kept while it runs. A server left behind by a run that was killed outright
+   * (SIGKILL skips every exit handler) is found through it and stopped before a new one starts.
+   */
+  pidFile?: string;
   readyTimeoutMs?: number;
+}
+
+function processCommand(pid: number): string | null {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    return null;
+  }
+}
+
+/** Stops the dev server a killed earlier run left behind, if the pid file names one that still runs. */
+async function stopLeftover(pidFile: string): Promise<void> {
+  if (!fs.existsSync(pidFile)) return;
+  const pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
+  const command = Number.isInteger(pid) && pid > 0 ? processCommand(pid) : null;
+  if (command?.includes('server start-dev')) {
+    process.kill(pid, 'SIGTERM');
+    const deadline = Date.now() + 10_000;
+    while (processCommand(pid) !== null && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    if (processCommand(pid) !== null) process.kill(pid, 'SIGKILL');
+  }
+  fs.rmSync(pidFile, { force: true });
 }
 
 export interface DevServer {
@@ -26,6 +53,7 @@ export interface DevServer {
 export async function startTemporalDevServer(options: DevServerOptions): Promise<DevServer> {
   if (options.dbFile) fs.mkdirSync(path.dirname(options.dbFile), { recursive: true });
   fs.mkdirSync(path.dirname(options.logFile), { recursive: true });
+  if (options.pidFile) await stopLeftover(options.pidFile);
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--namespace', options.namespace, '--log-level', 'warn'];
   if (options.uiPort === null) args.push('--headless');
   else args.push('--ui-port', String(options.uiPort));
@@ -39,6 +67,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   const child = spawn(options.cliPath, args, { stdio: ['ignore', log, log], detached: true });
   fs.closeSync(log);
   process.once('exit', () => child.kill('SIGTERM'));
+  if (options.pidFile && child.pid) fs.writeFileSync(options.pidFile, String(child.pid));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const address = `127.0.0.1:${options.port}`;
   const stop = async () => {
@@ -47,6 +76,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     const killTimer = setTimeout(() => child.kill('SIGKILL'), 10_000);
     await exited;
     clearTimeout(killTimer);
+    if (options.pidFile) fs.rmSync(options.pidFile, { force: true });
   };
   try {
     await Promise.race([

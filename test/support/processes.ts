@@ -55,6 +55,18 @@ export function spawnProject(command: string, args: string[], env: Record<string
   };
 }
 
+/**
+ * Stops a spawned service the way an operator would (SIGTERM, then waits for it to exit) and only kills it
+ * outright if it has not exited in `graceMs`; resolves with how it ended.
+ */
+export async function stopGracefully(spawned: Spawned, graceMs = 30_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (spawned.child.exitCode === null && spawned.child.signalCode === null) spawned.child.kill('SIGTERM');
+  const timer = setTimeout(() => spawned.child.kill('SIGKILL'), graceMs);
+  const ended = await spawned.exited;
+  clearTimeout(timer);
+  return ended;
+}
+
 /** Runs the operator CLI to completion: `admin(['org', 'create', '--name', 'X', '--json'], env)`. */
 export async function runAdmin(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; json: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
   const child = spawn(TSX, [path.join(REPO, 'src', 'bin', 'admin.ts'), ...args], { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
