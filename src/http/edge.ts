@@ -359,8 +359,20 @@ function replayOf(request: IdempotencyRequest, stored: StoredResponse[]): Stored
   return undefined;
 }
 
-/** Idempotency locks held by requests of this process: a local duplicate awaits the original instead of polling. */
-const inflight = new Map<string, Promise<void>>();
+/**
+ * Idempotency locks held by this app's requests: a duplicate arriving at the same app awaits the original
+ * instead of polling Postgres. Per app (its deps), like a process; other apps are seen only through Postgres.
+ */
+const inflightByApp = new WeakMap<EdgeDeps, Map<string, Promise<void>>>();
+
+function inflightOf(deps: EdgeDeps): Map<string, Promise<void>> {
+  let inflight = inflightByApp.get(deps);
+  if (!inflight) {
+    inflight = new Map();
+    inflightByApp.set(deps, inflight);
+  }
+  return inflight;
+}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -379,8 +391,10 @@ async function settledWithin(promise: Promise<void>, ms: number): Promise<void> 
  * duplicates cannot starve the pool; past the deadline it answers 409 in progress.
  */
 async function lockOrReplay(
-  pool: Pool, organizationId: string, request: IdempotencyRequest, lockIds: string[], now: Date,
+  deps: EdgeDeps, organizationId: string, request: IdempotencyRequest, lockIds: string[], now: Date,
 ): Promise<{ tx: Checkout } | { stored: StoredResponse[] }> {
+  const { pool } = deps;
+  const inflight = inflightOf(deps);
   const deadlineMs = Date.now() + EDGE_LIMITS.idempotencyWaitMs;
   const lockSql = beginWrite(`SELECT ${lockIds.map((id, i) => `pg_try_advisory_xact_lock(${id}) AS l${i}`).join(', ')}; SAVEPOINT operation`);
   let pauseMs = EDGE_LIMITS.idempotencyPollMsMin;
@@ -429,7 +443,7 @@ async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Resp
   const organizationId = caller.organization.id;
   const request = idempotencyRequest(route, req, body);
   const lockIds = request.identities.map((identity) => advisoryLockId(organizationId, identity));
-  const acquired = await lockOrReplay(deps.pool, organizationId, request, lockIds, now);
+  const acquired = await lockOrReplay(deps, organizationId, request, lockIds, now);
   if ('stored' in acquired) {
     const replay = replayOf(request, acquired.stored)!;
     res.set('Idempotent-Replayed', 'true');
@@ -437,6 +451,7 @@ async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Resp
     return;
   }
   const { tx } = acquired;
+  const inflight = inflightOf(deps);
   let finish!: () => void;
   const finished = new Promise<void>((resolve) => { finish = resolve; });
   for (const id of lockIds) inflight.set(id, finished);
