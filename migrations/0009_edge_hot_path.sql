@@ -73,6 +73,10 @@ DECLARE
   v_allowed boolean := true;
   v_admitted boolean;
 BEGIN
+  -- What this transaction writes (rate-limit hits, failed logins) is bookkeeping, not money: it need not wait
+  -- for its WAL flush. Waiting would hold the (organization, kind) counter lock through an fsync and cap one
+  -- organization's throughput at one admission per flush. A Postgres crash may forget the last moment's hits.
+  PERFORM set_config('synchronous_commit', 'off', true);
   SELECT count(*)::integer, min(f.failed_at) INTO v_failures, oldest FROM auth_failures f
    WHERE f.ip = p_failure_bucket AND f.failed_at > p_now - p_window;
   IF v_failures >= p_failures_max THEN

@@ -179,10 +179,12 @@ async function admit(deps: EdgeDeps, req: Request, res: Response, write: boolean
   const key = presentedKey(req);
   // Keys are looked up by their SHA-256, never by the key itself, so lookup timing says nothing about a key.
   const keyHash = hashApiKey(key);
-  const { rows } = await deps.pool.query<AdmitRow>(
-    `SELECT * FROM edge_admit($1, $2::inet, $3::inet, $4, $5::interval, $6, $7, $8)`,
-    [keyHash, client.address, client.failureBucket, now, windowInterval, environment, write, EDGE_LIMITS.authFailuresPerWindow],
-  );
+  const { rows } = await deps.pool.query<AdmitRow>({
+    // Named: each connection parses and plans it once, then only executes it.
+    name: 'edge_admit',
+    text: `SELECT * FROM edge_admit($1, $2::inet, $3::inet, $4, $5::interval, $6, $7, $8)`,
+    values: [keyHash, client.address, client.failureBucket, now, windowInterval, environment, write, EDGE_LIMITS.authFailuresPerWindow],
+  });
   const row = rows[0]!;
   if (row.outcome === 'too_many_auth_failures') throw errors.tooManyAuthFailures(retryAfterSeconds(row.oldest ?? now, now));
   const parsedKey = parseApiKey(key);
