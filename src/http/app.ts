@@ -137,8 +137,9 @@ export function toApiError(error: unknown): ApiError {
 }
 
 /**
- * Postgres (or the network to it) failing for a moment: connection refused or lost, the pool exhausted, a
- * statement timing out, a deadlock or serialization failure. Nothing was committed, so retrying is safe.
+ * Postgres or Temporal (or the network to them) failing for a moment: connection refused or lost, the pool
+ * exhausted, a statement timing out, a deadlock or serialization failure. Retrying with the same
+ * idempotency key is safe: a write that did commit replays its stored answer.
  */
 function isUnavailable(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
