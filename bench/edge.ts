@@ -134,8 +134,8 @@ async function main(): Promise<void> {
   const on = await load(`${edge.url}/bench/ping`, auth, SECONDS);
   log(`  ${on.rps.toFixed(0)} req/s, p50 ${on.p50Ms} ms, p99 ${on.p99Ms} ms, ${on.total} requests, non-2xx ${on.non2xx}, errors ${on.errors}`);
 
-  const { rows } = await pool.query<{ used: number }>(`SELECT used FROM rate_limit_counters WHERE organization_id = $1 AND kind = 'read'`,
-    [created.organization.id]);
+  const { rows } = await pool.query<{ used: number }>(
+    `SELECT count(*)::int AS used FROM rate_limit_hits WHERE organization_id = $1 AND kind = 'read'`, [created.organization.id]);
   const costUs = (1 / on.rps - 1 / off.rps) * 1e6;
   const middlewareUs = (1 / middleware.rps - 1 / off.rps) * 1e6;
   log('result');
