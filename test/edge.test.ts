@@ -14,7 +14,7 @@ import { z } from '../src/http/zod';
 import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';
 import { hashApiKey } from '../src/orgs/keys';
-import { createKey, revokeKey, setRateLimits } from '../src/orgs/repo';
+import { addAllowlistEntry, createKey, listAllowlist, revokeKey, setRateLimits } from '../src/orgs/repo';
 import { connectTemporal } from '../src/platform/temporal';
 import { apiClient, createTestOrg, eventually, testConfig, testInfra, type ApiResponse, type TestOrg } from './support/harness';
 import { freePort } from './support/ports';
@@ -662,7 +662,19 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
       expect(await readAndWrite(main.url, mappedRange, { 'X-Forwarded-For': '::ffff:203.0.114.1' })).toMatchObject({ write: 403 });
     });
 
-    test('IPv6 addresses and CIDR ranges', async () => {
+    test('entries are normalized (host bits masked, mapped addresses as IPv4) and anything else is refused by name', async () => {
+    const org = await createTestOrg(main.pool);
+    expect(await addAllowlistEntry(main.pool, org.organizationId, '10.1.2.3/8')).toBe('10.0.0.0/8');
+    expect(await addAllowlistEntry(main.pool, org.organizationId, '::ffff:192.0.2.1')).toBe('192.0.2.1/32');
+    expect(await addAllowlistEntry(main.pool, org.organizationId, 'fe80::1%eth0')).toBe('fe80::1/128');
+    expect(await addAllowlistEntry(main.pool, org.organizationId, '2001:DB8::/32')).toBe('2001:db8::/32');
+    for (const bad of ['not-an-ip', '10.0.0.0/33', '300.1.1.1', '']) {
+      await expect(addAllowlistEntry(main.pool, org.organizationId, bad)).rejects.toThrow(/not an IPv4\/IPv6 address or CIDR range/);
+    }
+    expect(await listAllowlist(main.pool, org.organizationId)).toEqual(['10.0.0.0/8', '192.0.2.1/32', '2001:db8::/32', 'fe80::1/128']);
+  });
+
+  test('IPv6 addresses and CIDR ranges', async () => {
       const org = await createTestOrg(main.pool, { allowlist: ['2001:db8:abcd::/48', '2001:db8:ffff::7'] });
       expect(await readAndWrite(main.url, org, { 'X-Forwarded-For': '2001:db8:abcd:12::5' })).toMatchObject({ write: 200 });
       expect(await readAndWrite(main.url, org, { 'X-Forwarded-For': '2001:0DB8:FFFF:0:0:0:0:7' })).toMatchObject({ write: 200 });
