@@ -384,6 +384,25 @@ describe('SPEC §3 errors', () => {
     expectError(response, 400, 'invalid_request_error', 'invalid_request');
   });
 
+  test('400, never 500, for NUL characters Postgres cannot store, in ids, query strings, body fields and keys', async () => {
+    const call = client(main.url, org.apiKey);
+    const inPath = await call('GET', '/test/widgets/wid_%00');
+    expectError(inPath, 400, 'invalid_request_error', 'validation_failed');
+    expect(inPath.body.error.param).toBe('id');
+    expectError(await call('GET', '/test/ping?n=%00'), 400, 'invalid_request_error', 'validation_failed');
+    const inTag = await call('POST', '/test/widgets', '{"name":"x","tag":"a\\u0000b"}');
+    expectError(inTag, 400, 'invalid_request_error', 'validation_failed');
+    expect(inTag.body.error.param).toBe('tag');
+    const inKey = await call('POST', '/test/notes', '{"name":"x","nested":{"k\\u0000":1}}');
+    expectError(inKey, 400, 'invalid_request_error', 'validation_failed');
+    expect(inKey.body.error.param).toBe('nested');
+    // Deep nesting costs linear time and no call stack; the NUL is found at the bottom.
+    const depth = 20_000;
+    const deep = await call('POST', '/test/notes', `${'['.repeat(depth)}"\\u0000"${']'.repeat(depth)}`);
+    expectError(deep, 400, 'invalid_request_error', 'validation_failed');
+    expect(deep.body.error.param).toBe(`${Array(depth).fill('0').join('.').slice(0, 200)}…`);
+  });
+
   test('409 invalid_state: a business refusal, stored and replayed like a success', async () => {
     const body = { name: 'refused', outcome: 'invalid_state', tag: `t-${randomString(8)}` };
     const first = await client(main.url, org.apiKey)('POST', '/test/widgets', body);
