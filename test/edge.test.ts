@@ -477,13 +477,14 @@ describe('SPEC §3 errors', () => {
       const pathArb = fc.oneof(
         { arbitrary: fc.constantFrom('/keys/verify', '/test/widgets', '/test/orders', '/test/notes', '/test/ping', '/test/widgets/wid_x', '/', '/user', '/intent'), weight: 4 },
         fc.array(segment, { minLength: 1, maxLength: 4 }).map((parts) => `/${parts.map((p) => encodeURI(p).replace(/%25/g, '%')).join('/')}`),
-        fc.tuple(fc.constantFrom('/test/widgets/', '/test/ping?', '/test/ping?n='), printable).map(([a, b]) => `${a}${encodeURIComponent(b)}`),
+        fc.tuple(fc.constantFrom('/test/widgets/', '/test/ping?', '/test/ping?n='), fc.oneof(printable, fc.string({ unit: 'binary', maxLength: 20 })))
+        .map(([a, b]) => `${a}${encodeURIComponent(b.replace(/[\ud800-\udfff]/g, ''))}`),
       );
       const jsonBody = fc.oneof(
         { arbitrary: fc.record({ name: fc.string({ minLength: 1, maxLength: 100 }), tag: fc.option(fc.string({ minLength: 1, maxLength: 255 }), { nil: undefined }) })
           .map((v) => JSON.stringify(v)), weight: 3 },
         fc.jsonValue().map((v) => JSON.stringify(v)),
-        fc.record({ name: fc.oneof(fc.string(), fc.integer()), tag: fc.option(fc.string({ maxLength: 300 })),
+        fc.record({ name: fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.integer()), tag: fc.option(fc.oneof(fc.string({ maxLength: 300 }), fc.string({ unit: 'binary', maxLength: 300 }))),
           outcome: fc.option(fc.constantFrom('ok', 'invalid_state', 'identity_not_verified', 'x')), parent_id: fc.option(fc.string()) },
         { requiredKeys: [] }).map((v) => JSON.stringify(v)),
         printable,
@@ -527,7 +528,7 @@ describe('SPEC §3 errors', () => {
             expect(parsed.data!.error.request_id).toBe(requestId);
           }
         }),
-        { numRuns: 200 },
+        { numRuns: Number(process.env.EDGE_PROPERTY_RUNS ?? 200) },
       );
       // The generator reaches past the edge's first checks: successes and several kinds of refusal occur.
       process.stdout.write(`property statuses: ${JSON.stringify(Object.fromEntries([...seen].sort()))}\n`);
