@@ -3,7 +3,7 @@ import pinoHttp from 'pino-http';
 import client from 'prom-client';
 import swaggerUi from 'swagger-ui-express';
 import { newId } from '../ids';
-import { edgeHandler, EDGE_LIMITS, type EdgeDeps, type RouteDef } from './edge';
+import { edgeFallback, edgeHandler, EDGE_LIMITS, type EdgeDeps, type RouteDef } from './edge';
 import { ApiError, errors } from './errors';
 import { buildOpenApiDocument, expressPath } from './openapi';
 import { allRoutes } from './routes';
@@ -106,21 +106,12 @@ export function createApp(deps: AppDeps, routes: RouteDef<any, any, any>[] = all
     app[route.method](expressPath(route.path), edgeHandler(deps, route));
   }
 
-  app.use((req: Request, _res: Response, next: NextFunction) => {
-    next(errors.routeNotFound(req.method, req.path));
-  });
+  app.use(edgeFallback(deps));
 
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const requestId = res.locals.requestId as string;
-    let apiError: ApiError;
-    if (error instanceof ApiError) apiError = error;
-    else if (isBodyParserError(error, 'entity.too.large')) apiError = errors.payloadTooLarge(EDGE_LIMITS.bodyBytesMax);
-    else if (isBodyParserError(error, 'encoding.unsupported') || isBodyParserError(error, 'charset.unsupported')) apiError = errors.unsupportedMediaType();
-    else if (isBodyParserError(error, 'request.aborted') || isBodyParserError(error, 'request.size.invalid')) apiError = errors.invalidJson('The request body was cut short.');
-    else {
-      req.log.error({ err: error }, 'unhandled error');
-      apiError = errors.internal();
-    }
+    const apiError = toApiError(error);
+    if (apiError.status >= 500) req.log[apiError.status === 503 ? 'warn' : 'error']({ err: error }, 'request failed');
     if (res.headersSent) return;
     res.set(apiError.extra.headers ?? {});
     res.status(apiError.status).json(apiError.toBody(requestId));
@@ -128,6 +119,35 @@ export function createApp(deps: AppDeps, routes: RouteDef<any, any, any>[] = all
   return app;
 }
 
-function isBodyParserError(error: unknown, type: string): boolean {
-  return typeof error === 'object' && error !== null && (error as { type?: string }).type === type;
+/** Every failure becomes one error object (SPEC §3); nothing internal (stack, SQL, secrets) leaves the process. */
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  const type = (error as { type?: unknown } | null)?.type;
+  if (type === 'entity.too.large') return errors.payloadTooLarge(EDGE_LIMITS.bodyBytesMax);
+  if (type === 'encoding.unsupported' || type === 'charset.unsupported') return errors.unsupportedMediaType();
+  if (type === 'request.aborted' || type === 'request.size.invalid') return errors.invalidJson('The request body was cut short.');
+  if (isUnavailable(error)) return errors.unavailable('A backing service is briefly unavailable; retry after the time in Retry-After.');
+  // What Express and body-parser refuse themselves, e.g. a path with broken percent-encoding or a body
+  // whose Content-Encoding does not decode: the client's mistake, told without the internal detail.
+  const status = (error as { status?: unknown; statusCode?: unknown } | null)?.status ?? (error as { statusCode?: unknown } | null)?.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return new ApiError(status, 'invalid_request_error', 'invalid_request', 'The request could not be read (malformed path, headers or body encoding).');
+  }
+  return errors.internal();
+}
+
+/**
+ * Postgres or Temporal (or the network to them) failing for a moment: connection refused or lost, the pool
+ * exhausted, a statement timing out, a deadlock or serialization failure. Retrying with the same
+ * idempotency key is safe: a write that did commit replays its stored answer.
+ */
+function isUnavailable(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, message, errors: inner } = error as { code?: unknown; message?: unknown; errors?: unknown };
+  if (typeof code === 'string') {
+    if (/^(08|53)/.test(code) || ['57P01', '57P02', '57P03', '57014', '40001', '40P01', '55P03'].includes(code)) return true;
+    if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH'].includes(code)) return true;
+  }
+  if (typeof message === 'string' && /timeout exceeded when trying to connect|Connection terminated|not queryable/i.test(message)) return true;
+  return Array.isArray(inner) && inner.some(isUnavailable);
 }

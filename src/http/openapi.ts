@@ -14,6 +14,7 @@ const EDGE_ERRORS: Record<number, string> = {
   422: 'X-Idempotency-Key reused with another endpoint or body.',
   429: 'Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address.',
   500: 'Internal error; quote request_id.',
+  503: 'A backing service is briefly unavailable. Retry after Retry-After seconds with the same idempotency key.',
 };
 
 const RATE_HEADERS = {
@@ -25,11 +26,37 @@ const RATE_HEADERS = {
 
 const DESCRIPTION = `Account-to-account payments ledger and settlement engine.
 
-Authenticate every request with \`Authorization: Bearer sk_<environment>_…\`. Money is integer US cents.
-Every POST is idempotent (SPEC §5): send \`X-Idempotency-Key\` (1–255 printable ASCII) to retry safely; a
-replay answers the original status and body with \`Idempotent-Replayed: true\`. Lists are newest first with
-\`?limit=1..100\` (default 25) and \`?cursor=\`. Rate limits: 100 writes and 1,000 reads per organization
-per sliding 60 seconds unless the operator set others.`;
+**Authentication.** Send \`Authorization: Bearer sk_<environment>_…\` on every request. Keys are stored only
+as hashes, shown once, revocable by the operator; a key of the other environment, a revoked or unknown key
+gets 401. After 20 failed authentications within 60 seconds from one address (an IPv6 /64 counts as one),
+every request from it gets 429 \`too_many_auth_failures\` with \`Retry-After\` until the oldest failure is
+60 seconds old. Requests to unknown routes without credentials get 404 and do not count.
+
+**IP allowlist.** When the operator configured one, writes (POST, PUT, PATCH, DELETE) from other addresses
+get 403 \`ip_not_allowed\`; reads are never restricted. \`X-Forwarded-For\` is believed only through the
+proxies named in \`TRUST_PROXY\`; \`::ffff:a.b.c.d\` is the same client as \`a.b.c.d\`.
+
+**Rate limits.** Per organization and kind, an exact sliding 60-second window: 100 writes and 1,000 reads
+unless the operator set others. A request is admitted iff fewer than the limit of its kind were admitted in
+the preceding 60 seconds; refused requests use no quota. Every authenticated response carries
+\`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\` and \`X-RateLimit-Reset\` (Unix seconds when the oldest
+counted request leaves the window); 429 adds \`Retry-After\` (seconds).
+
+**Idempotency (every POST).** A POST repeats an earlier one from the same organization within 24 hours when
+its \`X-Idempotency-Key\` (1–255 printable ASCII) matches, or its unique body field matches (\`tag\` on POST
+/user, \`token\` on POST /authorize), or, with neither, its exact body bytes to the same endpoint match. The
+repeat gets the original status and body byte for byte with \`Idempotent-Replayed: true\` and creates nothing.
+The same key with another endpoint or body gets 422 \`idempotency_key_reused\`. A repeat arriving while the
+original executes waits up to 5 seconds for its answer, then gets 409 \`idempotency_request_in_progress\`.
+Requests refused before executing (400 validation, 401, 403, 409 in progress, 429) store nothing; executed
+ones store their final answer, success or business error (e.g. 409 \`invalid_state\`).
+
+**Errors.** Every non-2xx answer is \`{ "error": { type, code, message, param?, details?, request_id } }\`;
+every response carries \`X-Request-Id\`. Bodies are JSON up to 64 KiB (413 beyond, 415 if not JSON).
+503 \`unavailable\` (with \`Retry-After\`) means a backing service failed for a moment: retry with the same
+idempotency key, which replays the answer if the request did complete.
+
+**Lists** are newest first with \`?limit=1..100\` (default 25) and \`?cursor=\`.`;
 
 /** Builds the OpenAPI 3.1 document from the same zod schemas and route table the edge validates with. */
 export function buildOpenApiDocument(routes: RouteDef<any, any, any>[], environment: string): object { // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -50,7 +77,7 @@ export function buildOpenApiDocument(routes: RouteDef<any, any, any>[], environm
       const key = z.string().min(1).max(255).openapi({ description: 'Makes retries safe: a repeat within 24 hours replays the first response.' });
       request.headers = z.object({ 'X-Idempotency-Key': route.idempotency?.requireHeader ? key : key.optional() });
     }
-    const errorStatuses = new Set([400, 401, 429, 500, ...(route.method === 'get' ? [] : [403, 413, 415]),
+    const errorStatuses = new Set([400, 401, 429, 500, 503, ...(route.method === 'get' ? [] : [403, 413, 415]),
       ...(route.method === 'post' ? [409, 422] : []), ...(route.errorStatuses ?? [])]);
     const responses: RouteConfig['responses'] = {
       [route.response.status ?? 200]: {

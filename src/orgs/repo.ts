@@ -111,15 +111,25 @@ export async function revokeKey(db: Queryable, keyId: string): Promise<KeyRecord
 /** Normalizes an address or CIDR range; `::ffff:a.b.c.d` becomes `a.b.c.d` so both forms match alike. */
 export function normalizeCidr(input: string): string {
   const trimmed = input.trim();
-  if (trimmed.includes('/')) {
-    const [address, prefix] = ipaddr.parseCIDR(trimmed);
-    if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress() && prefix >= 96) {
-      return `${(address as ipaddr.IPv6).toIPv4Address().toString()}/${prefix - 96}`;
+  try {
+    if (trimmed.includes('/')) {
+      const [address, prefix] = ipaddr.parseCIDR(trimmed);
+      if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress() && prefix >= 96) {
+        return `${(address as ipaddr.IPv6).toIPv4Address().toString()}/${prefix - 96}`;
+      }
+      return `${address.toNormalizedString()}/${prefix}`;
     }
-    return `${address.toNormalizedString()}/${prefix}`;
+    const address = ipaddr.process(trimmed);
+    // A zone (`%eth0`) names a local interface, meaningless for a remote client's address.
+    const plain = address.kind() === 'ipv6' ? new ipaddr.IPv6((address as ipaddr.IPv6).parts) : address;
+    return `${plain.toString()}/${plain.kind() === 'ipv4' ? 32 : 128}`;
+  } catch {
+    throw new InvalidCidrError(`not an IPv4/IPv6 address or CIDR range: '${input}'`);
   }
-  const address = ipaddr.process(trimmed);
-  return `${address.toString()}/${address.kind() === 'ipv4' ? 32 : 128}`;
+}
+
+export class InvalidCidrError extends Error {
+  override name = 'InvalidCidrError';
 }
 
 export async function addAllowlistEntry(db: Queryable, organizationId: string, cidr: string): Promise<string> {
