@@ -53,6 +53,8 @@ export interface RouteContext<B, P, Q> {
   params: P;
   query: Q;
   requestId: string;
+  /** The request's X-Idempotency-Key header, when it sent one (a POST's; null otherwise). */
+  idempotencyKey: string | null;
   now: Date;
   deps: EdgeDeps;
 }
@@ -321,7 +323,8 @@ async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Resp
     let text: string;
     let afterCommit: RouteResult['afterCommit'];
     try {
-      const result = await route.handler({ caller, db: client, body: parsedBody, params, query, requestId, now, deps });
+      const idempotencyKey = identity.scope === 'header' ? identity.key : null;
+      const result = await route.handler({ caller, db: client, body: parsedBody, params, query, requestId, idempotencyKey, now, deps });
       status = result.status ?? route.response.status ?? 200;
       text = JSON.stringify(result.body);
       afterCommit = result.afterCommit;
@@ -354,7 +357,7 @@ async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Resp
 async function runRead(deps: EdgeDeps, route: AnyRoute, req: Request, res: Response, caller: Caller, requestId: string, now: Date) {
   const params = parseWith(route.params, req.params, undefined);
   const query = parseWith(route.query, req.query, undefined);
-  const result = await route.handler({ caller, db: deps.pool, body: undefined, params, query, requestId, now, deps });
+  const result = await route.handler({ caller, db: deps.pool, body: undefined, params, query, requestId, idempotencyKey: null, now, deps });
   sendJsonText(res, result.status ?? route.response.status ?? 200, JSON.stringify(result.body));
 }
 
@@ -384,7 +387,7 @@ async function runWriteWithoutIdempotency(deps: EdgeDeps, route: AnyRoute, req: 
   const client = await deps.pool.connect();
   try {
     await client.query('BEGIN');
-    const result = await route.handler({ caller, db: client, body: undefined, params, query, requestId, now, deps });
+    const result = await route.handler({ caller, db: client, body: undefined, params, query, requestId, idempotencyKey: null, now, deps });
     await client.query('COMMIT');
     if (result.afterCommit) await result.afterCommit();
     sendJsonText(res, result.status ?? route.response.status ?? 200, JSON.stringify(result.body));
