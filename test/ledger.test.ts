@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { runAdmin } from '../src/cli/admin';
 import { withTransaction } from '../src/db/pool';
 import { createLedgerActivities } from '../activities/ledger';
 import { createLogger } from '../src/logger';
@@ -372,5 +373,49 @@ describe('SPEC §9 transaction lifecycle', () => {
       const { rows } = await stack.pool.query(`SELECT workflow_started_at FROM transactions WHERE id = $1`, [row.id]);
       return rows[0].workflow_started_at ? true : undefined;
     });
+  });
+});
+
+describe('SPEC §13 operator CLI: ledger commands', () => {
+  async function admin(args: string[]): Promise<{ code: number; json: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+    const saved = { DATABASE_URL: process.env.DATABASE_URL, TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE: process.env.TEMPORAL_TASK_QUEUE };
+    Object.assign(process.env, { DATABASE_URL: stack.config.DATABASE_URL, TEMPORAL_ADDRESS: process.env.LEDGER_TEST_TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE });
+    const chunks: string[] = [];
+    const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      chunks.push(String(chunk));
+      return true;
+    });
+    try {
+      const code = await runAdmin(['--json', ...args]);
+      return { code, json: JSON.parse(chunks.join('')) };
+    } finally {
+      spy.mockRestore();
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  }
+
+  test('transaction show prints the transaction with its status history; intent show and account balances work', async () => {
+    const { org, userId, call } = await setup();
+    const intent = await createIntent(org, { direction: 'cash_in', user_id: userId, amount: 321 });
+    const txnId = intent.body.transactions[0].id;
+    await call('POST', `/simulate/transaction/${txnId}/confirm`);
+    await statusOf(call, txnId, 'available');
+    const shown = await admin(['transaction', 'show', txnId]);
+    expect(shown.code).toBe(0);
+    expect(shown.json.transaction).toEqual((await call('GET', `/transaction/${txnId}`)).body);
+    expect(shown.json.history.map((h: { to_status: string }) => h.to_status)).toEqual(['pending', 'available']);
+    const intentShown = await admin(['intent', 'show', intent.body.id]);
+    expect(intentShown.json.intent.id).toBe(intent.body.id);
+    const balances = await admin(['account', 'balances', '--org', org.organizationId]);
+    expect(balances.json.accounts[0].balances).toEqual({ pending: 0, available: 321, in_transfer: 0 });
+    const missing = await admin(['transaction', 'show', 'txn_nope000000000000000000']);
+    expect(missing.code).toBe(1);
+    expect(missing.json.error.code).toBe('not_found');
+    const reconciled = await admin(['transaction', 'reconcile']);
+    expect(reconciled.code).toBe(0);
+    expect(typeof reconciled.json.started).toBe('number');
   });
 });
