@@ -419,3 +419,43 @@ describe('SPEC §13 operator CLI: ledger commands', () => {
     expect(typeof reconciled.json.started).toBe('number');
   });
 });
+
+describe('SPEC §14 the OpenAPI document covers the ledger', () => {
+  test('every ledger route is documented, the Transaction schema is exactly the seed fields, and the balance formula is written down', async () => {
+    const doc = (await (await fetch(`${stack.url}/openapi.json`)).json()) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
+    for (const [route, method] of [
+      ['/intent', 'post'], ['/intent', 'get'], ['/intent/{id}', 'get'], ['/intent/{id}/approve', 'post'], ['/intent/{id}/cancel', 'post'],
+      ['/transaction', 'get'], ['/transaction/{id}', 'get'], ['/account', 'get'], ['/account/{id}', 'get'],
+      ['/simulate/transaction/{id}/confirm', 'post'],
+    ] as const) {
+      expect(doc.paths[route]?.[method]).toBeDefined();
+    }
+    expect(Object.keys(doc.components.schemas.Transaction.properties).sort()).toEqual(TRANSACTION_KEYS);
+    expect(doc.components.schemas.Account.description).toMatch(/available = Σ cash_in available and not yet in a transfer − Σ cash_out pending/);
+    const filters = doc.paths['/transaction'].get.parameters.map((p: { name: string }) => p.name);
+    expect(filters).toEqual(expect.arrayContaining(['status', 'direction', 'type', 'account_id', 'date', 'transfer_id', 'created_at.gte', 'created_at.lt', 'limit', 'cursor']));
+    expect(doc.paths['/intent'].post.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'X-Idempotency-Key', required: true })]));
+  });
+});
+
+describe('SPEC §1/§2 production deployment', () => {
+  test('production intents are intent_production_…, and the simulation endpoint does not exist (404)', async () => {
+    const production = await startStack({ env: { LEDGER_ENVIRONMENT: 'production' } });
+    try {
+      const org = await createTestOrg(production.pool, { environment: 'production' });
+      const userId = await createTestUser(production.pool, org.organizationId);
+      const call = apiClient(production.url, org.apiKey);
+      const intent = await call('POST', '/intent', { direction: 'cash_in', user_id: userId, amount: 10, currency: 'USD' }, { 'X-Idempotency-Key': idemKey() });
+      expect(intent.status).toBe(200);
+      expect(intent.body.id).toMatch(/^intent_production_[A-Za-z0-9]{16,}$/);
+      const txnId = intent.body.transactions[0].id;
+      expect((await call('POST', `/simulate/transaction/${txnId}/confirm`)).status).toBe(404);
+      // No simulator in production: the callback rail waits for the network's confirmFunds signal.
+      await eventually(async () => ((await production.temporal.workflow.getHandle(txnId).query(transactionStatusQuery)) === 'pending' ? true : undefined));
+      await production.temporal.workflow.getHandle(txnId).signal('confirmFunds');
+      await eventually(async () => ((await call('GET', `/transaction/${txnId}`)).body.status === 'available' ? true : undefined));
+    } finally {
+      await production.stop();
+    }
+  });
+});
