@@ -57,7 +57,7 @@ CREATE TABLE transactions (
   transfer_id         text CHECK (transfer_id ~ '^transfer_[A-Za-z0-9_-]{16,}$'),
   created_at          timestamptz NOT NULL,
   updated_at          timestamptz NOT NULL,
-  -- Set once the transaction's workflow is known to run; NULL rows older than a few seconds are restarted
+  -- Set once Temporal accepted the workflow start (api after commit, or the reconciler); NULL rows older than a few seconds are started
   -- by the reconciler (SPEC §9: no accepted transaction without its workflow).
   workflow_started_at timestamptz,
   CHECK (status <> 'available' OR direction = 'cash_in'),

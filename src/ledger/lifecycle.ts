@@ -45,12 +45,17 @@ export async function startTransactionWorkflow(client: Client, taskQueue: string
   }
 }
 
-/** After the request's commit: start the workflows; a failure is left to the reconciler, never to the client. */
-export function afterCommitStart(client: Client, taskQueue: string, log: Logger, rows: TransactionRow[]): () => Promise<void> {
+/**
+ * After the request's commit: start the workflows, then note it on the rows (not awaited: the answer does
+ * not wait for that write, and should it be lost the reconciler finds the workflow already started). A
+ * failed start is left to the reconciler, never to the client.
+ */
+export function afterCommitStart(client: Client, taskQueue: string, log: Logger, pool: Pool, rows: TransactionRow[]): () => Promise<void> {
   return async () => {
     await Promise.all(rows.map(async (row) => {
       try {
         await client.withDeadline(Date.now() + RECONCILER_LIMITS.startDeadlineMs, () => startTransactionWorkflow(client, taskQueue, row));
+        markWorkflowStarted(pool, row.id, new Date()).catch((error: unknown) => log.warn({ err: error, transaction_id: row.id }, 'marking workflow_started_at failed'));
       } catch (error) {
         log.warn({ err: error, transaction_id: row.id }, 'starting the transaction workflow failed; the reconciler will retry');
       }

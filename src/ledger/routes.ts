@@ -36,7 +36,7 @@ async function approve(ctx: RouteContext<unknown, unknown, unknown>, intent: rep
   const body = repo.renderIntent(intent, [txn]);
   await recordEvent(ctx.db, intent.organization_id, 'intent.approved', body, now);
   const { temporal, taskQueue } = ctx.deps.services;
-  return { body, afterCommit: afterCommitStart(temporal, taskQueue, ctx.deps.log, [txn]) };
+  return { body, afterCommit: afterCommitStart(temporal, taskQueue, ctx.deps.log, ctx.deps.pool, [txn]) };
 }
 
 async function decline(ctx: RouteContext<unknown, unknown, unknown>, intent: repo.IntentRow, now: Date) {
