@@ -199,18 +199,49 @@ export async function userStatus(db: Queryable, organizationId: string, userId: 
 
 // ---- intents ----------------------------------------------------------------------------------------
 
-export async function insertIntent(
-  db: Queryable,
-  intent: Omit<IntentRow, 'currency'>,
-): Promise<IntentRow> {
-  const { rows } = await db.query<IntentRow>(
-    `INSERT INTO intents (id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, approval_mode,
-                          status, decline_category, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) RETURNING *`,
-    [intent.id, intent.organization_id, intent.account_id, intent.user_id, intent.idempotency_key, intent.direction,
-      intent.amount_cents, intent.approval_mode, intent.status, intent.decline_category, intent.created_at],
+/** The user's status and the account an intent would use, in one round trip (SPEC §7 account rules). */
+export async function lookupIntentParties(db: Queryable, organizationId: string, userId: string, accountId: string | undefined): Promise<{
+  userStatus: string | null;
+  account: { ok: true; accountId: string } | { ok: false; reason: 'missing' | 'required' };
+}> {
+  const { rows } = await db.query<{ user_status: string | null; account_ids: string[] }>(
+    `SELECT (SELECT status FROM users WHERE id = $2 AND organization_id = $1) AS user_status,
+            ARRAY(SELECT id FROM accounts WHERE organization_id = $1 AND ($3::text IS NULL OR id = $3) ORDER BY id LIMIT 2) AS account_ids`,
+    [organizationId, userId, accountId ?? null],
   );
-  return rows[0]!;
+  const { user_status: userStatus, account_ids: accountIds } = rows[0]!;
+  if (accountIds.length === 1) return { userStatus, account: { ok: true, accountId: accountIds[0]! } };
+  return { userStatus, account: { ok: false, reason: accountId !== undefined ? 'missing' : 'required' } };
+}
+
+/**
+ * Records an intent and, when approved, its pending transaction, in one statement (the hot path of POST
+ * /intent). Both rows are built by the caller, so what is rendered is exactly what is stored. Events are
+ * the caller's.
+ */
+export async function insertIntent(db: Queryable, intent: IntentRow, txn: TransactionRow | null = null): Promise<void> {
+  await db.query(
+    `WITH intent AS (
+       INSERT INTO intents (id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, approval_mode,
+                            status, decline_category, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)
+     )
+     INSERT INTO transactions (id, organization_id, account_id, direction, type, source_id, amount_cents, status, date, created_at, updated_at)
+     SELECT $12, $2, $3, $6, 'intent', $1, $7, 'pending', $13::date, $11, $11 WHERE $12::text IS NOT NULL`,
+    [intent.id, intent.organization_id, intent.account_id, intent.user_id, intent.idempotency_key, intent.direction,
+      intent.amount_cents, intent.approval_mode, intent.status, intent.decline_category, intent.created_at,
+      txn?.id ?? null, txn?.date ?? null],
+  );
+}
+
+/** A new pending transaction row, not yet stored (ids and dates are decided by the caller, once). */
+export function newTransactionRow(input: { organizationId: string; accountId: string; direction: Direction; type: TransactionType;
+  sourceId: string | null; amountCents: number; date: string; createdAt: Date }): TransactionRow {
+  return {
+    id: newId('txn'), organization_id: input.organizationId, account_id: input.accountId, direction: input.direction, type: input.type,
+    source_id: input.sourceId, amount_cents: input.amountCents, currency: 'USD', status: 'pending', date: input.date, transfer_id: null,
+    created_at: input.createdAt, workflow_started_at: null,
+  };
 }
 
 export async function getIntentRow(db: Queryable, organizationId: string, intentId: string, forUpdate = false): Promise<IntentRow | null> {
