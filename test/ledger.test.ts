@@ -161,6 +161,21 @@ describe('SPEC §8 intents and transactions', () => {
     expect((await call('GET', `/intent/${intent.id}`)).body).toEqual(intent);
   });
 
+  test('the transaction date follows SETTLEMENT_CUTOFF: with 17:00, a payment at 18:00 Eastern on the 5th is dated the 6th', async () => {
+    const fixed = await startStack({ env: { SETTLEMENT_CUTOFF: '17:00' }, clock: { now: () => new Date('2026-01-05T23:00:00Z') }, worker: false });
+    try {
+      const org = await createTestOrg(fixed.pool);
+      const userId = await createTestUser(fixed.pool, org.organizationId);
+      const call = apiClient(fixed.url, org.apiKey);
+      const intent = await call('POST', '/intent', { direction: 'cash_in', user_id: userId, amount: 10, currency: 'USD' }, { 'X-Idempotency-Key': idemKey() });
+      expect(intent.body.transactions[0]).toMatchObject({ created_at: '2026-01-05T23:00:00.000Z', date: '2026-01-06' });
+      const described = await eventually(async () => (await fixed.temporal.workflow.getHandle(intent.body.transactions[0].id).describe()));
+      expect(described.typedSearchAttributes.get(SettlementDateKey)).toBe('2026-01-06');
+    } finally {
+      await fixed.stop();
+    }
+  });
+
   test('POST /intent requires X-Idempotency-Key and replays the first answer for the same key', async () => {
     const { org, userId, call } = await setup();
     const body = { direction: 'cash_in', user_id: userId, amount: 500, currency: 'USD' };
