@@ -252,6 +252,12 @@ async function main() {
     const repoOnly = await closedLoop('repo read', GET_CONNECTIONS, PHASE_SECONDS, async () => {
       if (!(await getTransaction(repoPool, org.organization.id, txnId))) throw new Error('missing');
     });
+    // The edge's shared sliding-window limiter, alone: every authenticated request of one organization passes
+    // through it, serialized by an advisory lock, so it bounds the api's per-organization rate.
+    say(`diagnostic: the edge's rate_limit_admit alone (one organization, reads), ${GET_CONNECTIONS} concurrent, ${PHASE_SECONDS} s`);
+    const limiterOnly = await closedLoop('rate limiter', GET_CONNECTIONS, PHASE_SECONDS, async () => {
+      await repoPool.query(`SELECT admitted FROM rate_limit_admit($1, 'read', now(), 1000000)`, [org.organization.id]);
+    });
     await repoPool.end();
 
     const results = {
@@ -263,6 +269,7 @@ async function main() {
       get_transaction: { rps: apiGet.requests.average, p50_ms: apiGet.latency.p50, p99_ms: apiGet.latency.p99, non2xx: apiGet.non2xx, errors: apiGet.errors },
       bare_http: { rps: bareGet.requests.average, p50_ms: bareGet.latency.p50, p99_ms: bareGet.latency.p99 },
       repo_get_transaction_only: repoOnly,
+      edge_rate_limiter_only: limiterOnly,
       get_vs_bare_http_ratio: Number((apiGet.requests.average / bareGet.requests.average).toFixed(3)),
       rss_mb_peak: { during_post_intent: rssDuringIntents, during_get_transaction: rssDuringGets },
     };
@@ -274,6 +281,7 @@ async function main() {
     say(`bare node:http          ${bareGet.requests.average} req/s  p50 ${bareGet.latency.p50} ms  p99 ${bareGet.latency.p99} ms`);
     say(`ratio get/bare          ${results.get_vs_bare_http_ratio}`);
     say(`repo read alone         ${repoOnly.per_second}/s  p50 ${repoOnly.p50_ms} ms  (the ledger query without the edge's auth + rate-limit round trips)`);
+    say(`edge limiter alone      ${limiterOnly.per_second}/s  p50 ${limiterOnly.p50_ms} ms  (rate_limit_admit for one organization)`);
     say(`RSS peak MB             intents: api ${rssDuringIntents.api} worker ${rssDuringIntents.worker}; gets: api ${rssDuringGets.api} worker ${rssDuringGets.worker}`);
     const outDir = path.join(REPO_ROOT, 'bench', 'results');
     fs.mkdirSync(outDir, { recursive: true });
