@@ -97,13 +97,9 @@ interface AccountRow {
   in_transfer_cents: number;
 }
 
-// Balances are kept in up to 16 shard rows per account (see the migration); their sum is the balance.
-const ACCOUNT_SELECT = `SELECT a.id, a.name, a.created_at, coalesce(b.pending_cents, 0)::bigint AS pending_cents,
-    coalesce(b.available_cents, 0)::bigint AS available_cents, coalesce(b.in_transfer_cents, 0)::bigint AS in_transfer_cents
-  FROM accounts a LEFT JOIN LATERAL (
-    SELECT sum(pending_cents) AS pending_cents, sum(available_cents) AS available_cents, sum(in_transfer_cents) AS in_transfer_cents
-      FROM account_balances WHERE account_id = a.id
-  ) b ON true`;
+const ACCOUNT_SELECT = `SELECT a.id, a.name, a.created_at, coalesce(b.pending_cents, 0) AS pending_cents,
+    coalesce(b.available_cents, 0) AS available_cents, coalesce(b.in_transfer_cents, 0) AS in_transfer_cents
+  FROM accounts a LEFT JOIN account_balances b ON b.account_id = a.id`;
 
 function renderAccount(row: AccountRow): Account {
   return {
