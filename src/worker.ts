@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { createActivities } from '../activities';
 import type { Config } from './config';
 import type { Pool } from './db/pool';
+import { startReconciler } from './ledger/lifecycle';
 
 export const WORKFLOWS_PATH = path.resolve(__dirname, '..', 'workflows', 'index.ts');
 
@@ -40,6 +41,9 @@ export async function startWorker(options: {
     maxConcurrentActivityTaskExecutions: 50,
     ...options.tuning,
   });
+  const taskQueue = options.taskQueue ?? options.config.TEMPORAL_TASK_QUEUE;
+  // Starts the workflows of transactions whose api died between commit and workflow start (SPEC §9).
+  const reconciler = startReconciler({ pool: options.pool, client: options.temporal, taskQueue, log: options.log });
   const running = worker.run().finally(() => connection.close());
   let stopping: Promise<void> | undefined;
   return {
@@ -47,6 +51,7 @@ export async function startWorker(options: {
     running,
     shutdown() {
       stopping ??= (async () => {
+        await reconciler.stop();
         if (worker.getState() === 'RUNNING') worker.shutdown();
         await running;
       })();

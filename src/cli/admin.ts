@@ -3,6 +3,7 @@ import { databaseUrlOf, loadConfig, type Config } from '../config';
 import { createPool, type Pool } from '../db/pool';
 import { ApiError } from '../http/errors';
 import * as orgs from '../orgs/repo';
+import { registerLedgerCommands } from '../ledger/cli';
 import { registerUserCommands } from '../users/cli';
 
 /**
@@ -108,7 +109,7 @@ const registerOrgCommands: CommandRegistrar = (program, ctx) => {
 };
 
 /** Feature modules add their commands here (user set-status, settlement run, ...). */
-export const commandRegistrars: CommandRegistrar[] = [registerOrgCommands, registerUserCommands];
+export const commandRegistrars: CommandRegistrar[] = [registerOrgCommands, registerUserCommands, registerLedgerCommands];
 
 export async function runAdmin(argv: string[]): Promise<number> {
   const program = new Command('admin').description('Operator CLI of the payments ledger').option('--json', 'print one JSON object on stdout');

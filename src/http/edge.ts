@@ -64,6 +64,8 @@ export interface RouteContext<B, P, Q> {
   params: P;
   query: Q;
   requestId: string;
+  /** The request's X-Idempotency-Key header, when it sent one (a POST's; null otherwise). */
+  idempotencyKey: string | null;
   now: Date;
   deps: EdgeDeps;
 }
@@ -519,7 +521,8 @@ async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Resp
       const query = parseWith(route.query, req.query, undefined);
       const parsedBody = parseWith(route.body, body, undefined);
       try {
-        const result = await route.handler({ caller, db: tx.client, body: parsedBody, params, query, requestId, now, deps });
+        const idempotencyKey = request.identities.find((identity) => identity.scope === 'header')?.key ?? null;
+        const result = await route.handler({ caller, db: tx.client, body: parsedBody, params, query, requestId, idempotencyKey, now, deps });
         status = result.status ?? route.response.status ?? 200;
         text = JSON.stringify(result.body);
         afterCommit = result.afterCommit;
@@ -556,7 +559,7 @@ async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Resp
 async function runRead(deps: EdgeDeps, route: AnyRoute, req: Request, res: Response, caller: Caller, requestId: string, now: Date) {
   const params = parseWith(route.params, req.params, undefined);
   const query = parseWith(route.query, req.query, undefined);
-  const result = await route.handler({ caller, db: deps.pool, body: undefined, params, query, requestId, now, deps });
+  const result = await route.handler({ caller, db: deps.pool, body: undefined, params, query, requestId, idempotencyKey: null, now, deps });
   sendJsonText(res, result.status ?? route.response.status ?? 200, JSON.stringify(result.body));
 }
 
@@ -569,7 +572,7 @@ async function runWriteWithoutIdempotency(deps: EdgeDeps, route: AnyRoute, req: 
   let result: RouteResult;
   try {
     await tx.client.query(beginWrite());
-    result = await route.handler({ caller, db: tx.client, body: undefined, params, query, requestId, now, deps });
+    result = await route.handler({ caller, db: tx.client, body: undefined, params, query, requestId, idempotencyKey: null, now, deps });
     await tx.client.query('COMMIT');
     committed = true;
   } finally {

@@ -1,0 +1,41 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { withTransaction } from '../src/db/pool';
+import { applyTransition, getTransactionRow, InvalidTransitionError } from '../src/ledger/repo';
+import type { TransactionStatus } from '../src/ledger/schemas';
+import { railFor, type PaymentRail } from '../src/rails';
+import type { ActivityDeps } from './index';
+
+/** The ledger's activities: each one Postgres transaction, safe to run again. */
+export function createLedgerActivities(deps: ActivityDeps, rail: PaymentRail = railFor(deps.config)) {
+  return {
+    /**
+     * Hands the payment to the rail. Returns the row's current status and, for a cash_in, how many seconds until the rail's funds
+     * count as confirmed (null: only a confirmFunds signal confirms).
+     */
+    async submitPayment(input: { transactionId: string }): Promise<{ status: TransactionStatus; confirmAfterSeconds: number | null }> {
+      const row = await getTransactionRow(deps.pool, input.transactionId);
+      if (!row) throw ApplicationFailure.nonRetryable(`no transaction ${input.transactionId}`, 'TransactionMissing');
+      const outcome = await rail.submitPayment({
+        transactionId: row.id, accountId: row.account_id, direction: row.direction, amountCents: row.amount_cents,
+      });
+      return { status: row.status, confirmAfterSeconds: outcome.kind === 'after_seconds' ? outcome.seconds : null };
+    },
+
+    /**
+     * Moves a transaction to `toStatus`: status, history, balance effect and event in one Postgres
+     * transaction. Keyed by (transaction id, target status): repeating it is a no-op.
+     */
+    async transitionTransaction(input: { transactionId: string; toStatus: TransactionStatus; transferId: string | null }): Promise<{
+      status: TransactionStatus; changed: boolean; transferId: string | null;
+    }> {
+      try {
+        const result = await withTransaction(deps.pool, (tx) =>
+          applyTransition(tx, { transactionId: input.transactionId, toStatus: input.toStatus, transferId: input.transferId, now: new Date() }));
+        return { status: result.status, changed: result.changed, transferId: result.transferId };
+      } catch (error) {
+        if (error instanceof InvalidTransitionError) throw ApplicationFailure.nonRetryable(error.message, 'InvalidTransition');
+        throw error;
+      }
+    },
+  };
+}

@@ -1,0 +1,145 @@
+import { pageQuery, z } from '../http/zod';
+
+/** Ledger limits: the largest single payment, $10 million, far below 2^53 cents. */
+export const LEDGER_LIMITS = {
+  amountCentsMax: 1_000_000_000,
+};
+
+export const directionSchema = z.enum(['cash_in', 'cash_out']).openapi({ description: '`cash_in` (deposit) or `cash_out` (withdrawal).' });
+export type Direction = z.infer<typeof directionSchema>;
+
+export const transactionStatusSchema = z.enum(['pending', 'available', 'in_transfer', 'settled']).openapi({
+  description: 'cash_in: pending → available → settled. cash_out: pending → in_transfer → settled. `settled` is final.',
+});
+export type TransactionStatus = z.infer<typeof transactionStatusSchema>;
+
+export const transactionTypeSchema = z.enum(['intent', 'refund', 'dispute']);
+export type TransactionType = z.infer<typeof transactionTypeSchema>;
+
+const idExample = (prefix: string) => `${prefix}_7fJ2kQ9xLmN3pR5tV8wY1zA4`;
+const dateString = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD');
+
+export const transferSummarySchema = z
+  .object({
+    id: z.string().openapi({ example: idExample('transfer') }),
+    amount: z.number().int().min(0),
+    currency: z.literal('USD'),
+    direction: z.enum(['disbursement', 'collection']),
+    created_at: z.string().openapi({ format: 'date-time' }),
+    date: dateString.openapi({ format: 'date' }),
+  })
+  .openapi('TransferSummary');
+export type TransferSummary = z.infer<typeof transferSummarySchema>;
+
+/** Exactly the seed's Transaction. */
+export const transactionSchema = z
+  .object({
+    id: z.string().openapi({ example: idExample('txn') }),
+    amount: z.number().int().min(0).openapi({ description: 'US cents, never negative; `direction` says which way it moved.', example: 1250 }),
+    direction: directionSchema,
+    currency: z.literal('USD'),
+    status: transactionStatusSchema,
+    type: transactionTypeSchema,
+    source_id: z.string().nullable().openapi({ description: 'The intent, refund or dispute that created it (read with `type`).' }),
+    account_id: z.string().openapi({ example: idExample('account') }),
+    created_at: z.string().openapi({ format: 'date-time' }),
+    date: dateString.openapi({ format: 'date', description: 'The Eastern-time settlement window (with SETTLEMENT_CUTOFF) it was submitted in.' }),
+    transfer: transferSummarySchema.nullable().openapi({ description: 'Set once the transaction is in_transfer or settled; null before.' }),
+  })
+  .strict()
+  .openapi('Transaction');
+export type Transaction = z.infer<typeof transactionSchema>;
+
+export const intentStatusSchema = z.enum(['pending', 'approved', 'declined', 'canceled']).openapi({
+  description: '`approved` created a transaction; `declined` created none (see decline_category); `pending` waits for approve/cancel (manual mode).',
+});
+export type IntentStatus = z.infer<typeof intentStatusSchema>;
+
+export const intentSchema = z
+  .object({
+    id: z.string().openapi({ example: 'intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4' }),
+    idempotency_key: z.string(),
+    direction: directionSchema,
+    user_id: z.string().openapi({ example: idExample('user') }),
+    account_id: z.string().openapi({ example: idExample('account') }),
+    amount: z.number().int().min(1),
+    currency: z.literal('USD'),
+    approval_mode: z.enum(['automatic', 'manual']),
+    status: intentStatusSchema,
+    decline_category: z.enum(['user_not_enabled']).nullable(),
+    transactions: z.array(transactionSchema),
+    created_at: z.string().openapi({ format: 'date-time' }),
+  })
+  .openapi('Intent');
+export type Intent = z.infer<typeof intentSchema>;
+
+export const createIntentBody = z
+  .object({
+    direction: directionSchema,
+    user_id: z.string().min(1).max(100),
+    amount: z.number().int().min(1).max(LEDGER_LIMITS.amountCentsMax).openapi({ description: 'US cents, 1 to 1,000,000,000.', example: 1250 }),
+    currency: z.literal('USD'),
+    account_id: z.string().min(1).max(100).optional().openapi({ description: 'Required when the organization has several accounts.' }),
+    approval_mode: z.enum(['automatic', 'manual']).default('automatic').openapi({
+      description: '`manual` (cash_out only) keeps the intent pending until POST /intent/{id}/approve or /cancel.',
+    }),
+  })
+  .strict()
+  .superRefine((body, ctx) => {
+    if (body.approval_mode === 'manual' && body.direction !== 'cash_out') {
+      ctx.addIssue({ code: 'custom', path: ['approval_mode'], message: 'manual approval exists for cash_out only' });
+    }
+  })
+  .openapi('CreateIntent');
+export type CreateIntentBody = z.infer<typeof createIntentBody>;
+
+export const balancesSchema = z
+  .object({
+    pending: z.number().int().openapi({ description: 'Σ cash_in still pending (funds not yet confirmed by the network).' }),
+    available: z.number().int().openapi({
+      description: 'Σ confirmed (available) cash_in not yet in a transfer − Σ pending cash_out not yet in a transfer: what the next transfer would net. Negative means the next transfer collects.',
+    }),
+    in_transfer: z.number().int().openapi({
+      description: 'Signed net of transfers not yet settled: Σ available cash_in in a transfer − Σ in_transfer cash_out. Positive is a disbursement under way, negative a collection.',
+    }),
+  })
+  .openapi('AccountBalances');
+
+export const accountSchema = z
+  .object({
+    id: z.string().openapi({ example: idExample('account') }),
+    type: z.literal('settlement'),
+    name: z.string(),
+    currency: z.literal('USD'),
+    balances: balancesSchema,
+    created_at: z.string().openapi({ format: 'date-time' }),
+  })
+  .openapi('Account', {
+    description: `A settlement account. Balances are exact integer cents, maintained by the database in the same transaction as every status change:
+- pending = Σ cash_in in status pending
+- available = Σ cash_in available and not yet in a transfer − Σ cash_out pending
+- in_transfer = Σ cash_in available in an unsettled transfer − Σ cash_out in_transfer
+Settled transactions leave all three.`,
+  });
+export type Account = z.infer<typeof accountSchema>;
+
+export const idParams = z.object({ id: z.string().min(1).max(100) });
+
+export const transactionListQuery = pageQuery.extend({
+  status: transactionStatusSchema.optional(),
+  direction: directionSchema.optional(),
+  type: transactionTypeSchema.optional(),
+  account_id: z.string().max(100).optional(),
+  date: dateString.optional().openapi({ description: 'Settlement date (YYYY-MM-DD).' }),
+  transfer_id: z.string().max(100).optional(),
+  'created_at.gte': z.iso.datetime({ offset: true }).optional().openapi({ description: 'Created at or after (ISO 8601).' }),
+  'created_at.lt': z.iso.datetime({ offset: true }).optional().openapi({ description: 'Created before (ISO 8601).' }),
+});
+export type TransactionListQuery = z.infer<typeof transactionListQuery>;
+
+export const intentListQuery = pageQuery.extend({
+  status: intentStatusSchema.optional(),
+  direction: directionSchema.optional(),
+  user_id: z.string().max(100).optional(),
+});
+export type IntentListQuery = z.infer<typeof intentListQuery>;

@@ -1,0 +1,72 @@
+import type { Config } from '../config';
+
+/**
+ * The payment network behind one interface (SPEC §9), so a real rail (ACH, RTP, a card processor) can
+ * replace the sandbox simulator without touching the workflows: they only learn HOW the outcome will
+ * arrive, and wait for it durably.
+ */
+export type RailOutcome =
+  /** The network will not call back; treat the step as done after this many seconds (a durable timer). */
+  | { kind: 'after_seconds'; seconds: number }
+  /** The network calls back; the integration signals the workflow (confirmFundsSignal / transferSettledSignal). */
+  | { kind: 'signal' };
+
+export interface RailPayment {
+  transactionId: string;
+  accountId: string;
+  direction: 'cash_in' | 'cash_out';
+  amountCents: number;
+}
+
+export interface RailTransfer {
+  transferId: string;
+  accountId: string;
+  direction: 'disbursement' | 'collection';
+  amountCents: number;
+}
+
+export interface PaymentRail {
+  readonly name: string;
+  /** Hands one payment to the network. For cash_in the outcome says when funds count as confirmed. */
+  submitPayment(payment: RailPayment): Promise<RailOutcome>;
+  /** Hands one net transfer to the network; the outcome says when it counts as settled. */
+  submitTransfer(transfer: RailTransfer): Promise<RailOutcome>;
+}
+
+/**
+ * The sandbox network: confirms every deposit after SANDBOX_CONFIRM_SECONDS and settles every transfer
+ * after SANDBOX_SETTLE_SECONDS; /simulate endpoints signal earlier.
+ */
+export class SandboxRail implements PaymentRail {
+  readonly name = 'sandbox';
+  constructor(private readonly confirmSeconds: number, private readonly settleSeconds: number) {}
+
+  async submitPayment(_payment: RailPayment): Promise<RailOutcome> {
+    return { kind: 'after_seconds', seconds: this.confirmSeconds };
+  }
+
+  async submitTransfer(_transfer: RailTransfer): Promise<RailOutcome> {
+    return { kind: 'after_seconds', seconds: this.settleSeconds };
+  }
+}
+
+/**
+ * Production until a real network adapter is configured: nothing is assumed; confirmations and settlements
+ * arrive only as signals sent by the rail's integration (or an operator).
+ */
+export class CallbackRail implements PaymentRail {
+  readonly name = 'callback';
+  async submitPayment(_payment: RailPayment): Promise<RailOutcome> {
+    return { kind: 'signal' };
+  }
+  async submitTransfer(_transfer: RailTransfer): Promise<RailOutcome> {
+    return { kind: 'signal' };
+  }
+}
+
+/** The rail of this deployment: the simulator in sandbox, callbacks in production. */
+export function railFor(config: Config): PaymentRail {
+  return config.LEDGER_ENVIRONMENT === 'sandbox'
+    ? new SandboxRail(config.SANDBOX_CONFIRM_SECONDS, config.SANDBOX_SETTLE_SECONDS)
+    : new CallbackRail();
+}
