@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { Config } from '../src/config';
 import type { Pool } from '../src/db/pool';
+import { createWebhookActivities } from './webhooks';
 
 /** Everything an activity touches is handed in here, so a test can build activities over its own pool. */
 export interface ActivityDeps {
@@ -12,8 +13,10 @@ export interface ActivityDeps {
 }
 
 /** The worker's activities, one factory per feature merged into one object. */
-export function createActivities(_deps: ActivityDeps) {
-  return {};
+export function createActivities(deps: ActivityDeps) {
+  return {
+    ...createWebhookActivities(deps),
+  };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

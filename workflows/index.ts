@@ -1,2 +1,2 @@
 // The worker's workflows: every workflow type of the ledger is exported from here.
-export {};
+export * from './webhooks';

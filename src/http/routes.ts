@@ -1,7 +1,9 @@
 import type { RouteDef } from './edge';
 import { keyRoutes } from '../orgs/routes';
+import { webhookRoutes } from '../webhooks/routes';
 
 /** Every API route, in one list: the app mounts it and /openapi.json documents it. */
 export const allRoutes: RouteDef<any, any, any>[] = [ // eslint-disable-line @typescript-eslint/no-explicit-any
   ...keyRoutes,
+  ...webhookRoutes,
 ];
