@@ -67,6 +67,13 @@ async function dispatchedAt(stack: Stack, eventId: string): Promise<Date | null>
   return rows[0]!.dispatched_at;
 }
 
+/** The delivery workflow's result, once the dispatcher has started it. */
+async function deliveryOutcome(stack: Stack, eventId: string, endpointId: string): Promise<{ outcome: string }> {
+  const handle = stack.temporal.workflow.getHandle(webhookDeliveryWorkflowId(eventId, endpointId));
+  await eventually(() => handle.describe(), 20_000, `the delivery workflow of ${eventId}`);
+  return handle.result();
+}
+
 /** Fast retries and a quick outbox poll, so the suite waits milliseconds where production waits seconds. */
 const DELIVERY_ENV = {
   WEBHOOK_DISPATCHER: 'on',
@@ -214,7 +221,7 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
   }
 
   function outcome(eventId: string, endpointId: string): Promise<{ outcome: string }> {
-    return stack.temporal.workflow.getHandle(webhookDeliveryWorkflowId(eventId, endpointId)).result();
+    return deliveryOutcome(stack, eventId, endpointId);
   }
 
   test('an event recorded in the outbox is POSTed as { id, type, created_at, data } with a Standard Webhooks signature that verifies', async () => {
@@ -420,7 +427,7 @@ describe('SPEC §12 webhooks: targets refused in production', () => {
     }
     const eventId = await recordEvent(stack.pool, org.organizationId, 'intent.approved', { id: 'intent_production_x' });
     for (const hook of hooks) {
-      expect(await stack.temporal.workflow.getHandle(webhookDeliveryWorkflowId(eventId, hook.id)).result()).toEqual({ outcome: 'refused' });
+      expect(await deliveryOutcome(stack, eventId, hook.id)).toEqual({ outcome: 'refused' });
       const attempts = (await call('GET', `/webhook/${hook.id}/deliveries`)).body.data;
       expect(attempts).toHaveLength(1);
       expect(attempts[0]).toMatchObject({ attempt: 1, outcome: 'refused', response_status_code: null, error: expect.stringMatching(/127\.0\.0\.1|::1/) });

@@ -20,8 +20,7 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
       initialInterval: input.retry.initialIntervalMs,
       backoffCoefficient: 2,
       maximumInterval: input.retry.maxIntervalMs,
-      // No attempt cap: the 3-day window is the budget.
-      maximumAttempts: 0,
+      // No maximumAttempts: the 3-day window is the budget.
       nonRetryableErrorTypes: ['WebhookInvariant'],
     },
   });
