@@ -181,6 +181,15 @@ describe('SPEC §12 webhooks: endpoint management', () => {
     expect(deliveries.body).toEqual({ data: [], has_more: false, next_cursor: null });
   });
 
+  test('/openapi.json documents the endpoints and the signed event request', async () => {
+    const document = (await (await fetch(`${stack.url}/openapi.json`)).json()) as {
+      paths: Record<string, unknown>;
+      webhooks: { event: { post: { parameters: Array<{ name: string }> } } };
+    };
+    expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/webhook', '/webhook/{id}', '/webhook/{id}/deliveries']));
+    expect(document.webhooks.event.post.parameters.map((p) => p.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
+  });
+
   test('the secret is stored sealed when WEBHOOK_SECRET_KEY is configured', async () => {
     const sealed = sealSecret('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', Buffer.alloc(32, 7).toString('base64'));
     expect(sealed).toMatch(/^gcm1:/);
