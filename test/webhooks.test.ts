@@ -6,7 +6,8 @@ import { recordEvent } from '../src/events/outbox';
 import { createLogger } from '../src/logger';
 import { webhookDeliveryWorkflowId } from '../src/webhooks/dispatcher';
 import { createEndpoint } from '../src/webhooks/repo';
-import { generateSecret, sealSecret } from '../src/webhooks/signing';
+import { retryDelayMs } from '../src/webhooks/http';
+import { generateSecret, openSecret, sealSecret, signPayload } from '../src/webhooks/signing';
 import { forbiddenRange } from '../src/webhooks/ssrf';
 import { startWorker, type LedgerWorker } from '../src/worker';
 import { apiClient, createTestOrg, eventually, startStack, testInfra, type Stack, type TestOrg } from './support/harness';
@@ -74,13 +75,39 @@ async function deliveryOutcome(stack: Stack, eventId: string, endpointId: string
   return handle.result();
 }
 
-/** Fast retries and a quick outbox poll, so the suite waits milliseconds where production waits seconds. */
+const SECRET_KEY = Buffer.alloc(32, 7).toString('base64');
+
+/**
+ * Fast retries and a quick outbox poll, so the suite waits milliseconds where production waits seconds;
+ * secrets sealed, so every delivery below also opens a sealed secret.
+ */
 const DELIVERY_ENV = {
+  WEBHOOK_SECRET_KEY: SECRET_KEY,
   WEBHOOK_DISPATCHER: 'on',
   WEBHOOK_DISPATCH_INTERVAL_MS: '50',
   WEBHOOK_RETRY_INITIAL_MS: '100',
   WEBHOOK_RETRY_MAX_MS: '400',
 };
+
+describe('SPEC §12 webhooks: Standard Webhooks signing', () => {
+  test('signatures match the Standard Webhooks reference vector', () => {
+    // The test vector of the Standard Webhooks reference libraries: same secret, id, timestamp and body.
+    const headers = signPayload('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'msg_p5jXN8AQM9LWM0D4loKWxJek', 1614265330, '{"test": 2432232314}');
+    expect(headers).toEqual({
+      'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek',
+      'webhook-timestamp': '1614265330',
+      'webhook-signature': 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=',
+    });
+  });
+
+  test('retry delays grow exponentially from the initial interval, capped, with jitter in the upper half', () => {
+    const retry = { initialIntervalMs: 5_000, maxIntervalMs: 3_600_000 };
+    expect([1, 2, 3, 4].map((attempt) => retryDelayMs(attempt, retry, () => 1))).toEqual([5_000, 10_000, 20_000, 40_000]);
+    expect([1, 2, 3, 4].map((attempt) => retryDelayMs(attempt, retry, () => 0))).toEqual([2_500, 5_000, 10_000, 20_000]);
+    expect(retryDelayMs(30, retry, () => 1)).toBe(3_600_000);
+    expect(retryDelayMs(1_000, retry, () => 0.5)).toBe(2_700_000);
+  });
+});
 
 describe('SPEC §12 webhooks: endpoint management', () => {
   let stack: Stack;
@@ -190,10 +217,15 @@ describe('SPEC §12 webhooks: endpoint management', () => {
     expect(document.webhooks.event.post.parameters.map((p) => p.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
   });
 
-  test('the secret is stored sealed when WEBHOOK_SECRET_KEY is configured', async () => {
-    const sealed = sealSecret('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', Buffer.alloc(32, 7).toString('base64'));
+  test('the secret is stored sealed when WEBHOOK_SECRET_KEY is configured, and opens only with that key', async () => {
+    const secret = generateSecret();
+    const sealed = sealSecret(secret, SECRET_KEY);
     expect(sealed).toMatch(/^gcm1:/);
-    expect(sealed).not.toContain('MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw');
+    expect(sealed).not.toContain(secret.slice(6));
+    expect(openSecret(sealed, SECRET_KEY)).toBe(secret);
+    expect(() => openSecret(sealed, Buffer.alloc(32, 1).toString('base64'))).toThrow();
+    expect(() => openSecret(sealed, undefined)).toThrow(/WEBHOOK_SECRET_KEY/);
+    expect(openSecret(sealSecret(secret, undefined), SECRET_KEY)).toBe(secret);
   });
 });
 
@@ -250,6 +282,8 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
 
     expect(await outcome(eventId, hook.id)).toEqual({ outcome: 'delivered' });
     expect(await dispatchedAt(stack, eventId)).toBeInstanceOf(Date);
+    const { rows } = await stack.pool.query(`SELECT secret_sealed FROM webhook_endpoints WHERE id = $1`, [hook.id]);
+    expect(rows[0].secret_sealed).toMatch(/^gcm1:/);
     const attempts = await deliveries(hook.id);
     expect(attempts).toEqual([
       {
