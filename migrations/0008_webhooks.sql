@@ -25,6 +25,8 @@ CREATE TABLE webhook_endpoints (
 CREATE INDEX webhook_endpoints_list ON webhook_endpoints (organization_id, created_at DESC, id DESC) WHERE deleted_at IS NULL;
 
 -- Every delivery attempt, kept for GET /webhook/{id}/deliveries: one row per HTTP attempt (or refusal).
+-- A row is written `pending` before the request goes out, so an attempt cut short by a dying worker still
+-- shows; the next attempt of the same delivery marks it failed (its duration unknown, hence nullable).
 CREATE TABLE webhook_deliveries (
   id                   text PRIMARY KEY CHECK (id ~ '^whd_[A-Za-z0-9_-]{16,}$'),
   endpoint_id          text NOT NULL REFERENCES webhook_endpoints (id),
@@ -32,14 +34,14 @@ CREATE TABLE webhook_deliveries (
   event_id             text NOT NULL REFERENCES events (id),
   event_type           text NOT NULL,
   attempt              integer NOT NULL CHECK (attempt >= 1),
-  outcome              text NOT NULL CHECK (outcome IN ('succeeded', 'failed', 'refused')),
+  outcome              text NOT NULL CHECK (outcome IN ('pending', 'succeeded', 'failed', 'refused')),
   response_status_code integer CHECK (response_status_code BETWEEN 100 AND 599),
-  duration_ms          integer NOT NULL CHECK (duration_ms >= 0),
+  duration_ms          integer CHECK (duration_ms >= 0),
   error                text CHECK (length(error) <= 1000),
   created_at           timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX webhook_deliveries_list ON webhook_deliveries (endpoint_id, created_at DESC, id DESC);
-CREATE INDEX webhook_deliveries_by_event ON webhook_deliveries (event_id);
+CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (event_id, endpoint_id) WHERE outcome = 'pending';
 
 -- Down Migration
 DROP TABLE webhook_deliveries;

@@ -5,12 +5,13 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { recordEvent } from '../src/events/outbox';
 import { createLogger } from '../src/logger';
 import { webhookDeliveryWorkflowId } from '../src/webhooks/dispatcher';
-import { createEndpoint } from '../src/webhooks/repo';
+import { createEndpoint, INTERRUPTED_ATTEMPT_ERROR } from '../src/webhooks/repo';
 import { retryDelayMs } from '../src/webhooks/http';
 import { generateSecret, openSecret, sealSecret, signPayload } from '../src/webhooks/signing';
 import { forbiddenRange } from '../src/webhooks/ssrf';
 import { startWorker, type LedgerWorker } from '../src/worker';
 import { apiClient, createTestOrg, eventually, startStack, testInfra, type Stack, type TestOrg } from './support/harness';
+import { spawnWorkerProcess, type WorkerProcess } from './support/spawnWorker';
 
 interface Received {
   headers: IncomingHttpHeaders;
@@ -20,7 +21,8 @@ interface Received {
 /** A real HTTP receiver on localhost; `answer` picks each response's status from what arrived so far. */
 class Receiver {
   readonly requests: Received[] = [];
-  answer: (request: Received, received: Received[]) => number = () => 200;
+  /** A status to answer with, or 'hold' to leave the request hanging (until the receiver closes). */
+  answer: (request: Received, received: Received[]) => number | 'hold' = () => 200;
   private constructor(private readonly server: http.Server, readonly url: string) {}
 
   static async start(): Promise<Receiver> {
@@ -33,7 +35,9 @@ class Receiver {
       req.on('end', () => {
         const request = { headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
         receiver.requests.push(request);
-        res.statusCode = receiver.answer(request, receiver.requests.filter((r) => r.headers['webhook-id'] === request.headers['webhook-id']));
+        const status = receiver.answer(request, receiver.requests.filter((r) => r.headers['webhook-id'] === request.headers['webhook-id']));
+        if (status === 'hold') return;
+        res.statusCode = status;
         res.end('{}');
       });
     });
@@ -405,6 +409,62 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
     expect(await outcome(waiting, hook.id)).toEqual({ outcome: 'delivered' });
     expect(receiver.for(inFlight).at(-1)!.headers['webhook-id']).toBe(inFlight);
     expect(receiver.for(waiting)).toHaveLength(1);
+  });
+});
+
+describe('SPEC §12 webhooks: a killed worker', () => {
+  let stack: Stack;
+  let receiver: Receiver;
+  let child: WorkerProcess | null = null;
+  let replacement: LedgerWorker | null = null;
+  beforeAll(async () => {
+    // The api only: the worker runs in a child process this suite can SIGKILL.
+    stack = await startStack({ worker: false, env: DELIVERY_ENV });
+    receiver = await Receiver.start();
+  });
+  afterAll(async () => {
+    await child?.kill();
+    await replacement?.shutdown();
+    await stack.stop();
+    await receiver.close();
+  });
+
+  test('an attempt cut short by SIGKILL, and events recorded while no worker runs, are delivered by the next worker', async () => {
+    const org = await createTestOrg(stack.pool);
+    const call = apiClient(stack.url, org.apiKey);
+    const hook = (await call('POST', '/webhook', { url: receiver.url })).body as { id: string; secret: string };
+    // The first request hangs, so the worker is killed with the attempt in flight; later ones succeed.
+    receiver.answer = (_request, sameEvent) => (sameEvent.length === 1 ? 'hold' : 200);
+    const infra = testInfra();
+    child = await spawnWorkerProcess({
+      DATABASE_URL: infra.databaseUrl, TEMPORAL_ADDRESS: infra.temporalAddress, TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
+      LOG_LEVEL: 'silent', ...DELIVERY_ENV,
+    });
+
+    const inFlight = await recordEvent(stack.pool, org.organizationId, 'transaction.status_changed', { id: 'txn_killed', previous_status: 'pending' });
+    await eventually(async () => (receiver.for(inFlight).length === 1 ? true : undefined), 30_000, 'the first attempt to arrive');
+    const pending = (await call('GET', `/webhook/${hook.id}/deliveries`)).body.data;
+    expect(pending).toMatchObject([{ event_id: inFlight, attempt: 1, outcome: 'pending', duration_ms: null }]);
+
+    await child.kill();
+    const waiting = await recordEvent(stack.pool, org.organizationId, 'transaction.created', { id: 'txn_waiting' });
+    expect(await dispatchedAt(stack, waiting)).toBeNull();
+
+    replacement = await startWorker({
+      config: stack.config, pool: stack.pool, log: createLogger('silent'), temporal: stack.temporal,
+      address: infra.temporalAddress, workflowBundlePath: infra.workflowBundlePath,
+    });
+    expect(await deliveryOutcome(stack, inFlight, hook.id)).toEqual({ outcome: 'delivered' });
+    expect(await deliveryOutcome(stack, waiting, hook.id)).toEqual({ outcome: 'delivered' });
+
+    const copies = receiver.for(inFlight);
+    expect(copies).toHaveLength(2);
+    for (const copy of copies) expect(signatureVerifies(hook.secret, copy)).toBe(true);
+    const attempts = (await call('GET', `/webhook/${hook.id}/deliveries?limit=100`)).body.data as Array<Record<string, unknown>>;
+    expect(attempts.filter((a) => a.event_id === inFlight).map((a) => [a.attempt, a.outcome, a.response_status_code, a.error])).toEqual([
+      [2, 'succeeded', 200, null],
+      [1, 'failed', null, INTERRUPTED_ATTEMPT_ERROR],
+    ]);
   });
 });
 

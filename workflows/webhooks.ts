@@ -15,6 +15,7 @@ export type WebhookDeliveryResult = { outcome: WebhookDeliveryOutcome | 'expired
 export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
   const { deliverWebhookAttempt } = proxyActivities<WebhookActivities>({
     startToCloseTimeout: WEBHOOK_LIMITS.attemptActivityTimeoutMs,
+    heartbeatTimeout: WEBHOOK_LIMITS.attemptHeartbeatTimeoutMs,
     scheduleToCloseTimeout: WEBHOOK_LIMITS.retryWindowMs,
     retry: {
       initialInterval: input.retry.initialIntervalMs,

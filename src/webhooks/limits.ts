@@ -9,6 +9,9 @@ export const WEBHOOK_LIMITS = {
   attemptTimeoutMs: 15_000,
   /** One attempt's activity: the HTTP attempt plus DNS and the database writes around it. */
   attemptActivityTimeoutMs: 30_000,
+  /** A worker that dies mid-attempt is noticed after this long without a heartbeat, and the retry moves on. */
+  attemptHeartbeatTimeoutMs: 5_000,
+  attemptHeartbeatMs: 1_000,
   /** Retry window of one (event, endpoint) delivery (SPEC §12: up to 3 days). */
   retryWindowMs: 3 * 24 * 60 * 60_000,
   /** Bytes of a receiver's answer read before the connection is dropped; the body is never stored. */

@@ -21,9 +21,9 @@ export interface DeliveryRow {
   event_id: string;
   event_type: string;
   attempt: number;
-  outcome: 'succeeded' | 'failed' | 'refused';
+  outcome: 'pending' | 'succeeded' | 'failed' | 'refused';
   response_status_code: number | null;
-  duration_ms: number;
+  duration_ms: number | null;
   error: string | null;
   created_at: Date;
 }
@@ -164,28 +164,48 @@ export async function loadDeliveryTarget(db: Queryable, eventId: string, endpoin
   return { event: { ...row.event, created_at: new Date(row.event.created_at) }, endpoint: row.endpoint };
 }
 
-export interface AttemptRecord {
+export interface AttemptStart {
   endpointId: string;
   organizationId: string;
   eventId: string;
   eventType: string;
   attempt: number;
-  outcome: DeliveryRow['outcome'];
+}
+
+export interface AttemptEnd {
+  outcome: Exclude<DeliveryRow['outcome'], 'pending'>;
   responseStatusCode: number | null;
   durationMs: number;
   error: string | null;
 }
 
-export async function recordAttempt(db: Queryable, attempt: AttemptRecord): Promise<void> {
+export const INTERRUPTED_ATTEMPT_ERROR = 'the attempt was cut short: its worker stopped before an answer was recorded';
+
+/**
+ * Writes the attempt as `pending` before anything is sent. In the same statement, earlier attempts of this
+ * delivery still `pending` are closed as failed: only one attempt of a delivery runs at a time, so they
+ * belong to a worker that died.
+ */
+export async function beginAttempt(db: Queryable, attempt: AttemptStart): Promise<string> {
+  const id = `whd_${randomString(24)}`; // attempts have no SPEC §2 prefix of their own; whd_ keeps them recognizable
   await db.query(
-    `INSERT INTO webhook_deliveries (id, endpoint_id, organization_id, event_id, event_type, attempt, outcome, response_status_code, duration_ms, error)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+    `WITH interrupted AS (
+       UPDATE webhook_deliveries SET outcome = 'failed', error = $7
+        WHERE event_id = $4 AND endpoint_id = $2 AND outcome = 'pending'
+     )
+     INSERT INTO webhook_deliveries (id, endpoint_id, organization_id, event_id, event_type, attempt, outcome)
+     VALUES ($1, $2, $3, $4, $5, $6, 'pending')`,
+    [id, attempt.endpointId, attempt.organizationId, attempt.eventId, attempt.eventType, attempt.attempt, INTERRUPTED_ATTEMPT_ERROR],
+  );
+  return id;
+}
+
+export async function finishAttempt(db: Queryable, attemptId: string, end: AttemptEnd): Promise<void> {
+  await db.query(
+    `UPDATE webhook_deliveries SET outcome = $2, response_status_code = $3, duration_ms = $4, error = $5 WHERE id = $1`,
     [
-      // Attempts are internal records without a SPEC §2 prefix of their own; `whd_` keeps them recognizable.
-      `whd_${randomString(24)}`,
-      attempt.endpointId, attempt.organizationId, attempt.eventId, attempt.eventType, attempt.attempt, attempt.outcome,
-      attempt.responseStatusCode, Math.max(0, Math.round(attempt.durationMs)),
-      attempt.error === null ? null : attempt.error.slice(0, WEBHOOK_LIMITS.errorLengthMax),
+      attemptId, end.outcome, end.responseStatusCode, Math.max(0, Math.round(end.durationMs)),
+      end.error === null ? null : end.error.slice(0, WEBHOOK_LIMITS.errorLengthMax),
     ],
   );
 }

@@ -88,11 +88,13 @@ export const webhookDelivery = z
     event_id: z.string().openapi({ description: 'Also the webhook-id header of every attempt for this event.' }),
     event_type: z.string(),
     attempt: z.number().int().openapi({ description: '1 for the first try, counting up with each retry.' }),
-    outcome: z.enum(['succeeded', 'failed', 'refused']).openapi({
-      description: 'succeeded: 2xx. failed: any other answer or a network error (retried unless 410). refused: the target resolved to a forbidden address (production).',
+    outcome: z.enum(['pending', 'succeeded', 'failed', 'refused']).openapi({
+      description:
+        'pending: under way. succeeded: 2xx. failed: any other answer, a network error or a timeout (retried unless 410), or an attempt ' +
+        'cut short when its worker stopped. refused: the target resolved to a forbidden address (production; not retried).',
     }),
     response_status_code: z.number().int().nullable(),
-    duration_ms: z.number().int(),
+    duration_ms: z.number().int().nullable().openapi({ description: 'null while pending, or when the attempt was cut short.' }),
     error: z.string().nullable(),
     created_at: z.string().openapi({ format: 'date-time' }),
   })
