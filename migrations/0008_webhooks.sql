@@ -17,6 +17,9 @@ CREATE TABLE webhook_endpoints (
   status          text NOT NULL DEFAULT 'enabled' CHECK (status IN ('enabled', 'disabled')),
   disabled_reason text CHECK (length(disabled_reason) <= 500),
   disabled_at     timestamptz,
+  -- The endpoint receives events whose outbox seq is above this (the newest committed at registration):
+  -- ordered by the outbox itself, so clocks and back-dated event times cannot make it miss or gain events.
+  events_after_seq bigint NOT NULL,
   created_at      timestamptz NOT NULL DEFAULT now(),
   deleted_at      timestamptz,
   CHECK ((deleted_at IS NULL) = (secret_sealed IS NOT NULL)),

@@ -304,13 +304,17 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
     const hook = await endpoint(['transfer.settled']);
     const skipped = await recordEvent(stack.pool, org.organizationId, 'user.created', { id: 'user_skipped' });
     const wanted = await recordEvent(stack.pool, org.organizationId, 'transfer.settled', { id: 'transfer_1' });
+    // "After" is the outbox's order, not the clock: an event stamped with an earlier time still arrives.
+    const backdated = await recordEvent(stack.pool, org.organizationId, 'transfer.settled', { id: 'transfer_2' }, new Date('2020-01-01T00:00:00Z'));
     expect(await outcome(wanted, hook.id)).toEqual({ outcome: 'delivered' });
+    expect(await outcome(backdated, hook.id)).toEqual({ outcome: 'delivered' });
+    expect(JSON.parse(receiver.for(backdated)[0]!.body).created_at).toBe('2020-01-01T00:00:00.000Z');
     await eventually(async () => ((await dispatchedAt(stack, skipped)) ? true : undefined), 20_000, 'dispatch');
     // Dispatched, yet no delivery workflow was ever started for the unsubscribed pair.
     for (const eventId of [skipped, before]) {
       await expect(stack.temporal.workflow.getHandle(webhookDeliveryWorkflowId(eventId, hook.id)).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
     }
-    expect((await deliveries(hook.id)).map((attempt) => attempt.event_id)).toEqual([wanted]);
+    expect((await deliveries(hook.id)).map((attempt) => attempt.event_id).sort()).toEqual([wanted, backdated].sort());
   });
 
   test('a 500 is retried with backoff and the next 200 delivers it; every attempt is recorded', async () => {

@@ -77,8 +77,8 @@ export async function createEndpoint(
   );
   if (counted[0]!.n >= WEBHOOK_LIMITS.endpointsPerOrganizationMax) throw new EndpointLimitError();
   const { rows } = await db.query<EndpointRow>(
-    `INSERT INTO webhook_endpoints (id, organization_id, url, events, secret_sealed)
-     VALUES ($1, $2, $3, $4, $5) RETURNING ${ENDPOINT_COLUMNS}`,
+    `INSERT INTO webhook_endpoints (id, organization_id, url, events, secret_sealed, events_after_seq)
+     VALUES ($1, $2, $3, $4, $5, (SELECT coalesce(max(seq), 0) FROM events)) RETURNING ${ENDPOINT_COLUMNS}`,
     [newId('whk'), input.organizationId, input.url, input.events, input.secretSealed],
   );
   return rows[0]!;
@@ -243,7 +243,7 @@ export interface Subscription {
   organization_id: string;
 }
 
-/** Every (event, endpoint) pair to deliver: enabled endpoints of the event's organization, subscribed to its type, registered by the time it happened. */
+/** Every (event, endpoint) pair to deliver: enabled endpoints of the event's organization, subscribed to its type, registered before it was recorded. */
 export async function subscriptionsFor(db: Queryable, eventIds: string[]): Promise<Subscription[]> {
   const { rows } = await db.query<Subscription>(
     `SELECT e.id AS event_id, w.id AS endpoint_id, e.organization_id
@@ -251,7 +251,7 @@ export async function subscriptionsFor(db: Queryable, eventIds: string[]): Promi
        JOIN webhook_endpoints w ON w.organization_id = e.organization_id
       WHERE e.id = ANY($1::text[])
         AND w.deleted_at IS NULL AND w.status = 'enabled'
-        AND w.created_at <= e.created_at
+        AND e.seq > w.events_after_seq
         AND w.events && ARRAY['*', e.type]
       ORDER BY e.seq, w.id`,
     [eventIds],
