@@ -385,7 +385,7 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
     }
   });
 
-  test('a worker stopped mid-delivery, with events still in the outbox, loses nothing: a new worker delivers them all', async () => {
+  test('a worker shut down between retries, with events still in the outbox, loses nothing: a new worker delivers them all', async () => {
     const { org, endpoint } = await operator();
     const hook = await endpoint(['transfer.created']);
     let receiverUp = false;

@@ -42,7 +42,9 @@ export class EndpointLimitError extends Error {
   override name = 'EndpointLimitError';
 }
 
+// Never the secret: only the delivery activity reads it, through loadDeliveryTarget.
 const ENDPOINT_COLUMNS = 'id, organization_id, url, events, status, disabled_reason, created_at';
+const ENDPOINT_COLUMNS_OF_W = 'w.id, w.organization_id, w.url, w.events, w.status, w.disabled_reason, w.created_at';
 
 export function endpointView(row: EndpointRow): WebhookEndpointView {
   return {
@@ -94,9 +96,9 @@ export async function getEndpoint(db: Queryable, organizationId: string, id: str
 
 /** Newest first, keyset on (created_at, id): rows inserted while paging are neither skipped nor repeated. */
 export async function listEndpoints(db: Queryable, organizationId: string, options: { limit: number; cursor?: string }): Promise<Page<EndpointRow>> {
-  const { rows } = await db.query<EndpointRow & { cursor_found: boolean }>(
+  const { rows } = await db.query<EndpointRow>(
     `WITH c AS (SELECT created_at, id FROM webhook_endpoints WHERE id = $2 AND organization_id = $1)
-     SELECT ${ENDPOINT_COLUMNS.split(', ').map((c) => `w.${c}`).join(', ')}
+     SELECT ${ENDPOINT_COLUMNS_OF_W}
        FROM webhook_endpoints w
       WHERE w.organization_id = $1 AND w.deleted_at IS NULL
         AND ($2::text IS NULL OR (w.created_at, w.id) < (SELECT created_at, id FROM c))
