@@ -50,6 +50,16 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SANDBOX_CONFIRM_SECONDS: seconds.default(30),
   SANDBOX_SETTLE_SECONDS: seconds.default(60),
+  // Webhooks (SPEC §12): the outbox dispatcher runs in every worker unless turned off; the retry schedule
+  // is configurable so tests can run it in milliseconds; the secret key seals stored signing secrets.
+  WEBHOOK_DISPATCHER: z.enum(['on', 'off']).default('on'),
+  WEBHOOK_DISPATCH_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
+  WEBHOOK_RETRY_INITIAL_MS: z.coerce.number().int().min(10).max(3_600_000).default(5_000),
+  WEBHOOK_RETRY_MAX_MS: z.coerce.number().int().min(10).max(86_400_000).default(3_600_000),
+  WEBHOOK_SECRET_KEY: z
+    .string()
+    .refine((value) => Buffer.from(value, 'base64').length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)')
+    .optional(),
 });
 
 export type Config = z.infer<typeof schema>;

@@ -6,8 +6,29 @@ import { createActivities } from '../activities';
 import type { Config } from './config';
 import type { Pool } from './db/pool';
 import { startReconciler } from './ledger/lifecycle';
+import { startWebhookDispatcher } from './webhooks/dispatcher';
 
 export const WORKFLOWS_PATH = path.resolve(__dirname, '..', 'workflows', 'index.ts');
+
+/** What a sidecar gets: the worker's own dependencies and the task queue it serves. */
+export interface SidecarDeps {
+  config: Config;
+  pool: Pool;
+  log: Logger;
+  temporal: Client;
+  taskQueue: string;
+}
+
+/**
+ * Loops that live as long as a worker does, beside its Temporal polling: the reconciler that starts the
+ * workflows of transactions whose api died between commit and workflow start (SPEC §9), and the webhook
+ * outbox dispatcher. Each answers null when configuration turns it off; `stop` resolves once its current
+ * pass is finished.
+ */
+export type WorkerSidecar = (deps: SidecarDeps) => { stop(): Promise<void> } | null;
+const transactionReconciler: WorkerSidecar = (deps) =>
+  startReconciler({ pool: deps.pool, client: deps.temporal, taskQueue: deps.taskQueue, log: deps.log });
+export const workerSidecars: WorkerSidecar[] = [transactionReconciler, startWebhookDispatcher];
 
 export interface LedgerWorker {
   worker: Worker;
@@ -29,29 +50,34 @@ export async function startWorker(options: {
   taskQueue?: string;
   workflowBundlePath?: string;
   tuning?: Partial<Pick<WorkerOptions, 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions' | 'maxCachedWorkflows'>>;
+  /** Sidecars to run beside the worker; `workerSidecars` unless given (`[]` runs none). */
+  sidecars?: WorkerSidecar[];
 }): Promise<LedgerWorker> {
+  const taskQueue = options.taskQueue ?? options.config.TEMPORAL_TASK_QUEUE;
   const connection = await NativeConnection.connect({ address: options.address });
   const worker = await Worker.create({
     connection,
     namespace: options.config.TEMPORAL_NAMESPACE,
-    taskQueue: options.taskQueue ?? options.config.TEMPORAL_TASK_QUEUE,
+    taskQueue,
     ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities({ config: options.config, pool: options.pool, log: options.log, temporal: options.temporal }),
     shutdownGraceTime: '10s',
     maxConcurrentActivityTaskExecutions: 50,
     ...options.tuning,
   });
-  const taskQueue = options.taskQueue ?? options.config.TEMPORAL_TASK_QUEUE;
-  // Starts the workflows of transactions whose api died between commit and workflow start (SPEC §9).
-  const reconciler = startReconciler({ pool: options.pool, client: options.temporal, taskQueue, log: options.log });
   const running = worker.run().finally(() => connection.close());
+  const sidecarDeps: SidecarDeps = { config: options.config, pool: options.pool, log: options.log, temporal: options.temporal, taskQueue };
+  const sidecars = (options.sidecars ?? workerSidecars).map((start) => start(sidecarDeps)).filter((sidecar) => sidecar !== null);
+  const stopSidecars = () => Promise.all(sidecars.map((sidecar) => sidecar.stop()));
+  // A worker that stops on its own (a fatal error) takes its sidecars with it.
+  running.catch(() => undefined).finally(() => void stopSidecars());
   let stopping: Promise<void> | undefined;
   return {
     worker,
     running,
     shutdown() {
       stopping ??= (async () => {
-        await reconciler.stop();
+        await stopSidecars();
         if (worker.getState() === 'RUNNING') worker.shutdown();
         await running;
       })();

@@ -1,6 +1,7 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from '@asteasolutions/zod-to-openapi';
 import type { ZodType } from 'zod';
 import type { RouteDef } from './edge';
+import { registerWebhookDocs } from '../webhooks/openapi';
 import { errorBodySchema, z } from './zod';
 
 const EDGE_ERRORS: Record<number, string> = {
@@ -103,6 +104,7 @@ export function buildOpenApiDocument(routes: RouteDef<any, any, any>[], environm
       responses,
     });
   }
+  registerWebhookDocs(registry);
   const generator = new OpenApiGeneratorV31(registry.definitions);
   return generator.generateDocument({
     openapi: '3.1.0',

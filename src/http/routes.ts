@@ -2,10 +2,12 @@ import type { RouteDef } from './edge';
 import { keyRoutes } from '../orgs/routes';
 import { userRoutes } from '../users/routes';
 import { ledgerRoutes } from '../ledger/routes';
+import { webhookRoutes } from '../webhooks/routes';
 
 /** Every API route, in one list: the app mounts it and /openapi.json documents it. */
 export const allRoutes: RouteDef<any, any, any>[] = [ // eslint-disable-line @typescript-eslint/no-explicit-any
   ...keyRoutes,
   ...userRoutes,
   ...ledgerRoutes,
+  ...webhookRoutes,
 ];

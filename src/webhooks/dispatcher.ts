@@ -1,0 +1,123 @@
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import type { Logger } from 'pino';
+import type { WebhookDeliveryInput } from '../../activities/webhooks';
+import type { webhookDeliveryWorkflow } from '../../workflows/webhooks';
+import type { Config } from '../config';
+import { withTransaction, type Pool } from '../db/pool';
+import { WEBHOOK_LIMITS } from './limits';
+import { claimUndispatchedEvents, markDispatched, subscriptionsFor, type Subscription } from './repo';
+
+/**
+ * The outbox dispatcher (SPEC §12). Features only call `recordEvent` in their own transactions; this loop,
+ * running in every worker process, turns each committed event into one delivery workflow per subscribed
+ * endpoint. It claims events with FOR UPDATE SKIP LOCKED, starts the workflows, and marks the events
+ * dispatched in that same transaction: a crash before the commit leaves the events to be claimed again, and
+ * the deterministic workflow ids make the second start a no-op, so nothing is lost and nothing is doubled.
+ */
+
+export interface DispatcherDeps {
+  config: Config;
+  pool: Pool;
+  log: Logger;
+  temporal: Client;
+  taskQueue: string;
+}
+
+const organizationIdKey = defineSearchAttributeKey('OrganizationId', SearchAttributeType.KEYWORD);
+
+/** Deterministic per (event, endpoint): a dispatcher that starts it again after a crash finds it already there. */
+export function webhookDeliveryWorkflowId(eventId: string, endpointId: string): string {
+  return `webhook-${eventId}-${endpointId}`;
+}
+
+async function startDelivery(deps: DispatcherDeps, subscription: Subscription): Promise<void> {
+  const input: WebhookDeliveryInput = {
+    eventId: subscription.event_id,
+    endpointId: subscription.endpoint_id,
+    retry: { initialIntervalMs: deps.config.WEBHOOK_RETRY_INITIAL_MS, maxIntervalMs: deps.config.WEBHOOK_RETRY_MAX_MS },
+  };
+  try {
+    await deps.temporal.workflow.start<typeof webhookDeliveryWorkflow>('webhookDeliveryWorkflow', {
+      taskQueue: deps.taskQueue,
+      workflowId: webhookDeliveryWorkflowId(subscription.event_id, subscription.endpoint_id),
+      // Also rejects ids of deliveries that already finished: a re-dispatch never sends an event twice.
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      args: [input],
+      typedSearchAttributes: [{ key: organizationIdKey, value: subscription.organization_id }],
+    });
+  } catch (error) {
+    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+  }
+}
+
+/** Runs `work` over `items` with at most `concurrency` in flight; the first failure rejects. */
+async function forEachBounded<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+    while (next < items.length) await work(items[next++]!);
+  });
+  await Promise.all(lanes);
+}
+
+/** One pass: claims up to a batch of events and dispatches them. Answers how many events it claimed. */
+export async function dispatchPendingEvents(deps: DispatcherDeps): Promise<number> {
+  return withTransaction(deps.pool, async (tx) => {
+    const events = await claimUndispatchedEvents(tx, WEBHOOK_LIMITS.dispatchBatchMax);
+    if (events.length === 0) return 0;
+    const eventIds = events.map((event) => event.id);
+    const subscriptions = await subscriptionsFor(tx, eventIds);
+    await forEachBounded(subscriptions, WEBHOOK_LIMITS.dispatchStartsConcurrentMax, (subscription) => startDelivery(deps, subscription));
+    await markDispatched(tx, eventIds);
+    return events.length;
+  });
+}
+
+export interface RunningDispatcher {
+  stop(): Promise<void>;
+}
+
+/**
+ * Polls the outbox every WEBHOOK_DISPATCH_INTERVAL_MS, and at once again while batches come back full.
+ * Answers null when WEBHOOK_DISPATCHER=off (e.g. worker processes dedicated to other work).
+ */
+export function startWebhookDispatcher(deps: DispatcherDeps): RunningDispatcher | null {
+  if (deps.config.WEBHOOK_DISPATCHER === 'off') return null;
+  if (deps.config.LEDGER_ENVIRONMENT === 'production' && !deps.config.WEBHOOK_SECRET_KEY) {
+    deps.log.warn('WEBHOOK_SECRET_KEY is not set: webhook signing secrets are stored unsealed in the database');
+  }
+  let stopped = false;
+  let wake: (() => void) | null = null;
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        wake = null;
+        resolve();
+      }
+      wake = done;
+    });
+  const loop = (async () => {
+    while (!stopped) {
+      let claimed = 0;
+      let failed = false;
+      try {
+        claimed = await dispatchPendingEvents(deps);
+      } catch (error) {
+        failed = true;
+        deps.log.warn({ err: error }, 'webhook dispatch pass failed; the events stay in the outbox');
+      }
+      if (stopped) break;
+      if (failed) await pause(Math.max(deps.config.WEBHOOK_DISPATCH_INTERVAL_MS, 1_000));
+      else if (claimed < WEBHOOK_LIMITS.dispatchBatchMax) await pause(deps.config.WEBHOOK_DISPATCH_INTERVAL_MS);
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      wake?.();
+      await loop;
+    },
+  };
+}

@@ -1,0 +1,43 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  /** SIGKILL: no shutdown, no drain, in-flight activities simply vanish. */
+  kill(): Promise<void>;
+}
+
+/** Starts test/support/workerProcess.ts with `env` over this process's environment; resolves once it polls. */
+export async function spawnWorkerProcess(env: Record<string, string>, timeoutMs = 30_000): Promise<WorkerProcess> {
+  const script = path.join(__dirname, 'workerProcess.ts');
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    cwd: path.resolve(__dirname, '..', '..'),
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`worker process not ready in ${timeoutMs} ms: ${stderr}`)), timeoutMs);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('ready')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`worker process exited with ${code}: ${stderr}`));
+    });
+  });
+  return {
+    child,
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
