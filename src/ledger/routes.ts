@@ -1,4 +1,4 @@
-import { defineRoute, type RouteContext } from '../http/edge';
+import { defineRoute, type RouteContext, type RouteResult } from '../http/edge';
 import { errors } from '../http/errors';
 import { listEnvelope, pageQuery } from '../http/zod';
 import { newId } from '../ids';
@@ -8,11 +8,11 @@ import { afterCommitStart, signalConfirmFunds } from './lifecycle';
 import * as repo from './repo';
 import {
   accountSchema, createIntentBody, idParams, intentListQuery, intentSchema, transactionListQuery, transactionSchema,
-  type CreateIntentBody,
+  type CreateIntentBody, type DeclineCategory,
 } from './schemas';
 
 /** Cursor errors are the client's: a 400 naming the parameter. */
-async function paged<T>(list: () => Promise<T>): Promise<T> {
+export async function paged<T>(list: () => Promise<T>): Promise<T> {
   try {
     return await list();
   } catch (error) {
@@ -45,6 +45,42 @@ async function decline(ctx: RouteContext<unknown, unknown, unknown>, intent: rep
   return { body };
 }
 
+/**
+ * Creates an intent and decides it: declined (the user is not enabled, or `declineCategory` from the
+ * caller's own checks), pending (manual), or approved with its transaction. POST /intent and POST
+ * /authorize both create intents through here, inside the request's database transaction.
+ */
+export async function createIntent(
+  ctx: RouteContext<unknown, unknown, unknown>,
+  input: CreateIntentBody,
+  options: { idempotencyKey: string; declineCategory?: DeclineCategory | null },
+): Promise<RouteResult> {
+  const { caller, db, now } = ctx;
+  const orgId = caller.organization.id;
+  const account = await repo.resolveAccountId(db, orgId, input.account_id);
+  if (!account.ok) throw account.reason === 'required' ? errors.accountRequired() : errors.resourceMissing('account_id', input.account_id ?? '');
+  const userStatus = await repo.userStatus(db, orgId, input.user_id);
+  if (userStatus === null) throw errors.resourceMissing('user_id', input.user_id);
+  const enabled = userStatus === 'enabled';
+  const declineCategory = enabled ? options.declineCategory ?? null : 'user_not_enabled';
+  const intent = await repo.insertIntent(db, {
+    id: newId(caller.environment === 'production' ? 'intent_production' : 'intent_sandbox'),
+    organization_id: orgId,
+    account_id: account.accountId,
+    user_id: input.user_id,
+    idempotency_key: options.idempotencyKey,
+    direction: input.direction,
+    amount_cents: input.amount,
+    approval_mode: input.approval_mode,
+    status: declineCategory ? 'declined' : input.approval_mode === 'manual' ? 'pending' : 'approved',
+    decline_category: declineCategory,
+    created_at: now,
+  });
+  if (intent.status === 'declined') return decline(ctx, intent, now);
+  if (intent.status === 'pending') return { body: repo.renderIntent(intent, []) };
+  return approve(ctx, intent, now);
+}
+
 const intentRoutes = [
   defineRoute({
     method: 'post',
@@ -60,30 +96,7 @@ const intentRoutes = [
     idempotency: { requireHeader: true },
     response: { schema: intentSchema, description: 'The intent, approved, declined or pending.' },
     async handler(ctx) {
-      const { caller, db, body, now } = ctx;
-      const input = body as CreateIntentBody;
-      const orgId = caller.organization.id;
-      const account = await repo.resolveAccountId(db, orgId, input.account_id);
-      if (!account.ok) throw account.reason === 'required' ? errors.accountRequired() : errors.resourceMissing('account_id', input.account_id ?? '');
-      const userStatus = await repo.userStatus(db, orgId, input.user_id);
-      if (userStatus === null) throw errors.resourceMissing('user_id', input.user_id);
-      const enabled = userStatus === 'enabled';
-      const intent = await repo.insertIntent(db, {
-        id: newId(caller.environment === 'production' ? 'intent_production' : 'intent_sandbox'),
-        organization_id: orgId,
-        account_id: account.accountId,
-        user_id: input.user_id,
-        idempotency_key: ctx.idempotencyKey ?? '',
-        direction: input.direction,
-        amount_cents: input.amount,
-        approval_mode: input.approval_mode,
-        status: !enabled ? 'declined' : input.approval_mode === 'manual' ? 'pending' : 'approved',
-        decline_category: enabled ? null : 'user_not_enabled',
-        created_at: now,
-      });
-      if (intent.status === 'declined') return decline(ctx, intent, now);
-      if (intent.status === 'pending') return { body: repo.renderIntent(intent, []) };
-      return approve(ctx, intent, now);
+      return createIntent(ctx, ctx.body as CreateIntentBody, { idempotencyKey: ctx.idempotencyKey ?? '' });
     },
   }),
   defineRoute({
