@@ -26,6 +26,7 @@ export const tokenRoutes = [
     summary: 'Tokenize a bank account or card',
     description: `Exchanges a bank account (\`routing_number\` must pass the ABA checksum) or a card (\`number\` must pass the Luhn check; not expired, by Eastern-time month) for a single-use token valid 15 minutes, to pass to POST /authorize.
 Only the masked form is kept and returned: the last four digits and the bank (when known) or the card brand. Full numbers and the CVC are never stored or logged.
+Send a fresh \`X-Idempotency-Key\` per tokenization: without one, an identical body within 24 hours is a duplicate (SPEC §5) and replays the first token, which may already be used.
 Errors: 400 \`validation_failed\` (a failing check, one \`details\` entry per field; values are never echoed), 400 \`card_expired\`, 400 \`resource_missing\` (unknown user).`,
     body: createTokenBody,
     response: { schema: tokenSchema, description: 'The token, with masked details only.' },
