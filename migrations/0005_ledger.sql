@@ -102,16 +102,24 @@ CREATE TRIGGER transaction_status_history_no_truncate BEFORE TRUNCATE ON transac
 --   in_transfer = Σ cash_in available in a transfer − Σ cash_out in_transfer
 --                 (the signed net of transfers not yet settled)
 -- settled rows contribute to none; they are totalled in settled_in_cents / settled_out_cents.
+-- Sharded: a transaction always lands in shard hash(id) mod 16, so concurrent writes to one busy account
+-- rarely wait on the same row, and a reader sums the (at most 16) rows of the account.
 CREATE TABLE account_balances (
-  account_id        text PRIMARY KEY REFERENCES accounts (id),
+  account_id        text NOT NULL REFERENCES accounts (id),
+  shard             smallint NOT NULL CHECK (shard BETWEEN 0 AND 15),
   organization_id   text NOT NULL REFERENCES organizations (id),
   pending_cents     bigint NOT NULL DEFAULT 0 CHECK (pending_cents >= 0),
   available_cents   bigint NOT NULL DEFAULT 0,
   in_transfer_cents bigint NOT NULL DEFAULT 0,
   settled_in_cents  bigint NOT NULL DEFAULT 0 CHECK (settled_in_cents >= 0),
   settled_out_cents bigint NOT NULL DEFAULT 0 CHECK (settled_out_cents >= 0),
-  updated_at        timestamptz NOT NULL DEFAULT now()
+  updated_at        timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (account_id, shard)
 );
+
+CREATE FUNCTION ledger_shard(p_transaction_id text) RETURNS smallint LANGUAGE sql IMMUTABLE AS $$
+  SELECT (abs(hashtext(p_transaction_id)::bigint) % 16)::smallint
+$$;
 
 CREATE FUNCTION ledger_contribution(p_direction text, p_status text, p_in_transfer boolean, p_amount bigint,
   OUT pending bigint, OUT available bigint, OUT in_transfer bigint, OUT settled_in bigint, OUT settled_out bigint)
@@ -146,10 +154,11 @@ BEGIN
     INSERT INTO transaction_status_history (transaction_id, organization_id, from_status, to_status, transfer_id, changed_at)
     VALUES (NEW.id, NEW.organization_id, NULL, 'pending', NULL, NEW.created_at);
     SELECT * INTO now_ FROM ledger_contribution(NEW.direction, NEW.status, NEW.transfer_id IS NOT NULL, NEW.amount_cents);
-    INSERT INTO account_balances AS b (account_id, organization_id, pending_cents, available_cents, in_transfer_cents,
+    INSERT INTO account_balances AS b (account_id, shard, organization_id, pending_cents, available_cents, in_transfer_cents,
                                        settled_in_cents, settled_out_cents, updated_at)
-    VALUES (NEW.account_id, NEW.organization_id, now_.pending, now_.available, now_.in_transfer, now_.settled_in, now_.settled_out, now())
-    ON CONFLICT (account_id) DO UPDATE SET
+    VALUES (NEW.account_id, ledger_shard(NEW.id), NEW.organization_id, now_.pending, now_.available, now_.in_transfer,
+            now_.settled_in, now_.settled_out, now())
+    ON CONFLICT (account_id, shard) DO UPDATE SET
       pending_cents = b.pending_cents + EXCLUDED.pending_cents,
       available_cents = b.available_cents + EXCLUDED.available_cents,
       in_transfer_cents = b.in_transfer_cents + EXCLUDED.in_transfer_cents,
@@ -192,7 +201,7 @@ BEGIN
       settled_in_cents = settled_in_cents - was.settled_in + now_.settled_in,
       settled_out_cents = settled_out_cents - was.settled_out + now_.settled_out,
       updated_at = now()
-    WHERE account_id = NEW.account_id;
+    WHERE account_id = NEW.account_id AND shard = ledger_shard(NEW.id);
   END IF;
   RETURN NEW;
 END $$;
@@ -213,5 +222,6 @@ DROP TABLE intents;
 DROP FUNCTION transactions_no_delete;
 DROP FUNCTION transactions_ledger;
 DROP FUNCTION ledger_contribution;
+DROP FUNCTION ledger_shard;
 DROP FUNCTION transaction_status_history_append_only;
 DROP FUNCTION intents_guard;

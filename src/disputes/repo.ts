@@ -1,5 +1,7 @@
 import type { Queryable } from '../db/pool';
-import { cursorClause, renderTransaction, toPage, transactionsOfSources, type ListPage, type TransactionRow } from '../ledger/repo';
+import { cursorClause, toPage, transactionsOfSources, type ListPage, type TransactionRow } from '../ledger/repo';
+import type { Transaction } from '../ledger/schemas';
+import { renderLedgerTransactions } from '../refunds/repo';
 import type { Dispute, DisputeListQuery, DisputeStatus } from './schemas';
 
 /** SQL owned by disputes: the disputes table. */
@@ -17,10 +19,10 @@ export interface DisputeRow {
   resolved_at: Date | null;
 }
 
-export function renderDispute(row: DisputeRow, txns: TransactionRow[]): Dispute {
+export function renderDispute(row: DisputeRow, txns: Transaction[]): Dispute {
   // Invariant: the cash_out when opened, plus a cash_in of the same amount once won; nothing else.
   const expected = row.status === 'won' ? 2 : 1;
-  if (txns.length !== expected || txns.some((t) => t.amount_cents !== row.amount_cents || t.source_id !== row.id)) {
+  if (txns.length !== expected || txns.some((t) => t.amount !== row.amount_cents || t.source_id !== row.id || t.type !== 'dispute')) {
     throw new Error(`dispute ${row.id} (${row.status}) has ${txns.length} matching transactions, expected ${expected}`);
   }
   return {
@@ -30,7 +32,7 @@ export function renderDispute(row: DisputeRow, txns: TransactionRow[]): Dispute 
     currency: row.currency,
     code: row.code,
     status: row.status,
-    transactions: txns.map(renderTransaction),
+    transactions: txns,
     created_at: row.created_at.toISOString(),
     resolved_at: row.resolved_at?.toISOString() ?? null,
   };
@@ -74,7 +76,7 @@ export async function renderDisputes(db: Queryable, rows: DisputeRow[]): Promise
   for (const [orgId, orgRows] of byOrg) {
     for (const [source, list] of await transactionsOfSources(db, orgId, orgRows.map((r) => r.id), 'dispute')) txns.set(source, list);
   }
-  return rows.map((row) => renderDispute(row, txns.get(row.id) ?? []));
+  return Promise.all(rows.map(async (row) => renderDispute(row, await renderLedgerTransactions(db, txns.get(row.id) ?? []))));
 }
 
 /** One dispute; `organizationId` null for the operator CLI, which sees every organization. */

@@ -8,6 +8,7 @@ import { afterCommitStart } from '../ledger/lifecycle';
 import * as ledger from '../ledger/repo';
 import { paged } from '../ledger/routes';
 import { idParams } from '../ledger/schemas';
+import { renderLedgerTransactions } from '../refunds/repo';
 import { lockReturnableIntent } from '../refunds/routes';
 import { disputeOfIntent, getDispute, getDisputeRow, insertDispute, listDisputes, renderDispute, resolveDispute } from './repo';
 import {
@@ -42,7 +43,7 @@ Events: dispute.created, transaction.created. Errors: 400 \`resource_missing\` (
         organizationId: orgId, accountId: intent.account_id, direction: 'cash_out', type: 'dispute', sourceId: dispute.id,
         amountCents: leftCents, date: settlementDateOf(now, deps.config.SETTLEMENT_CUTOFF), createdAt: now,
       });
-      const body = renderDispute(dispute, [txn]);
+      const body = renderDispute(dispute, [ledger.renderTransaction(txn)]);
       await recordEvent(db, orgId, 'dispute.created', body, now);
       return { body, afterCommit: afterCommitStart(deps.services.temporal, deps.services.taskQueue, deps.log, [txn]) };
     },
@@ -74,7 +75,7 @@ Events: dispute.created, transaction.created. Errors: 400 \`resource_missing\` (
         }));
       }
       const txns = (await ledger.transactionsOfSources(db, orgId, [resolved.id], 'dispute')).get(resolved.id) ?? [];
-      const body = renderDispute(resolved, txns);
+      const body = renderDispute(resolved, await renderLedgerTransactions(db, txns));
       await recordEvent(db, orgId, 'dispute.resolved', body, now);
       return { body, afterCommit: afterCommitStart(deps.services.temporal, deps.services.taskQueue, deps.log, created) };
     },

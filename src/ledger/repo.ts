@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/pool';
 import { recordEvent } from '../events/outbox';
 import { newId } from '../ids';
-import type { Account, DeclineCategory, Direction, Intent, IntentListQuery, IntentStatus, Transaction, TransactionListQuery, TransactionStatus, TransactionType } from './schemas';
+import type { Account, DeclineCategory, Direction, TransferSummary, Intent, IntentListQuery, IntentStatus, Transaction, TransactionListQuery, TransactionStatus, TransactionType } from './schemas';
 
 /** SQL owned by the ledger: intents, transactions, their status history and account balances. */
 
@@ -47,9 +47,13 @@ export const TRANSITIONS: Record<Direction, Partial<Record<TransactionStatus, Tr
 };
 const ORDER: Record<TransactionStatus, number> = { pending: 0, available: 1, in_transfer: 1, settled: 2 };
 
-export function renderTransaction(row: TransactionRow): Transaction {
-  // A cash_in keeps `transfer: null` while available even once batched (seed: populated at in_transfer/settled).
-  // The transfers table belongs to the settlement feature, which fills `transfer` here.
+/**
+ * The seed's Transaction. `transfer` is shown only once the transaction is in_transfer or settled (a cash_in
+ * batched while still available keeps `transfer: null`, as the seed says). The transfers table belongs to
+ * the settlement feature: it passes the summary of `row.transfer_id` here.
+ */
+export function renderTransaction(row: TransactionRow, transfer: TransferSummary | null = null): Transaction {
+  const shown = row.status === 'in_transfer' || row.status === 'settled' ? transfer : null;
   return {
     id: row.id,
     amount: row.amount_cents,
@@ -61,7 +65,7 @@ export function renderTransaction(row: TransactionRow): Transaction {
     account_id: row.account_id,
     created_at: row.created_at.toISOString(),
     date: row.date,
-    transfer: null,
+    transfer: shown,
   };
 }
 
@@ -77,7 +81,7 @@ export function renderIntent(row: IntentRow, transactions: TransactionRow[]): In
     approval_mode: row.approval_mode,
     status: row.status,
     decline_category: row.decline_category,
-    transactions: transactions.map(renderTransaction),
+    transactions: transactions.map((txn) => renderTransaction(txn)),
     created_at: row.created_at.toISOString(),
   };
 }
@@ -93,9 +97,13 @@ interface AccountRow {
   in_transfer_cents: number;
 }
 
-const ACCOUNT_SELECT = `SELECT a.id, a.name, a.created_at, coalesce(b.pending_cents, 0) AS pending_cents,
-    coalesce(b.available_cents, 0) AS available_cents, coalesce(b.in_transfer_cents, 0) AS in_transfer_cents
-  FROM accounts a LEFT JOIN account_balances b ON b.account_id = a.id`;
+// Balances are kept in up to 16 shard rows per account (see the migration); their sum is the balance.
+const ACCOUNT_SELECT = `SELECT a.id, a.name, a.created_at, coalesce(b.pending_cents, 0)::bigint AS pending_cents,
+    coalesce(b.available_cents, 0)::bigint AS available_cents, coalesce(b.in_transfer_cents, 0)::bigint AS in_transfer_cents
+  FROM accounts a LEFT JOIN LATERAL (
+    SELECT sum(pending_cents) AS pending_cents, sum(available_cents) AS available_cents, sum(in_transfer_cents) AS in_transfer_cents
+      FROM account_balances WHERE account_id = a.id
+  ) b ON true`;
 
 function renderAccount(row: AccountRow): Account {
   return {
@@ -320,7 +328,7 @@ export async function listTransactions(db: Queryable, organizationId: string, qu
       ORDER BY created_at DESC, id DESC LIMIT $2`,
     params,
   );
-  return toPage(rows, query.limit, renderTransaction);
+  return toPage(rows, query.limit, (row) => renderTransaction(row));
 }
 
 export class InvalidTransitionError extends Error {

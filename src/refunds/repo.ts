@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/pool';
-import { cursorClause, renderTransaction, toPage, transactionsOfSources, type ListPage, type TransactionRow } from '../ledger/repo';
+import { cursorClause, getTransaction, renderTransaction, toPage, transactionsOfSources, type ListPage, type TransactionRow } from '../ledger/repo';
+import type { Transaction } from '../ledger/schemas';
 import type { Refund, RefundListQuery } from './schemas';
 
 /** SQL owned by refunds: the refunds table, and what an intent has left to return (shared with disputes). */
@@ -14,9 +15,19 @@ export interface RefundRow {
   created_at: Date;
 }
 
-export function renderRefund(row: RefundRow, txn: TransactionRow): Refund {
+/**
+ * Transactions exactly as GET /transaction/{id} shows them: once batched (in_transfer or settled) they carry
+ * their transfer summary, which the ledger's read adds; before that `transfer` is null and the row suffices.
+ */
+export async function renderLedgerTransactions(db: Queryable, rows: TransactionRow[]): Promise<Transaction[]> {
+  return Promise.all(rows.map(async (row) => (row.status === 'in_transfer' || row.status === 'settled'
+    ? (await getTransaction(db, row.organization_id, row.id))!
+    : renderTransaction(row))));
+}
+
+export function renderRefund(row: RefundRow, txn: Transaction): Refund {
   // Invariant: a refund has exactly one transaction, a cash_out of the same amount.
-  if (txn.direction !== 'cash_out' || txn.amount_cents !== row.amount_cents || txn.source_id !== row.id) {
+  if (txn.direction !== 'cash_out' || txn.type !== 'refund' || txn.amount !== row.amount_cents || txn.source_id !== row.id) {
     throw new Error(`refund ${row.id}: transaction ${txn.id} does not match it`);
   }
   return {
@@ -25,7 +36,7 @@ export function renderRefund(row: RefundRow, txn: TransactionRow): Refund {
     amount: row.amount_cents,
     currency: row.currency,
     status: txn.status === 'settled' ? 'succeeded' : 'pending',
-    transaction: renderTransaction(txn),
+    transaction: txn,
     created_at: row.created_at.toISOString(),
   };
 }
@@ -54,11 +65,11 @@ async function withTransactions(db: Queryable, rows: RefundRow[]): Promise<Refun
   for (const [orgId, orgRows] of byOrg) {
     for (const [source, list] of await transactionsOfSources(db, orgId, orgRows.map((r) => r.id), 'refund')) txns.set(source, list);
   }
-  return rows.map((row) => {
+  return Promise.all(rows.map(async (row) => {
     const list = txns.get(row.id) ?? [];
     if (list.length !== 1) throw new Error(`refund ${row.id} has ${list.length} transactions, expected exactly 1`);
-    return renderRefund(row, list[0]!);
-  });
+    return renderRefund(row, (await renderLedgerTransactions(db, list))[0]!);
+  }));
 }
 
 /** One refund of the organization; `organizationId` null for the operator CLI, which sees every organization. */

@@ -67,7 +67,7 @@ Errors: 400 \`resource_missing\` (unknown intent), 409 \`invalid_state\` (not an
         date: settlementDateOf(now, deps.config.SETTLEMENT_CUTOFF),
         createdAt: now,
       });
-      const body = renderRefund(refund, txn);
+      const body = renderRefund(refund, ledger.renderTransaction(txn));
       await recordEvent(db, orgId, 'refund.created', body, now);
       return { body, afterCommit: afterCommitStart(deps.services.temporal, deps.services.taskQueue, deps.log, [txn]) };
     },

@@ -1,0 +1,461 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { runAdmin } from '../src/cli/admin';
+import { withTransaction } from '../src/db/pool';
+import { createLedgerActivities } from '../activities/ledger';
+import { createLogger } from '../src/logger';
+import { settlementDateOf } from '../src/ledger/dates';
+import { insertTransaction, statusHistory } from '../src/ledger/repo';
+import { createAccount } from '../src/orgs/repo';
+import { AccountIdKey, OrganizationIdKey, SettlementDateKey, TransactionDirectionKey, TransactionStatusKey } from '../workflows/searchAttributes';
+import { transactionStatusQuery, transferAssignedSignal, transferSettledSignal } from '../workflows/transaction';
+import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
+
+const HISTORIES_DIR = path.join(__dirname, 'histories');
+
+let stack: Stack;
+beforeAll(async () => {
+  // Confirmation only on demand here, so every test decides when funds arrive.
+  stack = await startStack({ env: { SANDBOX_CONFIRM_SECONDS: '3600' } });
+});
+afterAll(async () => {
+  await stack.stop();
+});
+
+let keyCounter = 0;
+const idemKey = () => `test-${Date.now()}-${keyCounter++}`;
+
+async function setup(options: { userStatus?: 'created' | 'enabled' | 'suspended' | 'disabled' } = {}) {
+  const org = await createTestOrg(stack.pool);
+  const userId = await createTestUser(stack.pool, org.organizationId, options.userStatus ?? 'enabled');
+  return { org, userId, call: apiClient(stack.url, org.apiKey) };
+}
+
+async function createIntent(org: TestOrg, body: Record<string, unknown>, key = idemKey()) {
+  return apiClient(stack.url, org.apiKey)('POST', '/intent', { currency: 'USD', ...body }, { 'X-Idempotency-Key': key });
+}
+
+async function statusOf(call: ReturnType<typeof apiClient>, transactionId: string, status: string) {
+  return eventually(async () => {
+    const response = await call('GET', `/transaction/${transactionId}`);
+    return response.body.status === status ? response.body : undefined;
+  }, 30_000, `${transactionId} to become ${status}`);
+}
+
+async function saveHistoryOnce(name: string, workflowId: string) {
+  const file = path.join(HISTORIES_DIR, `${name}.json`);
+  // Committed histories are the determinism guard's evidence: rewrite them only when asked to.
+  if (fs.existsSync(file) && process.env.RECORD_HISTORIES !== '1') return;
+  const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
+  fs.mkdirSync(HISTORIES_DIR, { recursive: true });
+  // The protobuf message's own JSON (proto3 JSON: camelCase, enums by name, int64 as strings) reads back with historyFromJSON.
+  fs.writeFileSync(file, `${JSON.stringify(history, null, 1)}\n`);
+}
+
+const TRANSACTION_KEYS = ['account_id', 'amount', 'created_at', 'currency', 'date', 'direction', 'id', 'source_id', 'status', 'transfer', 'type'];
+
+describe('SPEC §7 accounts', () => {
+  test('GET /account lists the settlement account with pending, available and in_transfer balances in cents', async () => {
+    const { org, userId, call } = await setup();
+    const empty = await call('GET', '/account');
+    expect(empty.status).toBe(200);
+    expect(empty.body).toEqual({
+      data: [expect.objectContaining({ id: org.accountId, type: 'settlement', currency: 'USD', balances: { pending: 0, available: 0, in_transfer: 0 } })],
+      has_more: false, next_cursor: null,
+    });
+    await createIntent(org, { direction: 'cash_in', user_id: userId, amount: 1000 });
+    await createIntent(org, { direction: 'cash_out', user_id: userId, amount: 300 });
+    const account = await call('GET', `/account/${org.accountId}`);
+    expect(account.body.balances).toEqual({ pending: 1000, available: -300, in_transfer: 0 });
+  });
+
+  test('account_id is optional with one account, required (400 account_required) with several, unknown → 400 resource_missing', async () => {
+    const { org, userId } = await setup();
+    const one = await createIntent(org, { direction: 'cash_in', user_id: userId, amount: 100 });
+    expect(one.status).toBe(200);
+    expect(one.body.account_id).toBe(org.accountId);
+    const second = await createAccount(stack.pool, org.organizationId, 'Second');
+    const several = await createIntent(org, { direction: 'cash_in', user_id: userId, amount: 100 });
+    expect(several.status).toBe(400);
+    expect(several.body.error).toMatchObject({ code: 'account_required', param: 'account_id' });
+    const named = await createIntent(org, { direction: 'cash_in', user_id: userId, amount: 100, account_id: second.id });
+    expect(named.body.account_id).toBe(second.id);
+    const unknown = await createIntent(org, { direction: 'cash_in', user_id: userId, amount: 100, account_id: 'account_doesNotExist123456789' });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error).toMatchObject({ code: 'resource_missing', param: 'account_id' });
+  });
+
+  test("another organization's account is 404", async () => {
+    const a = await setup();
+    const b = await setup();
+    const response = await a.call('GET', `/account/${b.org.accountId}`);
+    expect(response.status).toBe(404);
+  });
+});
+
+describe('SPEC §8 intents and transactions', () => {
+  test('an approved intent records one pending Transaction with exactly the seed fields and its Eastern date', async () => {
+    const { org, userId, call } = await setup();
+    const before = new Date();
+    const response = await createIntent(org, { direction: 'cash_in', user_id: userId, amount: 1250 }, 'key-approved');
+    expect(response.status).toBe(200);
+    const intent = response.body;
+    expect(intent).toMatchObject({
+      idempotency_key: 'key-approved', direction: 'cash_in', user_id: userId, account_id: org.accountId, amount: 1250,
+      currency: 'USD', status: 'approved', decline_category: null,
+    });
+    expect(intent.id).toMatch(/^intent_sandbox_[A-Za-z0-9]{16,}$/);
+    expect(intent.transactions).toHaveLength(1);
+    const txn = await call('GET', `/transaction/${intent.transactions[0].id}`);
+    expect(txn.status).toBe(200);
+    expect(Object.keys(txn.body).sort()).toEqual(TRANSACTION_KEYS);
+    expect(txn.body).toMatchObject({
+      amount: 1250, direction: 'cash_in', currency: 'USD', status: 'pending', type: 'intent', source_id: intent.id,
+      account_id: org.accountId, transfer: null,
+    });
+    expect(txn.body.id).toMatch(/^txn_/);
+    expect(txn.body.date).toBe(settlementDateOf(new Date(txn.body.created_at), '00:00'));
+    expect(new Date(txn.body.created_at).getTime()).toBeGreaterThanOrEqual(before.getTime() - 1000);
+    expect((await call('GET', `/intent/${intent.id}`)).body).toEqual(intent);
+  });
+
+  test('POST /intent requires X-Idempotency-Key and replays the first answer for the same key', async () => {
+    const { org, userId, call } = await setup();
+    const body = { direction: 'cash_in', user_id: userId, amount: 500, currency: 'USD' };
+    const missing = await call('POST', '/intent', body);
+    expect(missing.status).toBe(400);
+    expect(missing.body.error.details[0].param).toBe('X-Idempotency-Key');
+    const first = await createIntent(org, body, 'same-key');
+    const again = await createIntent(org, body, 'same-key');
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(first.body);
+    const list = await call('GET', '/transaction');
+    expect(list.body.data).toHaveLength(1);
+  });
+
+  test('a user who is not enabled gets a declined intent (user_not_enabled) and no transaction; an unknown user is 400', async () => {
+    const { org, userId, call } = await setup({ userStatus: 'suspended' });
+    const declined = await createIntent(org, { direction: 'cash_out', user_id: userId, amount: 500 });
+    expect(declined.status).toBe(200);
+    expect(declined.body).toMatchObject({ status: 'declined', decline_category: 'user_not_enabled', transactions: [] });
+    expect((await call('GET', '/transaction')).body.data).toEqual([]);
+    const unknown = await createIntent(org, { direction: 'cash_out', user_id: 'user_doesNotExist1234567890', amount: 500 });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error).toMatchObject({ code: 'resource_missing', param: 'user_id' });
+    const { rows } = await stack.pool.query(`SELECT type FROM events WHERE organization_id = $1`, [org.organizationId]);
+    expect(rows.map((row) => row.type)).toEqual(['intent.declined']);
+  });
+
+  test('validation: amount is an integer ≥ 1, currency USD, manual approval only for cash_out', async () => {
+    const { org, userId } = await setup();
+    for (const body of [
+      { direction: 'cash_in', user_id: userId, amount: 0 },
+      { direction: 'cash_in', user_id: userId, amount: 1.5 },
+      { direction: 'cash_in', user_id: userId, amount: 100, currency: 'EUR' },
+      { direction: 'cash_in', user_id: userId, amount: 100, approval_mode: 'manual' },
+      { direction: 'sideways', user_id: userId, amount: 100 },
+    ]) {
+      const response = await createIntent(org, body);
+      expect(response.status).toBe(400);
+      expect(response.body.error.code).toBe('validation_failed');
+    }
+  });
+
+  test('manual approval: a cash_out waits pending, approve records its transaction, cancel and re-approve are refused', async () => {
+    const { org, userId, call } = await setup();
+    const pending = await createIntent(org, { direction: 'cash_out', user_id: userId, amount: 700, approval_mode: 'manual' });
+    expect(pending.body).toMatchObject({ status: 'pending', transactions: [], approval_mode: 'manual' });
+    const approved = await call('POST', `/intent/${pending.body.id}/approve`);
+    expect(approved.status).toBe(200);
+    expect(approved.body.status).toBe('approved');
+    expect(approved.body.transactions).toEqual([expect.objectContaining({ status: 'pending', direction: 'cash_out', amount: 700 })]);
+    const again = await call('POST', `/intent/${pending.body.id}/approve`, undefined, { 'X-Idempotency-Key': idemKey() });
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('invalid_state');
+    const other = await createIntent(org, { direction: 'cash_out', user_id: userId, amount: 700, approval_mode: 'manual' });
+    const canceled = await call('POST', `/intent/${other.body.id}/cancel`);
+    expect(canceled.body).toMatchObject({ status: 'canceled', transactions: [] });
+    expect((await call('POST', `/intent/${other.body.id}/approve`)).status).toBe(409);
+    await eventually(async () => {
+      const description = await stack.temporal.workflow.getHandle(approved.body.transactions[0].id).describe();
+      return description.status.name === 'RUNNING' ? true : undefined;
+    });
+  });
+
+  test('GET /transaction filters by status, direction, type, account_id, date, created_at range and pages without repeats', async () => {
+    const { org, userId, call } = await setup();
+    const ids: string[] = [];
+    for (let i = 0; i < 7; i += 1) {
+      const response = await createIntent(org, { direction: i % 2 ? 'cash_out' : 'cash_in', user_id: userId, amount: 100 + i });
+      ids.push(response.body.transactions[0].id);
+    }
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { body: { data: Array<{ id: string }>; next_cursor: string | null; has_more: boolean } } =
+        await call('GET', `/transaction?limit=3${cursor ? `&cursor=${cursor}` : ''}`);
+      seen.push(...page.body.data.map((t) => t.id));
+      // A row added while paging lands on top and never shifts the pages after the cursor.
+      if (seen.length === 3) await createIntent(org, { direction: 'cash_in', user_id: userId, amount: 1 });
+      cursor = page.body.next_cursor;
+    } while (cursor);
+    expect(seen).toEqual([...ids].reverse());
+    const outs = await call('GET', '/transaction?direction=cash_out&status=pending&type=intent');
+    expect(outs.body.data.map((t: { amount: number }) => t.amount).sort()).toEqual([101, 103, 105]);
+    const today = (await call('GET', `/transaction/${ids[0]}`)).body.date;
+    expect((await call('GET', `/transaction?date=${today}&account_id=${org.accountId}&limit=100`)).body.data).toHaveLength(8);
+    expect((await call('GET', '/transaction?date=1999-01-01')).body.data).toEqual([]);
+    const first = (await call('GET', `/transaction/${ids[0]}`)).body.created_at;
+    const lt = await call('GET', `/transaction?created_at.lt=${encodeURIComponent(first)}`);
+    expect(lt.body.data).toEqual([]);
+    const gte = await call('GET', `/transaction?created_at.gte=${encodeURIComponent(first)}&limit=100`);
+    expect(gte.body.data).toHaveLength(8);
+    expect((await call('GET', '/transaction?transfer_id=transfer_none1234567890123456')).body.data).toEqual([]);
+    expect((await call('GET', '/transaction?cursor=garbage')).status).toBe(400);
+    expect((await call('GET', '/transaction?status=bogus')).status).toBe(400);
+    const intents = await call('GET', '/intent?limit=2');
+    expect(intents.body.data).toHaveLength(2);
+    expect(intents.body.has_more).toBe(true);
+  });
+
+  test("another organization's intent and transaction are 404", async () => {
+    const a = await setup();
+    const b = await setup();
+    const intent = await createIntent(a.org, { direction: 'cash_in', user_id: a.userId, amount: 100 });
+    expect((await b.call('GET', `/intent/${intent.body.id}`)).status).toBe(404);
+    expect((await b.call('GET', `/transaction/${intent.body.transactions[0].id}`)).status).toBe(404);
+    expect((await b.call('POST', `/simulate/transaction/${intent.body.transactions[0].id}/confirm`)).status).toBe(404);
+  });
+});
+
+describe('SPEC §9 transaction lifecycle', () => {
+  test('cash_in: workflow id = transaction id with search attributes; confirm → available → settled with history, balances and events', async () => {
+    const { org, userId, call } = await setup();
+    const intent = await createIntent(org, { direction: 'cash_in', user_id: userId, amount: 2000 });
+    const txnId = intent.body.transactions[0].id;
+    const handle = stack.temporal.workflow.getHandle(txnId);
+    const described = await eventually(async () => {
+      const d = await handle.describe();
+      return d.typedSearchAttributes.get(TransactionStatusKey) === 'pending' ? d : undefined;
+    });
+    expect(described.typedSearchAttributes.get(OrganizationIdKey)).toBe(org.organizationId);
+    expect(described.typedSearchAttributes.get(AccountIdKey)).toBe(org.accountId);
+    expect(described.typedSearchAttributes.get(TransactionDirectionKey)).toBe('cash_in');
+    expect(described.typedSearchAttributes.get(SettlementDateKey)).toBe(intent.body.transactions[0].date);
+
+    const confirm = await call('POST', `/simulate/transaction/${txnId}/confirm`);
+    expect(confirm.status).toBe(200);
+    await statusOf(call, txnId, 'available');
+    expect(await handle.query(transactionStatusQuery)).toBe('available');
+    expect((await call('GET', `/account/${org.accountId}`)).body.balances).toEqual({ pending: 0, available: 2000, in_transfer: 0 });
+    expect((await call('POST', `/simulate/transaction/${txnId}/confirm`, undefined, { 'X-Idempotency-Key': idemKey() })).status).toBe(409);
+
+    // What the settlement feature does: batch the cash_in (transfer_id, still available), then settle.
+    const transferId = 'transfer_testTransfer000000000001';
+    await stack.pool.query(`UPDATE transactions SET transfer_id = $2 WHERE id = $1`, [txnId, transferId]);
+    expect((await call('GET', `/account/${org.accountId}`)).body.balances).toEqual({ pending: 0, available: 0, in_transfer: 2000 });
+    expect((await call('GET', `/transaction/${txnId}`)).body).toMatchObject({ status: 'available', transfer: null });
+    await handle.signal(transferSettledSignal, { transferId });
+    expect(await handle.result()).toBe('settled');
+    await statusOf(call, txnId, 'settled');
+    expect((await call('GET', `/account/${org.accountId}`)).body.balances).toEqual({ pending: 0, available: 0, in_transfer: 0 });
+    expect((await handle.describe()).typedSearchAttributes.get(TransactionStatusKey)).toBe('settled');
+    expect((await statusHistory(stack.pool, txnId)).map((h) => [h.from_status, h.to_status])).toEqual([
+      [null, 'pending'], ['pending', 'available'], ['available', 'settled'],
+    ]);
+    const { rows } = await stack.pool.query(`SELECT type, data FROM events WHERE organization_id = $1 ORDER BY seq`, [org.organizationId]);
+    expect(rows.map((row) => row.type)).toEqual(['transaction.created', 'intent.approved', 'transaction.status_changed', 'transaction.status_changed']);
+    expect(rows[2].data).toMatchObject({ id: txnId, status: 'available', previous_status: 'pending' });
+    expect(rows[3].data).toMatchObject({ id: txnId, status: 'settled', previous_status: 'available' });
+    await saveHistoryOnce('cash_in_confirmed_settled', txnId);
+  });
+
+  test('cash_out: pending → in_transfer when batched → settled, the workflow ends at settled', async () => {
+    const { org, userId, call } = await setup();
+    const intent = await createIntent(org, { direction: 'cash_out', user_id: userId, amount: 900 });
+    const txnId = intent.body.transactions[0].id;
+    const handle = stack.temporal.workflow.getHandle(txnId);
+    expect((await call('POST', `/simulate/transaction/${txnId}/confirm`)).status).toBe(409);
+    const transferId = 'transfer_testTransfer000000000002';
+    await eventually(async () => ((await handle.query(transactionStatusQuery)) === 'pending' ? true : undefined));
+    await handle.signal(transferAssignedSignal, { transferId });
+    await statusOf(call, txnId, 'in_transfer');
+    expect((await call('GET', `/account/${org.accountId}`)).body.balances).toEqual({ pending: 0, available: 0, in_transfer: -900 });
+    await handle.signal(transferSettledSignal, { transferId });
+    expect(await handle.result()).toBe('settled');
+    const settled = await statusOf(call, txnId, 'settled');
+    expect(settled.transfer).toBeNull(); // the settlement feature renders the TransferSummary once transfers exist
+    expect((await call('GET', `/transaction?transfer_id=${transferId}`)).body.data.map((t: { id: string }) => t.id)).toEqual([txnId]);
+    expect((await call('GET', `/account/${org.accountId}`)).body.balances).toEqual({ pending: 0, available: 0, in_transfer: 0 });
+    await saveHistoryOnce('cash_out_batched_settled', txnId);
+  });
+
+  test('the sandbox network confirms a cash_in by itself after SANDBOX_CONFIRM_SECONDS (a durable timer)', async () => {
+    const fast = await startStack({ env: { SANDBOX_CONFIRM_SECONDS: '1' } });
+    try {
+      const org = await createTestOrg(fast.pool);
+      const userId = await createTestUser(fast.pool, org.organizationId);
+      const call = apiClient(fast.url, org.apiKey);
+      const intent = await call('POST', '/intent', { direction: 'cash_in', user_id: userId, amount: 42, currency: 'USD' }, { 'X-Idempotency-Key': idemKey() });
+      const txnId = intent.body.transactions[0].id;
+      await eventually(async () => ((await call('GET', `/transaction/${txnId}`)).body.status === 'available' ? true : undefined));
+      const history = await fast.temporal.workflow.getHandle(txnId).fetchHistory();
+      expect(history.events?.some((event) => event.timerFiredEventAttributes)).toBe(true);
+      await saveHistoryOnce('cash_in_timer_confirmed', txnId);
+    } finally {
+      await fast.stop();
+    }
+  });
+
+  test('the database refuses any transition outside the seed table, a second transfer, and edits of the history', async () => {
+    const { org, userId } = await setup();
+    const cashIn = (await createIntent(org, { direction: 'cash_in', user_id: userId, amount: 10 })).body.transactions[0].id;
+    const cashOut = (await createIntent(org, { direction: 'cash_out', user_id: userId, amount: 10 })).body.transactions[0].id;
+    const refused = async (sql: string, params: unknown[]) => {
+      await expect(stack.pool.query(sql, params)).rejects.toThrow();
+    };
+    await refused(`UPDATE transactions SET status = 'in_transfer', transfer_id = 'transfer_x000000000000000001' WHERE id = $1`, [cashIn]);
+    await refused(`UPDATE transactions SET status = 'available' WHERE id = $1`, [cashOut]);
+    await refused(`UPDATE transactions SET status = 'settled', transfer_id = 'transfer_x000000000000000001' WHERE id = $1`, [cashIn]);
+    await refused(`UPDATE transactions SET amount_cents = 11 WHERE id = $1`, [cashIn]);
+    await refused(`UPDATE transactions SET amount_cents = -1 WHERE id = $1`, [cashIn]);
+    await refused(`DELETE FROM transactions WHERE id = $1`, [cashIn]);
+    await stack.pool.query(`UPDATE transactions SET status = 'in_transfer', transfer_id = 'transfer_x000000000000000001' WHERE id = $1`, [cashOut]);
+    await refused(`UPDATE transactions SET transfer_id = 'transfer_x000000000000000002' WHERE id = $1`, [cashOut]);
+    await refused(`UPDATE transactions SET status = 'pending', transfer_id = NULL WHERE id = $1`, [cashOut]);
+    await refused(`UPDATE transaction_status_history SET to_status = 'settled' WHERE transaction_id = $1`, [cashOut]);
+    await refused(`DELETE FROM transaction_status_history WHERE transaction_id = $1`, [cashOut]);
+    await refused(
+      `INSERT INTO transactions (id, organization_id, account_id, direction, type, amount_cents, status, date, created_at, updated_at)
+       VALUES ('txn_direct000000000000000001', $1, $2, 'cash_in', 'intent', 5, 'available', '2026-01-01', now(), now())`,
+      [org.organizationId, org.accountId],
+    );
+  });
+
+  test('each transition is an idempotent activity keyed by (transaction, target status); an illegal one fails for good', async () => {
+    const { org, userId } = await setup();
+    const txnId = (await createIntent(org, { direction: 'cash_in', user_id: userId, amount: 77 })).body.transactions[0].id;
+    const activities = createLedgerActivities({ config: stack.config, pool: stack.pool, log: createLogger('silent'), temporal: stack.temporal });
+    const first = await activities.transitionTransaction({ transactionId: txnId, toStatus: 'available', transferId: null });
+    const second = await activities.transitionTransaction({ transactionId: txnId, toStatus: 'available', transferId: null });
+    expect(first).toMatchObject({ status: 'available', changed: true });
+    expect(second).toMatchObject({ status: 'available', changed: false });
+    expect((await statusHistory(stack.pool, txnId)).filter((h) => h.to_status === 'available')).toHaveLength(1);
+    await expect(activities.transitionTransaction({ transactionId: txnId, toStatus: 'in_transfer', transferId: 'transfer_x000000000000000003' }))
+      .rejects.toMatchObject({ type: 'InvalidTransition', nonRetryable: true });
+    // The workflow, confirmed later, finds the row already available and carries on.
+    await stack.temporal.workflow.getHandle(txnId).signal('confirmFunds');
+    await eventually(async () => ((await stack.temporal.workflow.getHandle(txnId).query(transactionStatusQuery)) === 'available' ? true : undefined));
+    const { rows } = await stack.pool.query(`SELECT count(*)::int AS n FROM events WHERE type = 'transaction.status_changed' AND data->>'id' = $1`, [txnId]);
+    expect(rows[0].n).toBe(1);
+  });
+
+  test('a transaction committed by a process that died before starting its workflow gets one from the reconciler', async () => {
+    const { org } = await setup();
+    // The api's write path up to its commit, then "death": afterCommit never runs.
+    const now = new Date();
+    const row = await withTransaction(stack.pool, (tx) => insertTransaction(tx, {
+      organizationId: org.organizationId, accountId: org.accountId, direction: 'cash_in', type: 'intent', sourceId: null,
+      amountCents: 5, date: settlementDateOf(now, '00:00'), createdAt: now,
+    }));
+    const handle = stack.temporal.workflow.getHandle(row.id);
+    await expect(handle.describe()).rejects.toThrow();
+    const description = await eventually(async () => {
+      try {
+        const d = await handle.describe();
+        return d.status.name === 'RUNNING' ? d : undefined;
+      } catch {
+        return undefined;
+      }
+    }, 45_000, 'the reconciler to start the workflow');
+    expect(description.workflowId).toBe(row.id);
+    await eventually(async () => {
+      const { rows } = await stack.pool.query(`SELECT workflow_started_at FROM transactions WHERE id = $1`, [row.id]);
+      return rows[0].workflow_started_at ? true : undefined;
+    });
+  });
+});
+
+describe('SPEC §13 operator CLI: ledger commands', () => {
+  async function admin(args: string[]): Promise<{ code: number; json: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+    const saved = { DATABASE_URL: process.env.DATABASE_URL, TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE: process.env.TEMPORAL_TASK_QUEUE };
+    Object.assign(process.env, { DATABASE_URL: stack.config.DATABASE_URL, TEMPORAL_ADDRESS: process.env.LEDGER_TEST_TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE });
+    const chunks: string[] = [];
+    const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      chunks.push(String(chunk));
+      return true;
+    });
+    try {
+      const code = await runAdmin(['--json', ...args]);
+      return { code, json: JSON.parse(chunks.join('')) };
+    } finally {
+      spy.mockRestore();
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  }
+
+  test('transaction show prints the transaction with its status history; intent show and account balances work', async () => {
+    const { org, userId, call } = await setup();
+    const intent = await createIntent(org, { direction: 'cash_in', user_id: userId, amount: 321 });
+    const txnId = intent.body.transactions[0].id;
+    await call('POST', `/simulate/transaction/${txnId}/confirm`);
+    await statusOf(call, txnId, 'available');
+    const shown = await admin(['transaction', 'show', txnId]);
+    expect(shown.code).toBe(0);
+    expect(shown.json.transaction).toEqual((await call('GET', `/transaction/${txnId}`)).body);
+    expect(shown.json.history.map((h: { to_status: string }) => h.to_status)).toEqual(['pending', 'available']);
+    const intentShown = await admin(['intent', 'show', intent.body.id]);
+    expect(intentShown.json.intent.id).toBe(intent.body.id);
+    const balances = await admin(['account', 'balances', '--org', org.organizationId]);
+    expect(balances.json.accounts[0].balances).toEqual({ pending: 0, available: 321, in_transfer: 0 });
+    const missing = await admin(['transaction', 'show', 'txn_nope000000000000000000']);
+    expect(missing.code).toBe(1);
+    expect(missing.json.error.code).toBe('not_found');
+    const reconciled = await admin(['transaction', 'reconcile']);
+    expect(reconciled.code).toBe(0);
+    expect(typeof reconciled.json.started).toBe('number');
+  });
+});
+
+describe('SPEC §14 the OpenAPI document covers the ledger', () => {
+  test('every ledger route is documented, the Transaction schema is exactly the seed fields, and the balance formula is written down', async () => {
+    const doc = (await (await fetch(`${stack.url}/openapi.json`)).json()) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
+    for (const [route, method] of [
+      ['/intent', 'post'], ['/intent', 'get'], ['/intent/{id}', 'get'], ['/intent/{id}/approve', 'post'], ['/intent/{id}/cancel', 'post'],
+      ['/transaction', 'get'], ['/transaction/{id}', 'get'], ['/account', 'get'], ['/account/{id}', 'get'],
+      ['/simulate/transaction/{id}/confirm', 'post'],
+    ] as const) {
+      expect(doc.paths[route]?.[method]).toBeDefined();
+    }
+    expect(Object.keys(doc.components.schemas.Transaction.properties).sort()).toEqual(TRANSACTION_KEYS);
+    expect(doc.components.schemas.Account.description).toMatch(/available = Σ cash_in available and not yet in a transfer − Σ cash_out pending/);
+    const filters = doc.paths['/transaction'].get.parameters.map((p: { name: string }) => p.name);
+    expect(filters).toEqual(expect.arrayContaining(['status', 'direction', 'type', 'account_id', 'date', 'transfer_id', 'created_at.gte', 'created_at.lt', 'limit', 'cursor']));
+    expect(doc.paths['/intent'].post.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'X-Idempotency-Key', required: true })]));
+  });
+});
+
+describe('SPEC §1/§2 production deployment', () => {
+  test('production intents are intent_production_…, and the simulation endpoint does not exist (404)', async () => {
+    const production = await startStack({ env: { LEDGER_ENVIRONMENT: 'production' } });
+    try {
+      const org = await createTestOrg(production.pool, { environment: 'production' });
+      const userId = await createTestUser(production.pool, org.organizationId);
+      const call = apiClient(production.url, org.apiKey);
+      const intent = await call('POST', '/intent', { direction: 'cash_in', user_id: userId, amount: 10, currency: 'USD' }, { 'X-Idempotency-Key': idemKey() });
+      expect(intent.status).toBe(200);
+      expect(intent.body.id).toMatch(/^intent_production_[A-Za-z0-9]{16,}$/);
+      const txnId = intent.body.transactions[0].id;
+      expect((await call('POST', `/simulate/transaction/${txnId}/confirm`)).status).toBe(404);
+      // No simulator in production: the callback rail waits for the network's confirmFunds signal.
+      await eventually(async () => ((await production.temporal.workflow.getHandle(txnId).query(transactionStatusQuery)) === 'pending' ? true : undefined));
+      await production.temporal.workflow.getHandle(txnId).signal('confirmFunds');
+      await eventually(async () => ((await call('GET', `/transaction/${txnId}`)).body.status === 'available' ? true : undefined));
+    } finally {
+      await production.stop();
+    }
+  });
+});
