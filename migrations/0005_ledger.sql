@@ -189,7 +189,9 @@ BEGIN
         USING ERRCODE = 'check_violation';
     END IF;
     INSERT INTO transaction_status_history (transaction_id, organization_id, from_status, to_status, transfer_id, changed_at)
-    VALUES (NEW.id, NEW.organization_id, OLD.status, NEW.status, NEW.transfer_id, NEW.updated_at);
+    -- The writer's clock when it stamped updated_at (the api and activities do), else the database's.
+    VALUES (NEW.id, NEW.organization_id, OLD.status, NEW.status, NEW.transfer_id,
+            CASE WHEN NEW.updated_at IS DISTINCT FROM OLD.updated_at THEN NEW.updated_at ELSE now() END);
   END IF;
   IF NEW.status <> OLD.status OR NEW.transfer_id IS DISTINCT FROM OLD.transfer_id THEN
     SELECT * INTO was FROM ledger_contribution(OLD.direction, OLD.status, OLD.transfer_id IS NOT NULL, OLD.amount_cents);

@@ -5,7 +5,8 @@ import { withTransaction } from '../src/db/pool';
 import { createLedgerActivities } from '../activities/ledger';
 import { createLogger } from '../src/logger';
 import { settlementDateOf } from '../src/ledger/dates';
-import { insertTransaction, statusHistory } from '../src/ledger/repo';
+import fc from 'fast-check';
+import { applyTransition, getAccount, insertTransaction, markWorkflowStarted, recomputeBalances, statusHistory } from '../src/ledger/repo';
 import { createAccount } from '../src/orgs/repo';
 import { AccountIdKey, OrganizationIdKey, SettlementDateKey, TransactionDirectionKey, TransactionStatusKey } from '../workflows/searchAttributes';
 import { transactionStatusQuery, transferAssignedSignal, transferSettledSignal } from '../workflows/transaction';
@@ -90,6 +91,47 @@ describe('SPEC §7 accounts', () => {
     const b = await setup();
     const response = await a.call('GET', `/account/${b.org.accountId}`);
     expect(response.status).toBe(404);
+  });
+});
+
+describe('SPEC §7 balance invariant', () => {
+  test('after any sequence of recordings, confirmations, batchings and settlements the maintained balances equal the formula', async () => {
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('record' as const), direction: fc.constantFrom('cash_in' as const, 'cash_out' as const), amount: fc.integer({ min: 0, max: 100_000 }) }),
+      fc.record({ kind: fc.constantFrom('confirm' as const, 'batch' as const, 'settle' as const), pick: fc.nat() }),
+    );
+    await fc.assert(fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 12 }), async (ops) => {
+      const org = await createTestOrg(stack.pool);
+      const ids: Array<{ id: string; direction: 'cash_in' | 'cash_out' }> = [];
+      for (const step of ops) {
+        await withTransaction(stack.pool, async (tx) => {
+          const now = new Date();
+          if (step.kind === 'record') {
+            const row = await insertTransaction(tx, { organizationId: org.organizationId, accountId: org.accountId, direction: step.direction,
+              type: 'intent', sourceId: null, amountCents: step.amount, date: settlementDateOf(now, '00:00'), createdAt: now });
+            await markWorkflowStarted(tx, row.id, now); // no workflow here: this property is about the database alone
+            ids.push({ id: row.id, direction: step.direction });
+            return;
+          }
+          const target = ids[step.pick % Math.max(1, ids.length)];
+          if (!target) return;
+          const transferId = `transfer_prop${target.id.slice(4)}`;
+          const { rows } = await tx.query(`SELECT status, transfer_id FROM transactions WHERE id = $1`, [target.id]);
+          const { status, transfer_id: current } = rows[0];
+          if (step.kind === 'confirm' && target.direction === 'cash_in' && status === 'pending') {
+            await applyTransition(tx, { transactionId: target.id, toStatus: 'available', now });
+          } else if (step.kind === 'batch' && status === 'pending' && target.direction === 'cash_out') {
+            await applyTransition(tx, { transactionId: target.id, toStatus: 'in_transfer', transferId, now });
+          } else if (step.kind === 'batch' && status === 'available' && !current) {
+            await tx.query(`UPDATE transactions SET transfer_id = $2 WHERE id = $1`, [target.id, transferId]);
+          } else if (step.kind === 'settle' && (status === 'in_transfer' || (status === 'available' && current))) {
+            await applyTransition(tx, { transactionId: target.id, toStatus: 'settled', transferId: current, now });
+          }
+        });
+      }
+      const maintained = (await getAccount(stack.pool, org.organizationId, org.accountId))!.balances;
+      expect(maintained).toEqual(await recomputeBalances(stack.pool, org.accountId));
+    }), { numRuns: 25 });
   });
 });
 
@@ -411,6 +453,8 @@ describe('SPEC §13 operator CLI: ledger commands', () => {
     expect(intentShown.json.intent.id).toBe(intent.body.id);
     const balances = await admin(['account', 'balances', '--org', org.organizationId]);
     expect(balances.json.accounts[0].balances).toEqual({ pending: 0, available: 321, in_transfer: 0 });
+    const verified = await admin(['account', 'verify', '--org', org.organizationId]);
+    expect(verified).toMatchObject({ code: 0, json: { ok: true } });
     const missing = await admin(['transaction', 'show', 'txn_nope000000000000000000']);
     expect(missing.code).toBe(1);
     expect(missing.json.error.code).toBe('not_found');

@@ -65,4 +65,17 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
         { organization_id: options.org, accounts: page.data },
       );
     });
+  account.command('verify').requiredOption('--org <id>').description('recompute every balance from the transactions and compare (exit 1 on a mismatch)')
+    .action(async (options: { org: string }) => {
+      const { pool, out } = ctx();
+      const page = await repo.listAccounts(pool, options.org, { limit: 100 });
+      const checks = await Promise.all(page.data.map(async (a) => {
+        const recomputed = await repo.recomputeBalances(pool, a.id);
+        const ok = recomputed.pending === a.balances.pending && recomputed.available === a.balances.available && recomputed.in_transfer === a.balances.in_transfer;
+        return { account_id: a.id, ok, maintained: a.balances, recomputed };
+      }));
+      out(checks.map((c) => `${c.account_id}  ${c.ok ? 'ok' : `MISMATCH maintained ${JSON.stringify(c.maintained)} recomputed ${JSON.stringify(c.recomputed)}`}`).join('\n') || '(no accounts)',
+        { organization_id: options.org, ok: checks.every((c) => c.ok), accounts: checks });
+      if (!checks.every((c) => c.ok)) process.exitCode = 1;
+    });
 };

@@ -415,3 +415,27 @@ export async function statusHistory(db: Queryable, transactionId: string): Promi
   );
   return rows;
 }
+
+export interface Balances {
+  pending: number;
+  available: number;
+  in_transfer: number;
+}
+
+/**
+ * The balances recomputed from the transactions themselves, by the documented formula. The maintained
+ * balances must always equal these (tests and `account verify` check it).
+ */
+export async function recomputeBalances(db: Queryable, accountId: string): Promise<Balances> {
+  const { rows } = await db.query<Balances>(
+    `SELECT
+       coalesce(sum(amount_cents) FILTER (WHERE direction = 'cash_in' AND status = 'pending'), 0)::bigint AS pending,
+       (coalesce(sum(amount_cents) FILTER (WHERE direction = 'cash_in' AND status = 'available' AND transfer_id IS NULL), 0)
+        - coalesce(sum(amount_cents) FILTER (WHERE direction = 'cash_out' AND status = 'pending'), 0))::bigint AS available,
+       (coalesce(sum(amount_cents) FILTER (WHERE direction = 'cash_in' AND status = 'available' AND transfer_id IS NOT NULL), 0)
+        - coalesce(sum(amount_cents) FILTER (WHERE direction = 'cash_out' AND status = 'in_transfer'), 0))::bigint AS in_transfer
+     FROM transactions WHERE account_id = $1`,
+    [accountId],
+  );
+  return rows[0]!;
+}
