@@ -1,4 +1,5 @@
 import { randomString } from '../src/ids';
+import { recomputeBalances } from '../src/ledger/repo';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
 import { admin, approvedCashIn, eventsAbout, idempotencyKey, workflowRunning } from './support/payments';
 
@@ -167,6 +168,23 @@ describe('SPEC §11 disputes', () => {
     await call('POST', `/simulate/dispute/${dispute.id}/resolve`, { result: 'lost' }, idempotencyKey());
     await expect(stack.pool.query(`UPDATE disputes SET status = 'won' WHERE id = $1`, [dispute.id])).rejects.toThrow(/cannot go from lost to won/);
     await expect(stack.pool.query(`UPDATE disputes SET amount_cents = 1 WHERE id = $1`, [dispute.id])).rejects.toThrow(/only status/);
+  });
+
+  test("refund and dispute transactions keep the account's stored balances equal to a recomputation from its transactions", async () => {
+    const own = await createTestOrg(stack.pool, { write: 1000 });
+    const ownCall = apiClient(stack.url, own.apiKey);
+    const ownUser = await createTestUser(stack.pool, own.organizationId);
+    const a = await approvedCashIn(ownCall, ownUser, 1000);
+    const b = await approvedCashIn(ownCall, ownUser, 2000);
+    await ownCall('POST', '/refund', { intent_id: a.id, amount: 250 }, idempotencyKey());
+    const won = (await ownCall('POST', '/simulate/dispute', { intent_id: a.id, code: 'R10' }, idempotencyKey())).body;
+    await ownCall('POST', `/simulate/dispute/${won.id}/resolve`, { result: 'won' }, idempotencyKey());
+    const lost = (await ownCall('POST', '/simulate/dispute', { intent_id: b.id, code: '10.4' }, idempotencyKey())).body;
+    await ownCall('POST', `/simulate/dispute/${lost.id}/resolve`, { result: 'lost' }, idempotencyKey());
+    const shown = (await ownCall('GET', `/account/${own.accountId}`)).body.balances;
+    // cash_in pending: 1000 + 2000 + 750 (won back); cash_out pending: 250 refund + 750 + 2000 disputes.
+    expect(shown).toEqual({ pending: 3750, available: -3000, in_transfer: 0 });
+    expect(await recomputeBalances(stack.pool, own.accountId)).toEqual(shown);
   });
 
   test('the operator CLI shows a dispute (dispute show --json)', async () => {
