@@ -10,6 +10,8 @@ import { markWorkflowStarted, transactionsWithoutWorkflow, type TransactionRow }
 
 /** Limits of the reconciler: how long a fresh row may wait for its api to start it, and batch sizes. */
 export const RECONCILER_LIMITS = {
+  /** How long a POST waits for Temporal to accept a start before answering anyway (the reconciler finishes it). */
+  startDeadlineMs: 5_000,
   graceMs: 5_000,
   intervalMs: 2_000,
   batchMax: 100,
@@ -48,7 +50,7 @@ export function afterCommitStart(client: Client, taskQueue: string, log: Logger,
   return async () => {
     await Promise.all(rows.map(async (row) => {
       try {
-        await startTransactionWorkflow(client, taskQueue, row);
+        await client.withDeadline(Date.now() + RECONCILER_LIMITS.startDeadlineMs, () => startTransactionWorkflow(client, taskQueue, row));
       } catch (error) {
         log.warn({ err: error, transaction_id: row.id }, 'starting the transaction workflow failed; the reconciler will retry');
       }
