@@ -4,6 +4,7 @@ import { createPool, type Pool } from '../db/pool';
 import { ApiError } from '../http/errors';
 import * as orgs from '../orgs/repo';
 import { registerLedgerCommands } from '../ledger/cli';
+import { registerRefundCommands } from '../refunds/cli';
 import { registerUserCommands } from '../users/cli';
 
 /**
@@ -109,7 +110,7 @@ const registerOrgCommands: CommandRegistrar = (program, ctx) => {
 };
 
 /** Feature modules add their commands here (user set-status, settlement run, ...). */
-export const commandRegistrars: CommandRegistrar[] = [registerOrgCommands, registerUserCommands, registerLedgerCommands];
+export const commandRegistrars: CommandRegistrar[] = [registerOrgCommands, registerUserCommands, registerLedgerCommands, registerRefundCommands];
 
 export async function runAdmin(argv: string[]): Promise<number> {
   const program = new Command('admin').description('Operator CLI of the payments ledger').option('--json', 'print one JSON object on stdout');

@@ -3,6 +3,9 @@ import { keyRoutes } from '../orgs/routes';
 import { userRoutes } from '../users/routes';
 import { ledgerRoutes } from '../ledger/routes';
 import { webhookRoutes } from '../webhooks/routes';
+import { refundRoutes } from '../refunds/routes';
+import { disputeRoutes } from '../disputes/routes';
+import { tokenRoutes } from '../tokens/routes';
 
 /** Every API route, in one list: the app mounts it and /openapi.json documents it. */
 export const allRoutes: RouteDef<any, any, any>[] = [ // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -10,4 +13,7 @@ export const allRoutes: RouteDef<any, any, any>[] = [ // eslint-disable-line @ty
   ...userRoutes,
   ...ledgerRoutes,
   ...webhookRoutes,
+  ...refundRoutes,
+  ...disputeRoutes,
+  ...tokenRoutes,
 ];

@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/pool';
 import { recordEvent } from '../events/outbox';
 import { newId } from '../ids';
-import type { Account, Direction, TransferSummary, Intent, IntentListQuery, IntentStatus, Transaction, TransactionListQuery, TransactionStatus, TransactionType } from './schemas';
+import type { Account, DeclineCategory, Direction, TransferSummary, Intent, IntentListQuery, IntentStatus, Transaction, TransactionListQuery, TransactionStatus, TransactionType } from './schemas';
 
 /** SQL owned by the ledger: intents, transactions, their status history and account balances. */
 
@@ -32,7 +32,7 @@ export interface IntentRow {
   currency: 'USD';
   approval_mode: 'automatic' | 'manual';
   status: IntentStatus;
-  decline_category: 'user_not_enabled' | null;
+  decline_category: DeclineCategory | null;
   created_at: Date;
 }
 
@@ -169,7 +169,7 @@ function decodeCursor(cursor: string): { createdAt: string; id: string } {
   return { createdAt, id };
 }
 
-function cursorClause(cursor: string | undefined, alias: string, firstParam: number): { clause: string; params: unknown[] } {
+export function cursorClause(cursor: string | undefined, alias: string, firstParam: number): { clause: string; params: unknown[] } {
   if (!cursor) return { clause: '', params: [] };
   const { createdAt, id } = decodeCursor(cursor);
   return {
@@ -178,7 +178,7 @@ function cursorClause(cursor: string | undefined, alias: string, firstParam: num
   };
 }
 
-function toPage<R extends { created_at: Date; id: string }, T>(rows: R[], limit: number, render: (row: R) => T): ListPage<T> {
+export function toPage<R extends { created_at: Date; id: string }, T>(rows: R[], limit: number, render: (row: R) => T): ListPage<T> {
   const more = rows.length > limit;
   const kept = more ? rows.slice(0, limit) : rows;
   const last = kept[kept.length - 1];
@@ -256,12 +256,13 @@ export async function decideIntent(db: Queryable, intentId: string, status: Inte
   return rows[0]!;
 }
 
-async function transactionsOfSources(db: Queryable, organizationId: string, sourceIds: string[]): Promise<Map<string, TransactionRow[]>> {
+/** The transactions each source (an intent, refund or dispute, per `type`) created, oldest first. */
+export async function transactionsOfSources(db: Queryable, organizationId: string, sourceIds: string[], type: TransactionType = 'intent'): Promise<Map<string, TransactionRow[]>> {
   const bySource = new Map<string, TransactionRow[]>();
   if (sourceIds.length === 0) return bySource;
   const { rows } = await db.query<TransactionRow>(
-    `SELECT ${TXN_COLUMNS} FROM transactions WHERE organization_id = $1 AND type = 'intent' AND source_id = ANY($2) ORDER BY created_at, id`,
-    [organizationId, sourceIds],
+    `SELECT ${TXN_COLUMNS} FROM transactions WHERE organization_id = $1 AND type = $3 AND source_id = ANY($2) ORDER BY created_at, id`,
+    [organizationId, sourceIds, type],
   );
   for (const row of rows) bySource.set(row.source_id!, [...(bySource.get(row.source_id!) ?? []), row]);
   return bySource;

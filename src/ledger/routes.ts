@@ -1,4 +1,4 @@
-import { defineRoute, type RouteContext } from '../http/edge';
+import { defineRoute, type RouteContext, type RouteResult } from '../http/edge';
 import { errors } from '../http/errors';
 import { listEnvelope, pageQuery } from '../http/zod';
 import { newId } from '../ids';
@@ -8,11 +8,11 @@ import { afterCommitStart, signalConfirmFunds } from './lifecycle';
 import * as repo from './repo';
 import {
   accountSchema, createIntentBody, idParams, intentListQuery, intentSchema, transactionListQuery, transactionSchema,
-  type CreateIntentBody,
+  type CreateIntentBody, type DeclineCategory,
 } from './schemas';
 
 /** Cursor errors are the client's: a 400 naming the parameter. */
-async function paged<T>(list: () => Promise<T>): Promise<T> {
+export async function paged<T>(list: () => Promise<T>): Promise<T> {
   try {
     return await list();
   } catch (error) {
@@ -45,6 +45,54 @@ async function decline(ctx: RouteContext<unknown, unknown, unknown>, intent: rep
   return { body };
 }
 
+/**
+ * Creates an intent and decides it: declined (the user is not enabled, or `declineCategory` from the
+ * caller's own checks), pending (manual), or approved with its transaction. POST /intent and POST
+ * /authorize both create intents through here, inside the request's database transaction.
+ */
+export async function createIntent(
+  ctx: RouteContext<unknown, unknown, unknown>,
+  input: CreateIntentBody,
+  options: { idempotencyKey: string; declineCategory?: DeclineCategory | null },
+): Promise<RouteResult> {
+  const { caller, db, now } = ctx;
+  const orgId = caller.organization.id;
+  const { userStatus, account } = await repo.lookupIntentParties(db, orgId, input.user_id, input.account_id);
+  if (!account.ok) throw account.reason === 'required' ? errors.accountRequired() : errors.resourceMissing('account_id', input.account_id ?? '');
+  if (userStatus === null) throw errors.resourceMissing('user_id', input.user_id);
+  const declineCategory = userStatus === 'enabled' ? options.declineCategory ?? null : 'user_not_enabled';
+  const intent: repo.IntentRow = {
+    id: newId(caller.environment === 'production' ? 'intent_production' : 'intent_sandbox'),
+    organization_id: orgId,
+    account_id: account.accountId,
+    user_id: input.user_id,
+    idempotency_key: options.idempotencyKey,
+    direction: input.direction,
+    amount_cents: input.amount,
+    currency: 'USD',
+    approval_mode: input.approval_mode,
+    status: declineCategory ? 'declined' : input.approval_mode === 'manual' ? 'pending' : 'approved',
+    decline_category: declineCategory,
+    created_at: now,
+  };
+  if (intent.status !== 'approved') {
+    await repo.insertIntent(db, intent);
+    if (intent.status === 'declined') return decline(ctx, intent, now);
+    return { body: repo.renderIntent(intent, []) };
+  }
+  // Hot path: intent and transaction in one statement, then their two events.
+  const txn = repo.newTransactionRow({
+    organizationId: orgId, accountId: account.accountId, direction: intent.direction, type: 'intent', sourceId: intent.id,
+    amountCents: intent.amount_cents, date: settlementDateOf(now, ctx.deps.config.SETTLEMENT_CUTOFF), createdAt: now,
+  });
+  await repo.insertIntent(db, intent, txn);
+  await recordEvent(db, orgId, 'transaction.created', repo.renderTransaction(txn), now);
+  const rendered = repo.renderIntent(intent, [txn]);
+  await recordEvent(db, orgId, 'intent.approved', rendered, now);
+  const { temporal, taskQueue } = ctx.deps.services;
+  return { body: rendered, afterCommit: afterCommitStart(temporal, taskQueue, ctx.deps.log, ctx.deps.pool, [txn]) };
+}
+
 const intentRoutes = [
   defineRoute({
     method: 'post',
@@ -60,43 +108,7 @@ const intentRoutes = [
     idempotency: { requireHeader: true },
     response: { schema: intentSchema, description: 'The intent, approved, declined or pending.' },
     async handler(ctx) {
-      const { caller, db, body, now } = ctx;
-      const input = body as CreateIntentBody;
-      const orgId = caller.organization.id;
-      const { userStatus, account } = await repo.lookupIntentParties(db, orgId, input.user_id, input.account_id);
-      if (!account.ok) throw account.reason === 'required' ? errors.accountRequired() : errors.resourceMissing('account_id', input.account_id ?? '');
-      if (userStatus === null) throw errors.resourceMissing('user_id', input.user_id);
-      const enabled = userStatus === 'enabled';
-      const intent: repo.IntentRow = {
-        id: newId(caller.environment === 'production' ? 'intent_production' : 'intent_sandbox'),
-        organization_id: orgId,
-        account_id: account.accountId,
-        user_id: input.user_id,
-        idempotency_key: ctx.idempotencyKey ?? '',
-        direction: input.direction,
-        amount_cents: input.amount,
-        currency: 'USD',
-        approval_mode: input.approval_mode,
-        status: !enabled ? 'declined' : input.approval_mode === 'manual' ? 'pending' : 'approved',
-        decline_category: enabled ? null : 'user_not_enabled',
-        created_at: now,
-      };
-      if (intent.status !== 'approved') {
-        await repo.insertIntent(db, intent);
-        if (intent.status === 'declined') return decline(ctx, intent, now);
-        return { body: repo.renderIntent(intent, []) };
-      }
-      // Hot path: intent and transaction in one statement, then their two events.
-      const txn = repo.newTransactionRow({
-        organizationId: orgId, accountId: account.accountId, direction: intent.direction, type: 'intent', sourceId: intent.id,
-        amountCents: intent.amount_cents, date: settlementDateOf(now, ctx.deps.config.SETTLEMENT_CUTOFF), createdAt: now,
-      });
-      await repo.insertIntent(db, intent, txn);
-      await recordEvent(db, orgId, 'transaction.created', repo.renderTransaction(txn), now);
-      const rendered = repo.renderIntent(intent, [txn]);
-      await recordEvent(db, orgId, 'intent.approved', rendered, now);
-      const { temporal, taskQueue } = ctx.deps.services;
-      return { body: rendered, afterCommit: afterCommitStart(temporal, taskQueue, ctx.deps.log, ctx.deps.pool, [txn]) };
+      return createIntent(ctx, ctx.body as CreateIntentBody, { idempotencyKey: ctx.idempotencyKey ?? '' });
     },
   }),
   defineRoute({

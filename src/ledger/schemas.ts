@@ -55,6 +55,11 @@ export const intentStatusSchema = z.enum(['pending', 'approved', 'declined', 'ca
 });
 export type IntentStatus = z.infer<typeof intentStatusSchema>;
 
+export const declineCategorySchema = z.enum(['user_not_enabled', 'card_expired']).openapi({
+  description: 'Why an intent was declined: `user_not_enabled` (the user is not `enabled`), `card_expired` (POST /authorize: the card expired after it was tokenized).',
+});
+export type DeclineCategory = z.infer<typeof declineCategorySchema>;
+
 export const intentSchema = z
   .object({
     id: z.string().openapi({ example: 'intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4' }),
@@ -66,7 +71,7 @@ export const intentSchema = z
     currency: z.literal('USD'),
     approval_mode: z.enum(['automatic', 'manual']),
     status: intentStatusSchema,
-    decline_category: z.enum(['user_not_enabled']).nullable(),
+    decline_category: declineCategorySchema.nullable(),
     transactions: z.array(transactionSchema),
     created_at: z.string().openapi({ format: 'date-time' }),
   })

@@ -1,0 +1,54 @@
+import { pageQuery, z } from '../http/zod';
+import { transactionSchema } from '../ledger/schemas';
+
+const exampleId = (prefix: string) => `${prefix}_7fJ2kQ9xLmN3pR5tV8wY1zA4`;
+
+export const disputeStatusSchema = z.enum(['created', 'won', 'lost']).openapi({
+  description: '`created` while the network decides; `won` (the funds come back) or `lost` (they stay with the user), both final.',
+});
+export type DisputeStatus = z.infer<typeof disputeStatusSchema>;
+
+const disputeCode = z.string().regex(/^[A-Za-z0-9._-]{1,32}$/, 'must be 1 to 32 letters, digits, dots, dashes or underscores').openapi({
+  description: "The network's reason code, e.g. an ACH return code (`R10`) or a card network reason code (`10.4`).",
+  example: 'R10',
+});
+
+export const disputeSchema = z
+  .object({
+    id: z.string().openapi({ example: exampleId('dispute') }),
+    intent_id: z.string().openapi({ example: 'intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4' }),
+    amount: z.number().int().min(1).openapi({ description: 'US cents the network took back: what was left of the intent (its amount minus refunds).', example: 1250 }),
+    currency: z.literal('USD'),
+    code: disputeCode,
+    status: disputeStatusSchema,
+    transactions: z.array(transactionSchema).openapi({
+      description: 'Transactions of type `dispute` (source_id = this dispute), oldest first: the cash_out recorded when it opened and, once won, the cash_in that returns the funds.',
+    }),
+    created_at: z.string().openapi({ format: 'date-time', example: '2026-11-21T15:04:05.000Z' }),
+    resolved_at: z.string().nullable().openapi({ format: 'date-time', description: 'When it was won or lost; null while `created`.' }),
+  })
+  .openapi('Dispute', {
+    description: 'A payment the network disputes (a chargeback or returned payment) of an approved cash_in intent. One per intent.',
+  });
+export type Dispute = z.infer<typeof disputeSchema>;
+
+export const createDisputeBody = z
+  .object({
+    intent_id: z.string().min(1).max(100).openapi({ description: 'An approved cash_in intent with something left (not fully refunded).' }),
+    code: disputeCode,
+  })
+  .strict()
+  .openapi('SimulateDispute', { example: { intent_id: 'intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4', code: 'R10' } });
+export type CreateDisputeBody = z.infer<typeof createDisputeBody>;
+
+export const resolveDisputeBody = z
+  .object({ result: z.enum(['won', 'lost']).openapi({ description: '`won` returns the funds with a cash_in `dispute` transaction.' }) })
+  .strict()
+  .openapi('SimulateDisputeResolution', { example: { result: 'won' } });
+export type ResolveDisputeBody = z.infer<typeof resolveDisputeBody>;
+
+export const disputeListQuery = pageQuery.extend({
+  status: disputeStatusSchema.optional(),
+  intent_id: z.string().max(100).optional(),
+});
+export type DisputeListQuery = z.infer<typeof disputeListQuery>;

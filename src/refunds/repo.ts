@@ -1,0 +1,100 @@
+import type { Queryable } from '../db/pool';
+import { cursorClause, getTransaction, renderTransaction, toPage, transactionsOfSources, type ListPage, type TransactionRow } from '../ledger/repo';
+import type { Transaction } from '../ledger/schemas';
+import type { Refund, RefundListQuery } from './schemas';
+
+/** SQL owned by refunds: the refunds table, and what an intent has left to return (shared with disputes). */
+
+export interface RefundRow {
+  id: string;
+  organization_id: string;
+  intent_id: string;
+  account_id: string;
+  amount_cents: number;
+  currency: 'USD';
+  created_at: Date;
+}
+
+/**
+ * Transactions exactly as GET /transaction/{id} shows them: once batched (in_transfer or settled) they carry
+ * their transfer summary, which the ledger's read adds; before that `transfer` is null and the row suffices.
+ */
+export async function renderLedgerTransactions(db: Queryable, rows: TransactionRow[]): Promise<Transaction[]> {
+  return Promise.all(rows.map(async (row) => (row.status === 'in_transfer' || row.status === 'settled'
+    ? (await getTransaction(db, row.organization_id, row.id))!
+    : renderTransaction(row))));
+}
+
+export function renderRefund(row: RefundRow, txn: Transaction): Refund {
+  // Invariant: a refund has exactly one transaction, a cash_out of the same amount.
+  if (txn.direction !== 'cash_out' || txn.type !== 'refund' || txn.amount !== row.amount_cents || txn.source_id !== row.id) {
+    throw new Error(`refund ${row.id}: transaction ${txn.id} does not match it`);
+  }
+  return {
+    id: row.id,
+    intent_id: row.intent_id,
+    amount: row.amount_cents,
+    currency: row.currency,
+    status: txn.status === 'settled' ? 'succeeded' : 'pending',
+    transaction: txn,
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+/**
+ * Cents that have left an intent: every refund plus every dispute not won (the database function the
+ * insert guard uses, so the route's answer and the guard never disagree).
+ */
+export async function intentReturnedCents(db: Queryable, intentId: string): Promise<number> {
+  const { rows } = await db.query<{ returned: number }>(`SELECT intent_returned_cents($1) AS returned`, [intentId]);
+  return rows[0]!.returned;
+}
+
+export async function insertRefund(db: Queryable, row: Omit<RefundRow, 'currency'>): Promise<RefundRow> {
+  const { rows } = await db.query<RefundRow>(
+    `INSERT INTO refunds (id, organization_id, intent_id, account_id, amount_cents, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+    [row.id, row.organization_id, row.intent_id, row.account_id, row.amount_cents, row.created_at],
+  );
+  return rows[0]!;
+}
+
+async function withTransactions(db: Queryable, rows: RefundRow[]): Promise<Refund[]> {
+  const byOrg = new Map<string, RefundRow[]>();
+  for (const row of rows) byOrg.set(row.organization_id, [...(byOrg.get(row.organization_id) ?? []), row]);
+  const txns = new Map<string, TransactionRow[]>();
+  for (const [orgId, orgRows] of byOrg) {
+    for (const [source, list] of await transactionsOfSources(db, orgId, orgRows.map((r) => r.id), 'refund')) txns.set(source, list);
+  }
+  return Promise.all(rows.map(async (row) => {
+    const list = txns.get(row.id) ?? [];
+    if (list.length !== 1) throw new Error(`refund ${row.id} has ${list.length} transactions, expected exactly 1`);
+    return renderRefund(row, (await renderLedgerTransactions(db, list))[0]!);
+  }));
+}
+
+/** One refund of the organization; `organizationId` null for the operator CLI, which sees every organization. */
+export async function getRefund(db: Queryable, organizationId: string | null, refundId: string): Promise<Refund | null> {
+  const { rows } = await db.query<RefundRow>(
+    `SELECT * FROM refunds WHERE id = $1 ${organizationId ? 'AND organization_id = $2' : ''}`,
+    organizationId ? [refundId, organizationId] : [refundId],
+  );
+  if (!rows[0]) return null;
+  return (await withTransactions(db, rows))[0]!;
+}
+
+export async function listRefunds(db: Queryable, organizationId: string, query: RefundListQuery): Promise<ListPage<Refund>> {
+  const params: unknown[] = [organizationId, query.limit + 1];
+  let filter = '';
+  if (query.intent_id) {
+    params.push(query.intent_id);
+    filter = `AND r.intent_id = $${params.length}`;
+  }
+  const { clause, params: cursorParams } = cursorClause(query.cursor, 'r', params.length + 1);
+  params.push(...cursorParams);
+  const { rows } = await db.query<RefundRow>(
+    `SELECT r.* FROM refunds r WHERE r.organization_id = $1 ${filter} ${clause} ORDER BY r.created_at DESC, r.id DESC LIMIT $2`,
+    params,
+  );
+  const page = toPage(rows, query.limit, (row) => row);
+  return { ...page, data: await withTransactions(db, page.data) };
+}

@@ -1,0 +1,87 @@
+import { defineRoute } from '../http/edge';
+import { ApiError, errors } from '../http/errors';
+import { newId } from '../ids';
+import * as ledger from '../ledger/repo';
+import { createIntent } from '../ledger/routes';
+import { idParams, intentSchema, type Intent } from '../ledger/schemas';
+import { cardExpired, maskBankAccount, maskCard } from './checks';
+import { getTokenRow, insertToken, markTokenUsed, renderToken } from './repo';
+import { authorizeBody, createTokenBody, TOKEN_LIMITS, tokenSchema, type AuthorizeBody, type CreateTokenBody } from './schemas';
+
+const tokenUsed = (id: string) =>
+  new ApiError(400, 'invalid_request_error', 'token_used',
+    `Token ${id} was already used for an authorization; tokens are single use. Create a new token.`, { param: 'token' });
+const tokenExpired = (id: string) =>
+  new ApiError(400, 'invalid_request_error', 'token_expired',
+    `Token ${id} expired (tokens are valid for 15 minutes). Create a new token.`, { param: 'token' });
+const cardExpiredError = () =>
+  new ApiError(400, 'invalid_request_error', 'card_expired',
+    'The card has expired (it is good through the last day of its expiry month, Eastern time).', { param: 'card.exp_year' });
+
+export const tokenRoutes = [
+  defineRoute({
+    method: 'post',
+    path: '/token',
+    tag: 'Tokens',
+    summary: 'Tokenize a bank account or card',
+    description: `Exchanges a bank account (\`routing_number\` must pass the ABA checksum) or a card (\`number\` must pass the Luhn check; not expired, by Eastern-time month) for a single-use token valid 15 minutes, to pass to POST /authorize.
+Only the masked form is kept and returned: the last four digits and the bank (when known) or the card brand. Full numbers and the CVC are never stored or logged.
+Send a fresh \`X-Idempotency-Key\` per tokenization: without one, an identical body within 24 hours is a duplicate (SPEC §5) and replays the first token, which may already be used.
+Errors: 400 \`validation_failed\` (a failing check, one \`details\` entry per field; values are never echoed), 400 \`card_expired\`, 400 \`resource_missing\` (unknown user).`,
+    body: createTokenBody,
+    response: { schema: tokenSchema, description: 'The token, with masked details only.' },
+    async handler({ caller, db, body, now }) {
+      const input = body as CreateTokenBody;
+      const orgId = caller.organization.id;
+      if (input.card && cardExpired(input.card.exp_month, input.card.exp_year, now)) throw cardExpiredError();
+      if ((await ledger.userStatus(db, orgId, input.user_id)) === null) throw errors.resourceMissing('user_id', input.user_id);
+      const common = { id: newId('token'), organizationId: orgId, userId: input.user_id, createdAt: now, expiresAt: new Date(now.getTime() + TOKEN_LIMITS.ttlMs) };
+      const row = input.card
+        ? await insertToken(db, { ...common, type: 'card', card: maskCard(input.card) })
+        : await insertToken(db, { ...common, type: 'bank_account', bankAccount: maskBankAccount(input.bank_account!) });
+      return { body: renderToken(row) };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/token/{id}',
+    tag: 'Tokens',
+    summary: 'Retrieve a token (masked)',
+    params: idParams,
+    errorStatuses: [404],
+    response: { schema: tokenSchema, description: 'The token.' },
+    async handler({ caller, db, params }) {
+      const row = await getTokenRow(db, caller.organization.id, params.id);
+      if (!row) throw errors.notFound('token', params.id);
+      return { body: renderToken(row) };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/authorize',
+    tag: 'Intents',
+    summary: 'Authorize a payment with a token',
+    description: `Creates an Intent exactly as POST /intent does (automatic approval), for the token's user; the intent's \`idempotency_key\` is the token.
+Idempotent by \`token\`: the same token again (without an X-Idempotency-Key header) replays the first response with \`Idempotent-Replayed: true\`, whatever the rest of the body. A token authorizes once: reaching the operation with a used token (e.g. under another X-Idempotency-Key) is 400 \`token_used\`; after its 15 minutes, 400 \`token_expired\`; an unknown token, 400 \`resource_missing\`.
+Declines (the token is used up; no transaction): \`user_not_enabled\`, \`card_expired\` (the card's expiry month ended after it was tokenized).`,
+    body: authorizeBody,
+    idempotency: { bodyField: 'token' },
+    response: { schema: intentSchema, description: 'The intent, approved or declined.' },
+    async handler(ctx) {
+      const { caller, db, now } = ctx;
+      const input = ctx.body as AuthorizeBody;
+      const token = await getTokenRow(db, caller.organization.id, input.token, true);
+      if (!token) throw errors.resourceMissing('token', input.token);
+      if (token.used_at !== null) throw tokenUsed(token.id);
+      if (token.expires_at.getTime() <= now.getTime()) throw tokenExpired(token.id);
+      const declineCategory = token.type === 'card' && cardExpired(token.exp_month!, token.exp_year!, now) ? 'card_expired' : null;
+      const result = await createIntent(
+        ctx,
+        { direction: input.direction, user_id: token.user_id, amount: input.amount, currency: input.currency, account_id: input.account_id, approval_mode: 'automatic' },
+        { idempotencyKey: token.id, declineCategory },
+      );
+      await markTokenUsed(db, token.id, (result.body as Intent).id, now);
+      return result;
+    },
+  }),
+];

@@ -1,0 +1,47 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { randomString } from '../../src/ids';
+import type { Stack } from './harness';
+import { eventually, testInfra, type ApiResponse } from './harness';
+
+/** Helpers shared by the refund, dispute and token suites. */
+
+type Call = <T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<ApiResponse<T>>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+export const idempotencyKey = () => ({ 'X-Idempotency-Key': `k-${randomString(16)}` });
+
+/** An approved cash_in intent (automatic approval) of `amountCents` for `userId`. */
+export async function approvedCashIn(call: Call, userId: string, amountCents: number) {
+  const response = await call('POST', '/intent', { direction: 'cash_in', user_id: userId, amount: amountCents, currency: 'USD' }, idempotencyKey());
+  if (response.status !== 200 || response.body.status !== 'approved') throw new Error(`intent not approved: ${response.status} ${response.text}`);
+  return response.body as { id: string; account_id: string; amount: number; transactions: { id: string }[] };
+}
+
+/** Waits until the transaction's lifecycle workflow runs on Temporal (workflow id = transaction id). */
+export async function workflowRunning(stack: Stack, transactionId: string): Promise<void> {
+  await eventually(async () => {
+    const description = await stack.temporal.workflow.getHandle(transactionId).describe();
+    return description.status.name === 'RUNNING' ? true : undefined;
+  }, 30_000, `workflow ${transactionId} running`);
+}
+
+/** Events of one type about one object id, from the outbox. */
+export async function eventsAbout(stack: Stack, organizationId: string, type: string, id: string): Promise<unknown[]> {
+  const { rows } = await stack.pool.query<{ data: unknown }>(
+    `SELECT data FROM events WHERE organization_id = $1 AND type = $2 AND data->>'id' = $3 ORDER BY seq`,
+    [organizationId, type, id],
+  );
+  return rows.map((row) => row.data);
+}
+
+/** Runs the operator CLI against the test database. */
+export function admin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const root = path.resolve(__dirname, '..', '..');
+  return new Promise((resolve) => {
+    execFile(path.join(root, 'node_modules/.bin/tsx'), ['src/bin/admin.ts', ...args], {
+      cwd: root,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: testInfra().databaseUrl, LOG_LEVEL: 'silent' },
+      timeout: 60_000,
+    }, (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }));
+  });
+}
