@@ -335,6 +335,20 @@ describe('SPEC §3 errors', () => {
     expectError(identity, 400, 'invalid_request_error', 'identity_not_verified');
   });
 
+  test('a 400 refusal is not stored: the same request again executes again (e.g. once the cause is fixed)', async () => {
+    const call = client(main.url, org.apiKey);
+    const key = { 'X-Idempotency-Key': `k-${randomString(10)}` };
+    const body = { name: 'a', outcome: 'identity_not_verified' };
+    const first = await call('POST', '/test/notes', body, key);
+    const second = await call('POST', '/test/notes', body, key);
+    for (const response of [first, second]) {
+      expectError(response, 400, 'invalid_request_error', 'identity_not_verified');
+      expect(response.headers.get('idempotent-replayed')).toBeNull();
+    }
+    const { rows } = await sharedPool.query(`SELECT 1 FROM idempotency_keys WHERE organization_id = $1 AND key = $2`, [org.organizationId, key['X-Idempotency-Key']]);
+    expect(rows).toHaveLength(0);
+  });
+
   test('401 authentication_error: missing, malformed, unknown', async () => {
     const noKey = await client(main.url, null)('GET', '/test/ping');
     expectError(noKey, 401, 'authentication_error', 'unauthenticated');
@@ -883,15 +897,20 @@ describe('SPEC §5 idempotency', () => {
     expect(rows).toHaveLength(1);
   });
 
-  test('without key or unique field: the exact body to the same endpoint is the duplicate; another body is not', async () => {
+  test('without key or unique field: the same body (as data) to the same endpoint is the duplicate; another body is not', async () => {
     const call = client(main.url, org.apiKey);
-    const body = `{"name":"note ${randomString(8)}"}`;
+    const name = `note ${randomString(8)}`;
+    const tag = `t-${randomString(8)}`;
+    const body = `{"name":"${name}","tag":"${tag}"}`;
     const first = await call('POST', '/test/notes', body);
     const again = await call('POST', '/test/notes', body);
     expect({ text: again.text, replayed: again.headers.get('idempotent-replayed') }).toEqual({ text: first.text, replayed: 'true' });
-    const spaced = await call('POST', '/test/notes', body.replace(':', ': '));
-    expect(spaced.status).toBe(200);
-    expect(spaced.body.id).not.toBe(first.body.id);
+    // The same data written with other spacing and key order is the same request.
+    const reordered = await call('POST', '/test/notes', `{ "tag": "${tag}", "name": "${name}" }`);
+    expect({ text: reordered.text, replayed: reordered.headers.get('idempotent-replayed') }).toEqual({ text: first.text, replayed: 'true' });
+    const otherValue = await call('POST', '/test/notes', `{"name":"${name}","tag":"${tag}-2"}`);
+    expect(otherValue.status).toBe(200);
+    expect(otherValue.body.id).not.toBe(first.body.id);
     const otherEndpoint = await call('POST', '/test/widgets', body);
     expect(otherEndpoint.body.id).not.toBe(first.body.id);
   });

@@ -90,8 +90,23 @@ export interface RouteDef<B = unknown, P = unknown, Q = unknown> {
   response: { status?: number; schema: ZodType; description: string };
   /** Error statuses worth documenting beyond the edge's own (401, 403, 429, ...). */
   errorStatuses?: number[];
-  /** POST only: a unique body field that identifies a duplicate (`tag`, `token`); `requireHeader` demands X-Idempotency-Key. */
-  idempotency?: { bodyField?: string; requireHeader?: boolean };
+  /** POST only: how SPEC §5 recognises a duplicate of this endpoint. */
+  idempotency?: {
+    /** A unique body field that identifies a duplicate (`tag`, `token`). */
+    bodyField?: string;
+    /** Demands X-Idempotency-Key (400 without it). */
+    requireHeader?: boolean;
+    /**
+     * The body field matched an earlier request whose body differs: by default that is still a duplicate and
+     * replays (a `tag` names its user); a single-use value answers this error instead (not stored).
+     */
+    onFieldReuse?: (value: string) => ApiError;
+    /**
+     * The body carries secrets (card numbers): the request is fingerprinted by what this returns instead of
+     * the body itself, so no hash of a secret is stored, and an identical body alone is no duplicate.
+     */
+    fingerprint?: (body: unknown) => unknown;
+  };
   /** Exists only in sandbox; production does not route it at all (404). */
   sandboxOnly?: boolean;
   handler(ctx: RouteContext<B, P, Q>): Promise<RouteResult>;
@@ -335,6 +350,8 @@ interface IdempotencyRequest {
   /** The concrete endpoint (`POST /intent/intent_…/approve`) and a hash of it with the exact body. */
   endpoint: string;
   requestHash: string;
+  /** The unique body field's value, when the route has one and the body carries it. */
+  fieldValue: string | null;
 }
 
 const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;
@@ -351,7 +368,9 @@ function sha256Hex(...parts: (string | Buffer)[]): string {
  */
 function idempotencyRequest(route: AnyRoute, req: Request, body: unknown): IdempotencyRequest {
   const endpoint = `${req.method} ${route.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(req.params[name] ?? '')))}`;
-  const requestHash = sha256Hex(endpoint, rawBody(req));
+  // The body as data, keys sorted: a retry that serialises the same object differently is the same request.
+  const fingerprint = route.idempotency?.fingerprint;
+  const requestHash = sha256Hex(endpoint, canonicalJson(fingerprint ? fingerprint(body) : body));
   const identities: IdempotencyIdentity[] = [];
   const header = req.get('x-idempotency-key');
   if (header !== undefined) {
@@ -369,8 +388,18 @@ function idempotencyRequest(route: AnyRoute, req: Request, body: unknown): Idemp
     const key = value.length <= EDGE_LIMITS.idempotencyKeyLengthMax ? value : `sha256:${sha256Hex(value)}`;
     identities.push({ scope: `POST ${route.path}#${field}`, key });
   }
-  if (identities.length === 0) identities.push({ scope: `${endpoint}#body`, key: requestHash });
-  return { identities, endpoint, requestHash };
+  if (identities.length === 0 && !fingerprint) identities.push({ scope: `${endpoint}#body`, key: requestHash });
+  return { identities, endpoint, requestHash, fieldValue: typeof value === 'string' ? value : null };
+}
+
+/** JSON with object keys sorted, so equal data hashes equally whatever order the client wrote. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
 }
 
 /** A 64-bit advisory-lock id per (organization, identity), written as a decimal literal (safe to inline). */
@@ -397,13 +426,18 @@ async function storedResponses(db: Queryable, organizationId: string, request: I
   return rows;
 }
 
-/** The stored answer this request replays, by precedence header → body field → exact body; 422 on key reuse. */
-function replayOf(request: IdempotencyRequest, stored: StoredResponse[]): StoredResponse | undefined {
+/**
+ * The stored answer this request replays, by precedence header → body field → exact body; 422 on key reuse
+ * with another endpoint or body; the route's own error when a single-use body field comes with another body.
+ */
+function replayOf(route: AnyRoute, request: IdempotencyRequest, stored: StoredResponse[]): StoredResponse | undefined {
   for (const identity of request.identities) {
     const found = stored.find((row) => row.scope === identity.scope);
     if (!found) continue;
-    if (identity.scope === 'header' && (found.endpoint !== request.endpoint || found.request_hash !== request.requestHash)) {
-      throw errors.idempotencyKeyReused();
+    const sameRequest = found.endpoint === request.endpoint && found.request_hash === request.requestHash;
+    if (identity.scope === 'header' && !sameRequest) throw errors.idempotencyKeyReused();
+    if (identity.scope !== 'header' && !sameRequest && route.idempotency?.onFieldReuse && request.fieldValue !== null) {
+      throw route.idempotency.onFieldReuse(request.fieldValue);
     }
     return found;
   }
@@ -447,7 +481,8 @@ async function lockOrReplay(
   const { pool } = deps;
   const inflight = inflightOf(deps);
   const deadlineMs = Date.now() + EDGE_LIMITS.idempotencyWaitMs;
-  const lockSql = beginWrite(`SELECT ${lockIds.map((id, i) => `pg_try_advisory_xact_lock(${id}) AS l${i}`).join(', ')}; SAVEPOINT operation`);
+  const locks = lockIds.length > 0 ? lockIds.map((id, i) => `pg_try_advisory_xact_lock(${id}) AS l${i}`).join(', ') : 'true AS unlocked';
+  const lockSql = beginWrite(`SELECT ${locks}; SAVEPOINT operation`);
   let pauseMs = EDGE_LIMITS.idempotencyPollMsMin;
   for (let attempt = 0; ; attempt++) {
     if (attempt > 0) {
@@ -496,7 +531,7 @@ async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Resp
   const lockIds = request.identities.map((identity) => advisoryLockId(organizationId, identity));
   const acquired = await lockOrReplay(deps, organizationId, request, lockIds, now);
   if ('stored' in acquired) {
-    const replay = replayOf(request, acquired.stored)!;
+    const replay = replayOf(route, request, acquired.stored)!;
     res.set('Idempotent-Replayed', 'true');
     sendJsonText(res, replay.status_code, replay.response_body);
     return;
@@ -511,7 +546,7 @@ async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Resp
   let text: string;
   let afterCommit: RouteResult['afterCommit'];
   try {
-    const replay = replayOf(request, await storedResponses(tx.client, organizationId, request, now));
+    const replay = replayOf(route, request, await storedResponses(tx.client, organizationId, request, now));
     if (replay) {
       res.set('Idempotent-Replayed', 'true');
       status = replay.status_code;
@@ -527,8 +562,10 @@ async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Resp
         text = JSON.stringify(result.body);
         afterCommit = result.afterCommit;
       } catch (error) {
-        if (!(error instanceof ApiError) || error.status >= 500 || error.code === 'validation_failed') throw error;
-        // A business refusal executed: its answer is final and replays like a success; its writes are undone.
+        // A 400 judged the request against current state (an unknown id, an unverified identity, a used
+        // token) like validation: it is not stored, so a retry after the operator fixes the cause executes.
+        if (!(error instanceof ApiError) || error.status >= 500 || error.status === 400) throw error;
+        // A business refusal executed (409 invalid_state, 404): its answer is final and replays like a success.
         await tx.client.query('ROLLBACK TO SAVEPOINT operation');
         status = error.status;
         text = JSON.stringify(error.toBody(requestId));

