@@ -12,8 +12,10 @@ const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'ut
 const wanted = Object.keys({ ...manifest.dependencies, ...manifest.devDependencies });
 const missing = wanted.filter((name) => !fs.existsSync(path.join(root, 'node_modules', name, 'package.json')));
 if (missing.length > 0) {
-  process.stdout.write(`Installing npm packages (npm ci; missing: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', ...' : ''})...\n`);
-  const installed = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
+  process.stdout.write(`Installing npm packages (missing: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', ...' : ''})...\n`);
+  // `npm install` with the lock present installs exactly its versions (`npm ci` trips over lock files that
+  // npm 11 writes without other platforms' optional packages).
+  const installed = spawnSync('npm', ['install', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
   if (installed.status !== 0) process.exit(installed.status ?? 1);
 }
 require(require.resolve('tsx/cjs/api', { paths: [root] })).register();
