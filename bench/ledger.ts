@@ -22,6 +22,7 @@ import { migrate } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
 import { randomString } from '../src/ids';
 import { getTransaction } from '../src/ledger/repo';
+import { hashApiKey } from '../src/orgs/keys';
 import { createOrganization, setRateLimits } from '../src/orgs/repo';
 import { startTemporalDevServer } from '../src/platform/devServer';
 import { registerSearchAttributes } from '../src/platform/temporal';
@@ -252,11 +253,12 @@ async function main() {
     const repoOnly = await closedLoop('repo read', GET_CONNECTIONS, PHASE_SECONDS, async () => {
       if (!(await getTransaction(repoPool, org.organization.id, txnId))) throw new Error('missing');
     });
-    // The edge's shared sliding-window limiter, alone: every authenticated request of one organization passes
-    // through it, serialized by an advisory lock, so it bounds the api's per-organization rate.
-    say(`diagnostic: the edge's rate_limit_admit alone (one organization, reads), ${GET_CONNECTIONS} concurrent, ${PHASE_SECONDS} s`);
+    // The edge's admission alone (one round trip: failed-auth limit, key, allowlist, shared sliding-window
+    // limit): every authenticated request of one organization passes through it, serialized on its counter row.
+    say(`diagnostic: the edge's admission (edge_admit: key, allowlist, rate limit) alone (one organization, reads), ${GET_CONNECTIONS} concurrent, ${PHASE_SECONDS} s`);
     const limiterOnly = await closedLoop('rate limiter', GET_CONNECTIONS, PHASE_SECONDS, async () => {
-      await repoPool.query(`SELECT admitted FROM rate_limit_admit($1, 'read', now(), 1000000)`, [org.organization.id]);
+      await repoPool.query(`SELECT outcome FROM edge_admit($1, '127.0.0.1', '127.0.0.1', now(), '60 seconds', 'sandbox', false, 20)`,
+        [hashApiKey(org.key.api_key)]);
     });
     await repoPool.end();
 
@@ -281,7 +283,7 @@ async function main() {
     say(`bare node:http          ${bareGet.requests.average} req/s  p50 ${bareGet.latency.p50} ms  p99 ${bareGet.latency.p99} ms`);
     say(`ratio get/bare          ${results.get_vs_bare_http_ratio}`);
     say(`repo read alone         ${repoOnly.per_second}/s  p50 ${repoOnly.p50_ms} ms  (the ledger query without the edge's auth + rate-limit round trips)`);
-    say(`edge limiter alone      ${limiterOnly.per_second}/s  p50 ${limiterOnly.p50_ms} ms  (rate_limit_admit for one organization)`);
+    say(`edge limiter alone      ${limiterOnly.per_second}/s  p50 ${limiterOnly.p50_ms} ms  (edge_admit for one organization's key)`);
     say(`RSS peak MB             intents: api ${rssDuringIntents.api} worker ${rssDuringIntents.worker}; gets: api ${rssDuringGets.api} worker ${rssDuringGets.worker}`);
     const outDir = path.join(REPO_ROOT, 'bench', 'results');
     fs.mkdirSync(outDir, { recursive: true });
