@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../src/config';
 import type { Pool } from '../src/db/pool';
 import { createLedgerActivities } from './ledger';
+import { createSettlementActivities } from './settlement';
 
 /** Everything an activity touches is handed in here, so a test can build activities over its own pool. */
 export interface ActivityDeps {
@@ -16,6 +17,7 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createLedgerActivities(deps),
+    ...createSettlementActivities(deps),
   };
 }
 

@@ -135,8 +135,6 @@ END $$;
 -- The only transitions there are (the seed's table), and the history and balance effect of each.
 CREATE FUNCTION transactions_ledger() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-  was record;
-  now_ record;
   legal boolean;
 BEGIN
   IF TG_OP = 'INSERT' THEN
@@ -145,17 +143,7 @@ BEGIN
     END IF;
     INSERT INTO transaction_status_history (transaction_id, organization_id, from_status, to_status, transfer_id, changed_at)
     VALUES (NEW.id, NEW.organization_id, NULL, 'pending', NULL, NEW.created_at);
-    SELECT * INTO now_ FROM ledger_contribution(NEW.direction, NEW.status, NEW.transfer_id IS NOT NULL, NEW.amount_cents);
-    INSERT INTO account_balances AS b (account_id, organization_id, pending_cents, available_cents, in_transfer_cents,
-                                       settled_in_cents, settled_out_cents, updated_at)
-    VALUES (NEW.account_id, NEW.organization_id, now_.pending, now_.available, now_.in_transfer, now_.settled_in, now_.settled_out, now())
-    ON CONFLICT (account_id) DO UPDATE SET
-      pending_cents = b.pending_cents + EXCLUDED.pending_cents,
-      available_cents = b.available_cents + EXCLUDED.available_cents,
-      in_transfer_cents = b.in_transfer_cents + EXCLUDED.in_transfer_cents,
-      settled_in_cents = b.settled_in_cents + EXCLUDED.settled_in_cents,
-      settled_out_cents = b.settled_out_cents + EXCLUDED.settled_out_cents,
-      updated_at = now();
+    -- The balance effect is applied once per statement (transactions_balances_*), see below.
     RETURN NEW;
   END IF;
 
@@ -182,22 +170,66 @@ BEGIN
     INSERT INTO transaction_status_history (transaction_id, organization_id, from_status, to_status, transfer_id, changed_at)
     VALUES (NEW.id, NEW.organization_id, OLD.status, NEW.status, NEW.transfer_id, NEW.updated_at);
   END IF;
-  IF NEW.status <> OLD.status OR NEW.transfer_id IS DISTINCT FROM OLD.transfer_id THEN
-    SELECT * INTO was FROM ledger_contribution(OLD.direction, OLD.status, OLD.transfer_id IS NOT NULL, OLD.amount_cents);
-    SELECT * INTO now_ FROM ledger_contribution(NEW.direction, NEW.status, NEW.transfer_id IS NOT NULL, NEW.amount_cents);
-    UPDATE account_balances SET
-      pending_cents = pending_cents - was.pending + now_.pending,
-      available_cents = available_cents - was.available + now_.available,
-      in_transfer_cents = in_transfer_cents - was.in_transfer + now_.in_transfer,
-      settled_in_cents = settled_in_cents - was.settled_in + now_.settled_in,
-      settled_out_cents = settled_out_cents - was.settled_out + now_.settled_out,
-      updated_at = now()
-    WHERE account_id = NEW.account_id;
-  END IF;
   RETURN NEW;
 END $$;
 -- AFTER: the history row references the transaction, which must exist by then.
 CREATE TRIGGER transactions_ledger AFTER INSERT OR UPDATE ON transactions FOR EACH ROW EXECUTE FUNCTION transactions_ledger();
+
+-- The balance effect of every INSERT/UPDATE statement, applied once per statement and account from the
+-- statement's transition tables, in the same database transaction. Once per statement, not per row: a
+-- settlement window moves up to hundreds of thousands of rows of ONE account in one statement, and a
+-- per-row UPDATE of the same account_balances row leaves a dead version per row that every later update
+-- in that transaction walks past (quadratic: moving 40,000 rows took 32 s that way, 5 s per statement).
+-- Accounts are locked in id order, so two statements touching several accounts cannot deadlock.
+CREATE FUNCTION transactions_balances_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO account_balances AS b (account_id, organization_id, pending_cents, available_cents, in_transfer_cents,
+                                     settled_in_cents, settled_out_cents, updated_at)
+  SELECT n.account_id, min(n.organization_id), sum(c.pending), sum(c.available), sum(c.in_transfer), sum(c.settled_in),
+         sum(c.settled_out), now()
+    FROM new_rows n, LATERAL ledger_contribution(n.direction, n.status, n.transfer_id IS NOT NULL, n.amount_cents) c
+   GROUP BY n.account_id
+   ORDER BY n.account_id
+  ON CONFLICT (account_id) DO UPDATE SET
+    pending_cents = b.pending_cents + EXCLUDED.pending_cents,
+    available_cents = b.available_cents + EXCLUDED.available_cents,
+    in_transfer_cents = b.in_transfer_cents + EXCLUDED.in_transfer_cents,
+    settled_in_cents = b.settled_in_cents + EXCLUDED.settled_in_cents,
+    settled_out_cents = b.settled_out_cents + EXCLUDED.settled_out_cents,
+    updated_at = now();
+  RETURN NULL;
+END $$;
+CREATE TRIGGER transactions_balances_insert AFTER INSERT ON transactions REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION transactions_balances_insert();
+
+CREATE FUNCTION transactions_balances_update() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  d record;
+BEGIN
+  FOR d IN
+    SELECT n.account_id, sum(c.pending - w.pending) AS pending, sum(c.available - w.available) AS available,
+           sum(c.in_transfer - w.in_transfer) AS in_transfer, sum(c.settled_in - w.settled_in) AS settled_in,
+           sum(c.settled_out - w.settled_out) AS settled_out
+      FROM new_rows n JOIN old_rows o ON o.id = n.id,
+           LATERAL ledger_contribution(o.direction, o.status, o.transfer_id IS NOT NULL, o.amount_cents) w,
+           LATERAL ledger_contribution(n.direction, n.status, n.transfer_id IS NOT NULL, n.amount_cents) c
+     WHERE n.status <> o.status OR n.transfer_id IS DISTINCT FROM o.transfer_id
+     GROUP BY n.account_id
+     ORDER BY n.account_id
+  LOOP
+    UPDATE account_balances SET
+      pending_cents = pending_cents + d.pending,
+      available_cents = available_cents + d.available,
+      in_transfer_cents = in_transfer_cents + d.in_transfer,
+      settled_in_cents = settled_in_cents + d.settled_in,
+      settled_out_cents = settled_out_cents + d.settled_out,
+      updated_at = now()
+    WHERE account_id = d.account_id;
+  END LOOP;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER transactions_balances_update AFTER UPDATE ON transactions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION transactions_balances_update();
 
 CREATE FUNCTION transactions_no_delete() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -211,6 +243,8 @@ DROP TABLE transaction_status_history;
 DROP TABLE transactions;
 DROP TABLE intents;
 DROP FUNCTION transactions_no_delete;
+DROP FUNCTION transactions_balances_update;
+DROP FUNCTION transactions_balances_insert;
 DROP FUNCTION transactions_ledger;
 DROP FUNCTION ledger_contribution;
 DROP FUNCTION transaction_status_history_append_only;

@@ -1,2 +1,3 @@
 // The worker's workflows: every workflow type of the ledger is exported from here.
 export { transactionWorkflow } from './transaction';
+export { accountSettlementWorkflow, settlementWindowWorkflow } from './settlement';

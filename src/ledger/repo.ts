@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/pool';
 import { recordEvent } from '../events/outbox';
 import { newId } from '../ids';
-import type { Account, Direction, Intent, IntentListQuery, IntentStatus, Transaction, TransactionListQuery, TransactionStatus, TransactionType } from './schemas';
+import type { Account, Direction, Intent, IntentListQuery, IntentStatus, Transaction, TransactionListQuery, TransactionStatus, TransactionType, TransferSummary } from './schemas';
 
 /** SQL owned by the ledger: intents, transactions, their status history and account balances. */
 
@@ -17,6 +17,8 @@ export interface TransactionRow {
   status: TransactionStatus;
   date: string;
   transfer_id: string | null;
+  /** The seed's TransferSummary, set by SQL (transfer_summary_json, migration 0006) once in_transfer/settled. */
+  transfer: TransferSummary | null;
   created_at: Date;
   workflow_started_at: Date | null;
 }
@@ -36,9 +38,10 @@ export interface IntentRow {
   created_at: Date;
 }
 
-// `date` as text so node-postgres never turns a calendar date into a local-time Date.
-const TXN_COLUMNS = `id, organization_id, account_id, direction, type, source_id, amount_cents, currency, status,
-  to_char(date, 'YYYY-MM-DD') AS date, transfer_id, created_at, workflow_started_at`;
+// `date` as text so node-postgres never turns a calendar date into a local-time Date. `transfer` is the
+// settlement feature's TransferSummary (null until in_transfer/settled; a batched cash_in stays null while available).
+export const TXN_COLUMNS = `id, organization_id, account_id, direction, type, source_id, amount_cents, currency, status,
+  to_char(date, 'YYYY-MM-DD') AS date, transfer_id, transfer_summary_json(status, transfer_id) AS transfer, created_at, workflow_started_at`;
 
 /** The legal transitions (the seed's table); the database trigger enforces the same. */
 export const TRANSITIONS: Record<Direction, Partial<Record<TransactionStatus, TransactionStatus>>> = {
@@ -48,8 +51,8 @@ export const TRANSITIONS: Record<Direction, Partial<Record<TransactionStatus, Tr
 const ORDER: Record<TransactionStatus, number> = { pending: 0, available: 1, in_transfer: 1, settled: 2 };
 
 export function renderTransaction(row: TransactionRow): Transaction {
-  // A cash_in keeps `transfer: null` while available even once batched (seed: populated at in_transfer/settled).
-  // The transfers table belongs to the settlement feature, which fills `transfer` here.
+  // A cash_in keeps `transfer: null` while available even once batched (seed: populated at in_transfer/settled);
+  // transfer_summary_json() in SQL applies that rule.
   return {
     id: row.id,
     amount: row.amount_cents,
@@ -61,7 +64,7 @@ export function renderTransaction(row: TransactionRow): Transaction {
     account_id: row.account_id,
     created_at: row.created_at.toISOString(),
     date: row.date,
-    transfer: null,
+    transfer: row.transfer ?? null,
   };
 }
 
@@ -165,7 +168,7 @@ function decodeCursor(cursor: string): { createdAt: string; id: string } {
   return { createdAt, id };
 }
 
-function cursorClause(cursor: string | undefined, alias: string, firstParam: number): { clause: string; params: unknown[] } {
+export function cursorClause(cursor: string | undefined, alias: string, firstParam: number): { clause: string; params: unknown[] } {
   if (!cursor) return { clause: '', params: [] };
   const { createdAt, id } = decodeCursor(cursor);
   return {
@@ -174,7 +177,7 @@ function cursorClause(cursor: string | undefined, alias: string, firstParam: num
   };
 }
 
-function toPage<R extends { created_at: Date; id: string }, T>(rows: R[], limit: number, render: (row: R) => T): ListPage<T> {
+export function toPage<R extends { created_at: Date; id: string }, T>(rows: R[], limit: number, render: (row: R) => T): ListPage<T> {
   const more = rows.length > limit;
   const kept = more ? rows.slice(0, limit) : rows;
   const last = kept[kept.length - 1];
