@@ -1,3 +1,4 @@
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { InvalidArgumentError } from 'commander';
 import type { CommandRegistrar } from '../cli/admin';
 import { temporalAddressOf } from '../config';
@@ -54,12 +55,14 @@ export const registerSettlementCommands: CommandRegistrar = (program, ctx) => {
         if (page.length < 1_000) break;
         after = page[page.length - 1]!;
       }
+      // A named account is followed even when nothing is eligible any more (its window closed before).
+      if (options.account && !accounts.includes(options.account)) accounts.push(options.account);
       const { connection, client } = await connectTemporal(temporalAddressOf(config), config.TEMPORAL_NAMESPACE);
       try {
         const started = await startWindowClose(client, config.TEMPORAL_TASK_QUEUE, {
           windowDate: options.date, ...(options.org ? { organizationId: options.org } : {}), ...(options.account ? { accountId: options.account } : {}),
         });
-        progress(`window ${options.date}: closing for ${accounts.length} account(s) with eligible transactions (workflow ${started.workflowId})`);
+        progress(`window ${options.date}: closing for ${accounts.length} account(s) (workflow ${started.workflowId})`);
         if (options.wait !== 'none') {
           await client.workflow.getHandle(started.workflowId).result();
           let pending = new Set(accounts);
@@ -67,10 +70,14 @@ export const registerSettlementCommands: CommandRegistrar = (program, ctx) => {
           for (;;) {
             for (const accountId of [...pending]) {
               const handle = client.workflow.getHandle(accountSettlementWorkflowId(accountId, options.date));
-              const state = await handle.query(settlementProgressQuery).catch(() => null);
-              const finished = state === null ? (await handle.describe().catch(() => null))?.status.name === 'COMPLETED' : false;
+              // The fan-out has finished: an account without a settlement workflow had nothing to settle.
+              const described = await handle.describe().catch((error: unknown) => {
+                if (error instanceof WorkflowNotFoundError) return null;
+                throw error;
+              });
+              const state = described ? await handle.query(settlementProgressQuery).catch(() => null) : null;
               const passed = options.wait === 'created' ? state !== null && state.phase !== 'building' : state?.phase === 'done';
-              if (passed || finished) pending.delete(accountId);
+              if (!described || described.status.name === 'COMPLETED' || passed) pending.delete(accountId);
             }
             const counts = await repo.windowProgress(pool, { windowDate: options.date, ...scope });
             const line = `window ${options.date}: ${counts.transfers} transfer(s) created (${counts.members} transactions), `
