@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { withTransaction } from '../src/db/pool';
-import { applyTransition, getTransactionRow, InvalidTransitionError, markWorkflowStarted } from '../src/ledger/repo';
+import { applyTransition, getTransactionRow, InvalidTransitionError } from '../src/ledger/repo';
 import type { TransactionStatus } from '../src/ledger/schemas';
 import { railFor, type PaymentRail } from '../src/rails';
 import type { ActivityDeps } from './index';
@@ -9,14 +9,12 @@ import type { ActivityDeps } from './index';
 export function createLedgerActivities(deps: ActivityDeps, rail: PaymentRail = railFor(deps.config)) {
   return {
     /**
-     * Marks the workflow as running (the reconciler then leaves the row alone) and hands the payment to the
-     * rail. Returns the row's current status and, for a cash_in, how many seconds until the rail's funds
+     * Hands the payment to the rail. Returns the row's current status and, for a cash_in, how many seconds until the rail's funds
      * count as confirmed (null: only a confirmFunds signal confirms).
      */
     async submitPayment(input: { transactionId: string }): Promise<{ status: TransactionStatus; confirmAfterSeconds: number | null }> {
       const row = await getTransactionRow(deps.pool, input.transactionId);
       if (!row) throw ApplicationFailure.nonRetryable(`no transaction ${input.transactionId}`, 'TransactionMissing');
-      await markWorkflowStarted(deps.pool, row.id, new Date());
       const outcome = await rail.submitPayment({
         transactionId: row.id, accountId: row.account_id, direction: row.direction, amountCents: row.amount_cents,
       });

@@ -57,7 +57,7 @@ CREATE TABLE transactions (
   transfer_id         text CHECK (transfer_id ~ '^transfer_[A-Za-z0-9_-]{16,}$'),
   created_at          timestamptz NOT NULL,
   updated_at          timestamptz NOT NULL,
-  -- Set once the transaction's workflow is known to run; NULL rows older than a few seconds are restarted
+  -- Set once Temporal accepted the workflow start (api after commit, or the reconciler); NULL rows older than a few seconds are started
   -- by the reconciler (SPEC §9: no accepted transaction without its workflow).
   workflow_started_at timestamptz,
   CHECK (status <> 'available' OR direction = 'cash_in'),
@@ -168,7 +168,9 @@ BEGIN
         USING ERRCODE = 'check_violation';
     END IF;
     INSERT INTO transaction_status_history (transaction_id, organization_id, from_status, to_status, transfer_id, changed_at)
-    VALUES (NEW.id, NEW.organization_id, OLD.status, NEW.status, NEW.transfer_id, NEW.updated_at);
+    -- The writer's clock when it stamped updated_at (the api and activities do), else the database's.
+    VALUES (NEW.id, NEW.organization_id, OLD.status, NEW.status, NEW.transfer_id,
+            CASE WHEN NEW.updated_at IS DISTINCT FROM OLD.updated_at THEN NEW.updated_at ELSE now() END);
   END IF;
   RETURN NEW;
 END $$;

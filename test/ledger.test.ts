@@ -1,10 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { runAdmin } from '../src/cli/admin';
 import { withTransaction } from '../src/db/pool';
 import { createLedgerActivities } from '../activities/ledger';
 import { createLogger } from '../src/logger';
 import { settlementDateOf } from '../src/ledger/dates';
-import { insertTransaction, statusHistory } from '../src/ledger/repo';
+import fc from 'fast-check';
+import { applyTransition, getAccount, insertTransaction, markWorkflowStarted, recomputeBalances, statusHistory } from '../src/ledger/repo';
 import { createAccount } from '../src/orgs/repo';
 import { createWindowTransfer, settleTransfer } from '../src/settlement/repo';
 import { AccountIdKey, OrganizationIdKey, SettlementDateKey, TransactionDirectionKey, TransactionStatusKey } from '../workflows/searchAttributes';
@@ -104,6 +106,50 @@ describe('SPEC §7 accounts', () => {
   });
 });
 
+describe('SPEC §7 balance invariant', () => {
+  test('after any sequence of recordings, confirmations, batchings and settlements the maintained balances equal the formula', async () => {
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('record' as const), direction: fc.constantFrom('cash_in' as const, 'cash_out' as const), amount: fc.integer({ min: 0, max: 100_000 }) }),
+      fc.record({ kind: fc.constantFrom('confirm' as const, 'batch' as const, 'settle' as const), pick: fc.nat() }),
+    );
+    await fc.assert(fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 12 }), async (ops) => {
+      const org = await createTestOrg(stack.pool);
+      const ids: Array<{ id: string; direction: 'cash_in' | 'cash_out' }> = [];
+      const transfers: string[] = [];
+      let windows = 0;
+      for (const step of ops) {
+        await withTransaction(stack.pool, async (tx) => {
+          const now = new Date();
+          if (step.kind === 'record') {
+            const row = await insertTransaction(tx, { organizationId: org.organizationId, accountId: org.accountId, direction: step.direction,
+              type: 'intent', sourceId: null, amountCents: step.amount, date: settlementDateOf(now, '00:00'), createdAt: now });
+            await markWorkflowStarted(tx, row.id, now); // no workflow here: this property is about the database alone
+            ids.push({ id: row.id, direction: step.direction });
+            return;
+          }
+          if (step.kind === 'confirm') {
+            const target = ids[step.pick % Math.max(1, ids.length)];
+            if (!target || target.direction !== 'cash_in') return;
+            const { rows } = await tx.query(`SELECT status FROM transactions WHERE id = $1`, [target.id]);
+            if (rows[0].status === 'pending') await applyTransition(tx, { transactionId: target.id, toStatus: 'available', now });
+          } else if (step.kind === 'batch') {
+            // What settlement does (src/settlement/repo.ts): a window's eligible transactions into one transfer.
+            windows += 1;
+            const windowDate = new Date(Date.parse(`${settlementDateOf(now, '00:00')}T12:00:00Z`) + windows * 86_400_000).toISOString().slice(0, 10);
+            const built = await createWindowTransfer(tx, { accountId: org.accountId, windowDate, transferDate: windowDate, now });
+            if (built) transfers.push(built.transfer.id);
+          } else {
+            const transferId = transfers[step.pick % Math.max(1, transfers.length)];
+            if (transferId) await settleTransfer(tx, transferId, now);
+          }
+        });
+      }
+      const maintained = (await getAccount(stack.pool, org.organizationId, org.accountId))!.balances;
+      expect(maintained).toEqual(await recomputeBalances(stack.pool, org.accountId));
+    }), { numRuns: 25 });
+  });
+});
+
 describe('SPEC §8 intents and transactions', () => {
   test('an approved intent records one pending Transaction with exactly the seed fields and its Eastern date', async () => {
     const { org, userId, call } = await setup();
@@ -128,6 +174,21 @@ describe('SPEC §8 intents and transactions', () => {
     expect(txn.body.date).toBe(settlementDateOf(new Date(txn.body.created_at), '00:00'));
     expect(new Date(txn.body.created_at).getTime()).toBeGreaterThanOrEqual(before.getTime() - 1000);
     expect((await call('GET', `/intent/${intent.id}`)).body).toEqual(intent);
+  });
+
+  test('the transaction date follows SETTLEMENT_CUTOFF: with 17:00, a payment at 18:00 Eastern on the 5th is dated the 6th', async () => {
+    const fixed = await startStack({ env: { SETTLEMENT_CUTOFF: '17:00' }, clock: { now: () => new Date('2026-01-05T23:00:00Z') }, worker: false });
+    try {
+      const org = await createTestOrg(fixed.pool);
+      const userId = await createTestUser(fixed.pool, org.organizationId);
+      const call = apiClient(fixed.url, org.apiKey);
+      const intent = await call('POST', '/intent', { direction: 'cash_in', user_id: userId, amount: 10, currency: 'USD' }, { 'X-Idempotency-Key': idemKey() });
+      expect(intent.body.transactions[0]).toMatchObject({ created_at: '2026-01-05T23:00:00.000Z', date: '2026-01-06' });
+      const described = await eventually(async () => (await fixed.temporal.workflow.getHandle(intent.body.transactions[0].id).describe()));
+      expect(described.typedSearchAttributes.get(SettlementDateKey)).toBe('2026-01-06');
+    } finally {
+      await fixed.stop();
+    }
   });
 
   test('POST /intent requires X-Idempotency-Key and replays the first answer for the same key', async () => {
@@ -387,5 +448,91 @@ describe('SPEC §9 transaction lifecycle', () => {
       const { rows } = await stack.pool.query(`SELECT workflow_started_at FROM transactions WHERE id = $1`, [row.id]);
       return rows[0].workflow_started_at ? true : undefined;
     });
+  });
+});
+
+describe('SPEC §13 operator CLI: ledger commands', () => {
+  async function admin(args: string[]): Promise<{ code: number; json: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+    const saved = { DATABASE_URL: process.env.DATABASE_URL, TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE: process.env.TEMPORAL_TASK_QUEUE };
+    Object.assign(process.env, { DATABASE_URL: stack.config.DATABASE_URL, TEMPORAL_ADDRESS: process.env.LEDGER_TEST_TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE });
+    const chunks: string[] = [];
+    const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      chunks.push(String(chunk));
+      return true;
+    });
+    try {
+      const code = await runAdmin(['--json', ...args]);
+      return { code, json: JSON.parse(chunks.join('')) };
+    } finally {
+      spy.mockRestore();
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  }
+
+  test('transaction show prints the transaction with its status history; intent show and account balances work', async () => {
+    const { org, userId, call } = await setup();
+    const intent = await createIntent(org, { direction: 'cash_in', user_id: userId, amount: 321 });
+    const txnId = intent.body.transactions[0].id;
+    await call('POST', `/simulate/transaction/${txnId}/confirm`);
+    await statusOf(call, txnId, 'available');
+    const shown = await admin(['transaction', 'show', txnId]);
+    expect(shown.code).toBe(0);
+    expect(shown.json.transaction).toEqual((await call('GET', `/transaction/${txnId}`)).body);
+    expect(shown.json.history.map((h: { to_status: string }) => h.to_status)).toEqual(['pending', 'available']);
+    const intentShown = await admin(['intent', 'show', intent.body.id]);
+    expect(intentShown.json.intent.id).toBe(intent.body.id);
+    const balances = await admin(['account', 'balances', '--org', org.organizationId]);
+    expect(balances.json.accounts[0].balances).toEqual({ pending: 0, available: 321, in_transfer: 0 });
+    const verified = await admin(['account', 'verify', '--org', org.organizationId]);
+    expect(verified).toMatchObject({ code: 0, json: { ok: true } });
+    const missing = await admin(['transaction', 'show', 'txn_nope000000000000000000']);
+    expect(missing.code).toBe(1);
+    expect(missing.json.error.code).toBe('not_found');
+    const reconciled = await admin(['transaction', 'reconcile']);
+    expect(reconciled.code).toBe(0);
+    expect(typeof reconciled.json.started).toBe('number');
+  });
+});
+
+describe('SPEC §14 the OpenAPI document covers the ledger', () => {
+  test('every ledger route is documented, the Transaction schema is exactly the seed fields, and the balance formula is written down', async () => {
+    const doc = (await (await fetch(`${stack.url}/openapi.json`)).json()) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
+    for (const [route, method] of [
+      ['/intent', 'post'], ['/intent', 'get'], ['/intent/{id}', 'get'], ['/intent/{id}/approve', 'post'], ['/intent/{id}/cancel', 'post'],
+      ['/transaction', 'get'], ['/transaction/{id}', 'get'], ['/account', 'get'], ['/account/{id}', 'get'],
+      ['/simulate/transaction/{id}/confirm', 'post'],
+    ] as const) {
+      expect(doc.paths[route]?.[method]).toBeDefined();
+    }
+    expect(Object.keys(doc.components.schemas.Transaction.properties).sort()).toEqual(TRANSACTION_KEYS);
+    expect(doc.components.schemas.Account.description).toMatch(/available = Σ cash_in available and not yet in a transfer − Σ cash_out pending/);
+    const filters = doc.paths['/transaction'].get.parameters.map((p: { name: string }) => p.name);
+    expect(filters).toEqual(expect.arrayContaining(['status', 'direction', 'type', 'account_id', 'date', 'transfer_id', 'created_at.gte', 'created_at.lt', 'limit', 'cursor']));
+    expect(doc.paths['/intent'].post.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'X-Idempotency-Key', required: true })]));
+  });
+});
+
+describe('SPEC §1/§2 production deployment', () => {
+  test('production intents are intent_production_…, and the simulation endpoint does not exist (404)', async () => {
+    const production = await startStack({ env: { LEDGER_ENVIRONMENT: 'production' } });
+    try {
+      const org = await createTestOrg(production.pool, { environment: 'production' });
+      const userId = await createTestUser(production.pool, org.organizationId);
+      const call = apiClient(production.url, org.apiKey);
+      const intent = await call('POST', '/intent', { direction: 'cash_in', user_id: userId, amount: 10, currency: 'USD' }, { 'X-Idempotency-Key': idemKey() });
+      expect(intent.status).toBe(200);
+      expect(intent.body.id).toMatch(/^intent_production_[A-Za-z0-9]{16,}$/);
+      const txnId = intent.body.transactions[0].id;
+      expect((await call('POST', `/simulate/transaction/${txnId}/confirm`)).status).toBe(404);
+      // No simulator in production: the callback rail waits for the network's confirmFunds signal.
+      await eventually(async () => ((await production.temporal.workflow.getHandle(txnId).query(transactionStatusQuery)) === 'pending' ? true : undefined));
+      await production.temporal.workflow.getHandle(txnId).signal('confirmFunds');
+      await eventually(async () => ((await call('GET', `/transaction/${txnId}`)).body.status === 'available' ? true : undefined));
+    } finally {
+      await production.stop();
+    }
   });
 });

@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { databaseUrlOf, loadConfig, type Config } from '../config';
 import { createPool, type Pool } from '../db/pool';
 import * as orgs from '../orgs/repo';
+import { registerLedgerCommands } from '../ledger/cli';
 import { registerSettlementCommands } from '../settlement/cli';
 
 /**
@@ -107,7 +108,7 @@ const registerOrgCommands: CommandRegistrar = (program, ctx) => {
 };
 
 /** Feature modules add their commands here (user set-status, settlement run, ...). */
-export const commandRegistrars: CommandRegistrar[] = [registerOrgCommands, registerSettlementCommands];
+export const commandRegistrars: CommandRegistrar[] = [registerOrgCommands, registerLedgerCommands, registerSettlementCommands];
 
 export async function runAdmin(argv: string[]): Promise<number> {
   const program = new Command('admin').description('Operator CLI of the payments ledger').option('--json', 'print one JSON object on stdout');

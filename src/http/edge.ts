@@ -285,6 +285,7 @@ async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Resp
   const identity = idempotencyIdentity(route, req, body);
   const client: PoolClient = await deps.pool.connect();
   let open = false;
+  let released = false;
   try {
     await client.query('BEGIN');
     open = true;
@@ -346,11 +347,15 @@ async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Resp
     );
     await client.query('COMMIT');
     open = false;
+    // The connection goes back before afterCommit (e.g. a workflow start, tens of ms): holding it there
+    // starved the pool under concurrent POSTs.
+    client.release();
+    released = true;
     if (afterCommit) await afterCommit();
     sendJsonText(res, status, text);
   } finally {
     if (open) await client.query('ROLLBACK').catch(() => undefined);
-    client.release();
+    if (!released) client.release();
   }
 }
 

@@ -10,6 +10,8 @@ import { markWorkflowStarted, transactionsWithoutWorkflow, type TransactionRow }
 
 /** Limits of the reconciler: how long a fresh row may wait for its api to start it, and batch sizes. */
 export const RECONCILER_LIMITS = {
+  /** How long a POST waits for Temporal to accept a start before answering anyway (the reconciler finishes it). */
+  startDeadlineMs: 5_000,
   graceMs: 5_000,
   intervalMs: 2_000,
   batchMax: 100,
@@ -43,12 +45,17 @@ export async function startTransactionWorkflow(client: Client, taskQueue: string
   }
 }
 
-/** After the request's commit: start the workflows; a failure is left to the reconciler, never to the client. */
-export function afterCommitStart(client: Client, taskQueue: string, log: Logger, rows: TransactionRow[]): () => Promise<void> {
+/**
+ * After the request's commit: start the workflows, then note it on the rows (not awaited: the answer does
+ * not wait for that write, and should it be lost the reconciler finds the workflow already started). A
+ * failed start is left to the reconciler, never to the client.
+ */
+export function afterCommitStart(client: Client, taskQueue: string, log: Logger, pool: Pool, rows: TransactionRow[]): () => Promise<void> {
   return async () => {
     await Promise.all(rows.map(async (row) => {
       try {
-        await startTransactionWorkflow(client, taskQueue, row);
+        await client.withDeadline(Date.now() + RECONCILER_LIMITS.startDeadlineMs, () => startTransactionWorkflow(client, taskQueue, row));
+        markWorkflowStarted(pool, row.id, new Date()).catch((error: unknown) => log.warn({ err: error, transaction_id: row.id }, 'marking workflow_started_at failed'));
       } catch (error) {
         log.warn({ err: error, transaction_id: row.id }, 'starting the transaction workflow failed; the reconciler will retry');
       }

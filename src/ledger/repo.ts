@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/pool';
 import { recordEvent } from '../events/outbox';
 import { newId } from '../ids';
-import type { Account, Direction, Intent, IntentListQuery, IntentStatus, Transaction, TransactionListQuery, TransactionStatus, TransactionType, TransferSummary } from './schemas';
+import type { Account, Direction, TransferSummary, Intent, IntentListQuery, IntentStatus, Transaction, TransactionListQuery, TransactionStatus, TransactionType } from './schemas';
 
 /** SQL owned by the ledger: intents, transactions, their status history and account balances. */
 
@@ -18,7 +18,7 @@ export interface TransactionRow {
   date: string;
   transfer_id: string | null;
   /** The seed's TransferSummary, set by SQL (transfer_summary_json, migration 0006) once in_transfer/settled. */
-  transfer: TransferSummary | null;
+  transfer?: TransferSummary | null;
   created_at: Date;
   workflow_started_at: Date | null;
 }
@@ -50,9 +50,14 @@ export const TRANSITIONS: Record<Direction, Partial<Record<TransactionStatus, Tr
 };
 const ORDER: Record<TransactionStatus, number> = { pending: 0, available: 1, in_transfer: 1, settled: 2 };
 
-export function renderTransaction(row: TransactionRow): Transaction {
-  // A cash_in keeps `transfer: null` while available even once batched (seed: populated at in_transfer/settled);
-  // transfer_summary_json() in SQL applies that rule.
+/**
+ * The seed's Transaction. `transfer` is shown only once the transaction is in_transfer or settled (a cash_in
+ * batched while still available keeps `transfer: null`, as the seed says). The transfers table belongs to
+ * the settlement feature: every query reads the summary of `row.transfer_id` in SQL (transfer_summary_json,
+ * migration 0006, which applies the same rule) into `row.transfer`.
+ */
+export function renderTransaction(row: TransactionRow, transfer: TransferSummary | null = row.transfer ?? null): Transaction {
+  const shown = row.status === 'in_transfer' || row.status === 'settled' ? transfer : null;
   return {
     id: row.id,
     amount: row.amount_cents,
@@ -64,7 +69,7 @@ export function renderTransaction(row: TransactionRow): Transaction {
     account_id: row.account_id,
     created_at: row.created_at.toISOString(),
     date: row.date,
-    transfer: row.transfer ?? null,
+    transfer: shown,
   };
 }
 
@@ -80,7 +85,7 @@ export function renderIntent(row: IntentRow, transactions: TransactionRow[]): In
     approval_mode: row.approval_mode,
     status: row.status,
     decline_category: row.decline_category,
-    transactions: transactions.map(renderTransaction),
+    transactions: transactions.map((txn) => renderTransaction(txn)),
     created_at: row.created_at.toISOString(),
   };
 }
@@ -194,18 +199,49 @@ export async function userStatus(db: Queryable, organizationId: string, userId: 
 
 // ---- intents ----------------------------------------------------------------------------------------
 
-export async function insertIntent(
-  db: Queryable,
-  intent: Omit<IntentRow, 'currency'>,
-): Promise<IntentRow> {
-  const { rows } = await db.query<IntentRow>(
-    `INSERT INTO intents (id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, approval_mode,
-                          status, decline_category, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) RETURNING *`,
-    [intent.id, intent.organization_id, intent.account_id, intent.user_id, intent.idempotency_key, intent.direction,
-      intent.amount_cents, intent.approval_mode, intent.status, intent.decline_category, intent.created_at],
+/** The user's status and the account an intent would use, in one round trip (SPEC §7 account rules). */
+export async function lookupIntentParties(db: Queryable, organizationId: string, userId: string, accountId: string | undefined): Promise<{
+  userStatus: string | null;
+  account: { ok: true; accountId: string } | { ok: false; reason: 'missing' | 'required' };
+}> {
+  const { rows } = await db.query<{ user_status: string | null; account_ids: string[] }>(
+    `SELECT (SELECT status FROM users WHERE id = $2 AND organization_id = $1) AS user_status,
+            ARRAY(SELECT id FROM accounts WHERE organization_id = $1 AND ($3::text IS NULL OR id = $3) ORDER BY id LIMIT 2) AS account_ids`,
+    [organizationId, userId, accountId ?? null],
   );
-  return rows[0]!;
+  const { user_status: userStatus, account_ids: accountIds } = rows[0]!;
+  if (accountIds.length === 1) return { userStatus, account: { ok: true, accountId: accountIds[0]! } };
+  return { userStatus, account: { ok: false, reason: accountId !== undefined ? 'missing' : 'required' } };
+}
+
+/**
+ * Records an intent and, when approved, its pending transaction, in one statement (the hot path of POST
+ * /intent). Both rows are built by the caller, so what is rendered is exactly what is stored. Events are
+ * the caller's.
+ */
+export async function insertIntent(db: Queryable, intent: IntentRow, txn: TransactionRow | null = null): Promise<void> {
+  await db.query(
+    `WITH intent AS (
+       INSERT INTO intents (id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, approval_mode,
+                            status, decline_category, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)
+     )
+     INSERT INTO transactions (id, organization_id, account_id, direction, type, source_id, amount_cents, status, date, created_at, updated_at)
+     SELECT $12, $2, $3, $6, 'intent', $1, $7, 'pending', $13::date, $11, $11 WHERE $12::text IS NOT NULL`,
+    [intent.id, intent.organization_id, intent.account_id, intent.user_id, intent.idempotency_key, intent.direction,
+      intent.amount_cents, intent.approval_mode, intent.status, intent.decline_category, intent.created_at,
+      txn?.id ?? null, txn?.date ?? null],
+  );
+}
+
+/** A new pending transaction row, not yet stored (ids and dates are decided by the caller, once). */
+export function newTransactionRow(input: { organizationId: string; accountId: string; direction: Direction; type: TransactionType;
+  sourceId: string | null; amountCents: number; date: string; createdAt: Date }): TransactionRow {
+  return {
+    id: newId('txn'), organization_id: input.organizationId, account_id: input.accountId, direction: input.direction, type: input.type,
+    source_id: input.sourceId, amount_cents: input.amountCents, currency: 'USD', status: 'pending', date: input.date, transfer_id: null,
+    created_at: input.createdAt, workflow_started_at: null,
+  };
 }
 
 export async function getIntentRow(db: Queryable, organizationId: string, intentId: string, forUpdate = false): Promise<IntentRow | null> {
@@ -322,7 +358,7 @@ export async function listTransactions(db: Queryable, organizationId: string, qu
       ORDER BY created_at DESC, id DESC LIMIT $2`,
     params,
   );
-  return toPage(rows, query.limit, renderTransaction);
+  return toPage(rows, query.limit, (row) => renderTransaction(row));
 }
 
 export class InvalidTransitionError extends Error {
@@ -408,4 +444,28 @@ export async function statusHistory(db: Queryable, transactionId: string): Promi
     [transactionId],
   );
   return rows;
+}
+
+export interface Balances {
+  pending: number;
+  available: number;
+  in_transfer: number;
+}
+
+/**
+ * The balances recomputed from the transactions themselves, by the documented formula. The maintained
+ * balances must always equal these (tests and `account verify` check it).
+ */
+export async function recomputeBalances(db: Queryable, accountId: string): Promise<Balances> {
+  const { rows } = await db.query<Balances>(
+    `SELECT
+       coalesce(sum(amount_cents) FILTER (WHERE direction = 'cash_in' AND status = 'pending'), 0)::bigint AS pending,
+       (coalesce(sum(amount_cents) FILTER (WHERE direction = 'cash_in' AND status = 'available' AND transfer_id IS NULL), 0)
+        - coalesce(sum(amount_cents) FILTER (WHERE direction = 'cash_out' AND status = 'pending'), 0))::bigint AS available,
+       (coalesce(sum(amount_cents) FILTER (WHERE direction = 'cash_in' AND status = 'available' AND transfer_id IS NOT NULL), 0)
+        - coalesce(sum(amount_cents) FILTER (WHERE direction = 'cash_out' AND status = 'in_transfer'), 0))::bigint AS in_transfer
+     FROM transactions WHERE account_id = $1`,
+    [accountId],
+  );
+  return rows[0]!;
 }

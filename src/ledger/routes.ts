@@ -36,7 +36,7 @@ async function approve(ctx: RouteContext<unknown, unknown, unknown>, intent: rep
   const body = repo.renderIntent(intent, [txn]);
   await recordEvent(ctx.db, intent.organization_id, 'intent.approved', body, now);
   const { temporal, taskQueue } = ctx.deps.services;
-  return { body, afterCommit: afterCommitStart(temporal, taskQueue, ctx.deps.log, [txn]) };
+  return { body, afterCommit: afterCommitStart(temporal, taskQueue, ctx.deps.log, ctx.deps.pool, [txn]) };
 }
 
 async function decline(ctx: RouteContext<unknown, unknown, unknown>, intent: repo.IntentRow, now: Date) {
@@ -63,12 +63,11 @@ const intentRoutes = [
       const { caller, db, body, now } = ctx;
       const input = body as CreateIntentBody;
       const orgId = caller.organization.id;
-      const account = await repo.resolveAccountId(db, orgId, input.account_id);
+      const { userStatus, account } = await repo.lookupIntentParties(db, orgId, input.user_id, input.account_id);
       if (!account.ok) throw account.reason === 'required' ? errors.accountRequired() : errors.resourceMissing('account_id', input.account_id ?? '');
-      const userStatus = await repo.userStatus(db, orgId, input.user_id);
       if (userStatus === null) throw errors.resourceMissing('user_id', input.user_id);
       const enabled = userStatus === 'enabled';
-      const intent = await repo.insertIntent(db, {
+      const intent: repo.IntentRow = {
         id: newId(caller.environment === 'production' ? 'intent_production' : 'intent_sandbox'),
         organization_id: orgId,
         account_id: account.accountId,
@@ -76,14 +75,28 @@ const intentRoutes = [
         idempotency_key: ctx.idempotencyKey ?? '',
         direction: input.direction,
         amount_cents: input.amount,
+        currency: 'USD',
         approval_mode: input.approval_mode,
         status: !enabled ? 'declined' : input.approval_mode === 'manual' ? 'pending' : 'approved',
         decline_category: enabled ? null : 'user_not_enabled',
         created_at: now,
+      };
+      if (intent.status !== 'approved') {
+        await repo.insertIntent(db, intent);
+        if (intent.status === 'declined') return decline(ctx, intent, now);
+        return { body: repo.renderIntent(intent, []) };
+      }
+      // Hot path: intent and transaction in one statement, then their two events.
+      const txn = repo.newTransactionRow({
+        organizationId: orgId, accountId: account.accountId, direction: intent.direction, type: 'intent', sourceId: intent.id,
+        amountCents: intent.amount_cents, date: settlementDateOf(now, ctx.deps.config.SETTLEMENT_CUTOFF), createdAt: now,
       });
-      if (intent.status === 'declined') return decline(ctx, intent, now);
-      if (intent.status === 'pending') return { body: repo.renderIntent(intent, []) };
-      return approve(ctx, intent, now);
+      await repo.insertIntent(db, intent, txn);
+      await recordEvent(db, orgId, 'transaction.created', repo.renderTransaction(txn), now);
+      const rendered = repo.renderIntent(intent, [txn]);
+      await recordEvent(db, orgId, 'intent.approved', rendered, now);
+      const { temporal, taskQueue } = ctx.deps.services;
+      return { body: rendered, afterCommit: afterCommitStart(temporal, taskQueue, ctx.deps.log, ctx.deps.pool, [txn]) };
     },
   }),
   defineRoute({

@@ -218,7 +218,7 @@ export async function listTransferTransactions(db: Queryable, organizationId: st
       ORDER BY created_at DESC, id DESC LIMIT $3`,
     [transferId, organizationId, page.limit + 1, ...params],
   );
-  return toPage(rows, page.limit, renderTransaction);
+  return toPage(rows, page.limit, (row) => renderTransaction(row));
 }
 
 export async function listTransfers(db: Queryable, organizationId: string, query: TransferListQuery): Promise<ListPage<Transfer>> {

@@ -1,0 +1,81 @@
+import type { CommandRegistrar } from '../cli/admin';
+import { connectTemporal } from '../platform/temporal';
+import { temporalAddressOf } from '../config';
+import { NotFoundError } from '../orgs/repo';
+import { reconcileOnce } from './lifecycle';
+import * as repo from './repo';
+
+/**
+ * Operator commands for the ledger: inspect a transaction with its status history, an intent, an
+ * organization's balances, and start any workflow a crashed api left unstarted.
+ */
+export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
+  const transaction = program.command('transaction').description('ledger transactions');
+  transaction.command('show').argument('<transaction_id>').description('a transaction with its status history')
+    .action(async (transactionId: string) => {
+      const { pool, out } = ctx();
+      const row = await repo.getTransactionRow(pool, transactionId);
+      if (!row) throw new NotFoundError(`no transaction ${transactionId}`);
+      const history = await repo.statusHistory(pool, transactionId);
+      const txn = repo.renderTransaction(row);
+      out(
+        [`${txn.id}  ${txn.direction} ${txn.amount} cents ${txn.currency}  ${txn.status}  (org ${row.organization_id}, account ${txn.account_id})`,
+          `type ${txn.type}  source ${txn.source_id ?? '-'}  date ${txn.date}  transfer ${row.transfer_id ?? '-'}`,
+          `workflow ${row.workflow_started_at ? `started ${row.workflow_started_at.toISOString()}` : 'NOT STARTED'}`,
+          ...history.map((h) => `  ${h.changed_at.toISOString()}  ${h.from_status ?? '(recorded)'} → ${h.to_status}${h.transfer_id ? `  ${h.transfer_id}` : ''}`)].join('\n'),
+        { transaction: txn, organization_id: row.organization_id, transfer_id: row.transfer_id,
+          workflow_started_at: row.workflow_started_at?.toISOString() ?? null,
+          history: history.map((h) => ({ ...h, changed_at: h.changed_at.toISOString() })) },
+      );
+    });
+  transaction.command('reconcile').description('start the lifecycle workflow of every transaction left without one (the worker also does this every few seconds)')
+    .action(async () => {
+      const { config, pool, out } = ctx();
+      const { connection, client } = await connectTemporal(temporalAddressOf(config), config.TEMPORAL_NAMESPACE);
+      try {
+        const started = await reconcileOnce(pool, client, config.TEMPORAL_TASK_QUEUE, new Date());
+        out(`started ${started} workflow(s)`, { started });
+      } finally {
+        await connection.close();
+      }
+    });
+
+  program.command('intent').description('payment intents').command('show').argument('<intent_id>')
+    .description('an intent with its transactions')
+    .action(async (intentId: string) => {
+      const { pool, out } = ctx();
+      const { rows } = await pool.query<{ organization_id: string }>(`SELECT organization_id FROM intents WHERE id = $1`, [intentId]);
+      const intent = rows[0] ? await repo.getIntent(pool, rows[0].organization_id, intentId) : null;
+      if (!intent) throw new NotFoundError(`no intent ${intentId}`);
+      out(
+        [`${intent.id}  ${intent.direction} ${intent.amount} cents  ${intent.status}${intent.decline_category ? ` (${intent.decline_category})` : ''}  user ${intent.user_id}`,
+          ...intent.transactions.map((t) => `  ${t.id}  ${t.status}  date ${t.date}`)].join('\n'),
+        { intent, organization_id: rows[0]!.organization_id },
+      );
+    });
+
+  // `account create` belongs to the organizations' registrar; balances are the ledger's.
+  const account = program.commands.find((command) => command.name() === 'account') ?? program.command('account');
+  account.command('balances').requiredOption('--org <id>').description("an organization's accounts with pending / available / in_transfer (cents)")
+    .action(async (options: { org: string }) => {
+      const { pool, out } = ctx();
+      const page = await repo.listAccounts(pool, options.org, { limit: 100 });
+      out(
+        page.data.map((a) => `${a.id}  ${a.name}  pending ${a.balances.pending}  available ${a.balances.available}  in_transfer ${a.balances.in_transfer}`).join('\n') || '(no accounts)',
+        { organization_id: options.org, accounts: page.data },
+      );
+    });
+  account.command('verify').requiredOption('--org <id>').description('recompute every balance from the transactions and compare (exit 1 on a mismatch)')
+    .action(async (options: { org: string }) => {
+      const { pool, out } = ctx();
+      const page = await repo.listAccounts(pool, options.org, { limit: 100 });
+      const checks = await Promise.all(page.data.map(async (a) => {
+        const recomputed = await repo.recomputeBalances(pool, a.id);
+        const ok = recomputed.pending === a.balances.pending && recomputed.available === a.balances.available && recomputed.in_transfer === a.balances.in_transfer;
+        return { account_id: a.id, ok, maintained: a.balances, recomputed };
+      }));
+      out(checks.map((c) => `${c.account_id}  ${c.ok ? 'ok' : `MISMATCH maintained ${JSON.stringify(c.maintained)} recomputed ${JSON.stringify(c.recomputed)}`}`).join('\n') || '(no accounts)',
+        { organization_id: options.org, ok: checks.every((c) => c.ok), accounts: checks });
+      if (!checks.every((c) => c.ok)) process.exitCode = 1;
+    });
+};
