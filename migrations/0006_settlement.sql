@@ -111,21 +111,24 @@ CREATE FUNCTION transactions_transfer_guard() RETURNS trigger LANGUAGE plpgsql A
 DECLARE
   bad record;
 BEGIN
-  SELECT n.id, n.transfer_id, tr.status, tr.transaction_count INTO bad
-    FROM new_rows n JOIN old_rows o ON o.id = n.id LEFT JOIN transfers tr ON tr.id = n.transfer_id
-   WHERE n.transfer_id IS DISTINCT FROM o.transfer_id
-     AND (tr.id IS NULL OR tr.transaction_count <> 0 OR tr.status <> 'pending' OR tr.account_id <> n.account_id)
-   LIMIT 1;
-  IF FOUND THEN
-    RAISE EXCEPTION 'transaction %: cannot join transfer %, which is not being built for its account', bad.id, bad.transfer_id
+  -- One aggregate pass (no LIMIT: with one, the planner loops old_rows per new row, quadratic in a window).
+  SELECT count(*) FILTER (WHERE joined AND NOT joinable) AS bad_joins,
+         min(id) FILTER (WHERE joined AND NOT joinable) AS bad_join_id,
+         count(*) FILTER (WHERE settled_now AND NOT transfer_settled) AS bad_settles,
+         min(id) FILTER (WHERE settled_now AND NOT transfer_settled) AS bad_settle_id
+    INTO bad
+    FROM (SELECT n.id,
+                 n.transfer_id IS DISTINCT FROM o.transfer_id AS joined,
+                 coalesce(tr.transaction_count = 0 AND tr.status = 'pending' AND tr.account_id = n.account_id, false) AS joinable,
+                 n.status = 'settled' AND o.status <> 'settled' AS settled_now,
+                 coalesce(tr.status = 'settled', false) AS transfer_settled
+            FROM new_rows n JOIN old_rows o ON o.id = n.id LEFT JOIN transfers tr ON tr.id = n.transfer_id) x;
+  IF bad.bad_joins > 0 THEN
+    RAISE EXCEPTION 'transaction %: cannot join a transfer that is not being built for its account (% rows)', bad.bad_join_id, bad.bad_joins
       USING ERRCODE = 'check_violation';
   END IF;
-  SELECT n.id, n.transfer_id INTO bad
-    FROM new_rows n JOIN old_rows o ON o.id = n.id LEFT JOIN transfers tr ON tr.id = n.transfer_id
-   WHERE n.status = 'settled' AND o.status <> 'settled' AND tr.status IS DISTINCT FROM 'settled'
-   LIMIT 1;
-  IF FOUND THEN
-    RAISE EXCEPTION 'transaction %: settles only with its transfer (%) settled', bad.id, bad.transfer_id
+  IF bad.bad_settles > 0 THEN
+    RAISE EXCEPTION 'transaction %: settles only with its transfer settled (% rows)', bad.bad_settle_id, bad.bad_settles
       USING ERRCODE = 'check_violation';
   END IF;
   RETURN NULL;
