@@ -150,7 +150,12 @@ export function createSettlementActivities(deps: ActivityDeps, rail: PaymentRail
 
     /** The network settled it: the transfer and every member become settled in one database transaction. */
     async settleTransfer(input: { transferId: string }): Promise<{ changed: boolean }> {
+      const started = Date.now();
       const result = await keepAlive(() => withTransaction(deps.pool, (tx) => repo.settleTransfer(tx, input.transferId, new Date())));
+      if (result.changed) {
+        deps.log.info({ transfer_id: input.transferId, transaction_count: result.transfer.transaction_count, elapsed_ms: Date.now() - started },
+          'transfer settled');
+      }
       return { changed: result.changed };
     },
   };

@@ -124,7 +124,11 @@ async function seed(pool: Pool, organizationId: string, accountIds: string[], co
 
 /** Real lifecycle workflows for a random sample of the seeded members. */
 async function startSample(pool: Pool, client: Client, taskQueue: string, accountIds: string[], size: number): Promise<string[]> {
-  const { rows } = await pool.query<{ id: string }>(`SELECT id FROM transactions WHERE account_id = ANY($1) ORDER BY random() LIMIT $2`, [accountIds, size]);
+  // cash_out first: workflows start (and get their first tasks) roughly in this order, so once the cash_in
+  // ones report `available` the cash_out ones have finished starting too, and the worker is idle.
+  const { rows } = await pool.query<{ id: string }>(
+    `SELECT id FROM (SELECT id, direction FROM transactions WHERE account_id = ANY($1) ORDER BY random() LIMIT $2) s
+      ORDER BY direction DESC`, [accountIds, size]);
   const ids = rows.map((row) => row.id);
   let next = 0;
   await Promise.all(Array.from({ length: 32 }, async () => {
@@ -189,8 +193,10 @@ async function main() {
       };
       let createMs: number | null = null;
       let settleMs: number | null = null;
+      let settleDbMs: number | null = null;
       const worker = startWorkerProcess(workerEnv, (line) => {
         if (line.includes('"transfer created"')) createMs = JSON.parse(line).elapsed_ms;
+        if (line.includes('"transfer settled"')) settleDbMs = JSON.parse(line).elapsed_ms;
       });
       cleanup.push(() => killGroup(worker.child));
       cleanup.push(() => client.schedule.getHandle(settlementScheduleId(taskQueue)).delete().catch(() => undefined));
@@ -244,12 +250,17 @@ async function main() {
         return rows[0];
       }, progress);
       results.time_to_transfer_created_s = seconds(Date.now() - started);
+      // The part of that spent before the account's settlement workflow even began (the worker's backlog of
+      // sample workflows starting up, the window workflow's fan-out).
+      const accountRun = await client.workflow.getHandle(accountSettlementWorkflowId(accountId, WINDOW_DATE)).describe();
+      results.settlement_workflow_started_after_s = seconds(accountRun.startTime.getTime() - started);
       await until('activity log', async () => (createMs !== null ? true : undefined), async () => 'waiting for the worker log', 50);
       results.create_transfer_db_transaction_ms = createMs;
       const signed = transfer.direction === 'disbursement' ? transfer.amount_cents : -transfer.amount_cents;
       if (signed !== Number(expected!.net) || transfer.transaction_count !== expected!.n) throw new Error('transfer differs from the bare aggregate');
       say(`transfer ${transfer.id}: ${transfer.direction} ${transfer.amount_cents} of ${transfer.transaction_count} (= bare aggregate) — `
-        + `created ${results.time_to_transfer_created_s} s after the close started; its DB transaction ${createMs} ms`);
+        + `created ${results.time_to_transfer_created_s} s after the close started (its settlement workflow began at `
+        + `${results.settlement_workflow_started_after_s} s); the DB transaction that built it ${createMs} ms`);
 
       await until('members settled in the database', async () => {
         const { rows } = await pool.query(`SELECT count(*)::int AS n FROM transactions WHERE account_id = $1 AND status <> 'settled'`, [accountId]);
@@ -258,7 +269,10 @@ async function main() {
       results.time_to_all_members_settled_db_s = seconds(Date.now() - started);
       const { rows: st } = await pool.query(`SELECT extract(epoch FROM settled_at - created_at) * 1000 AS ms FROM transfers WHERE id = $1`, [transfer.id]);
       settleMs = Math.round(Number(st[0].ms));
-      say(`every member settled in the database ${results.time_to_all_members_settled_db_s} s after the close started`);
+      await until('activity log', async () => (settleDbMs !== null ? true : undefined), async () => 'waiting for the worker log', 50);
+      results.settle_transfer_db_transaction_ms = settleDbMs;
+      say(`every member settled in the database ${results.time_to_all_members_settled_db_s} s after the close started; `
+        + `the DB transaction that settled them ${settleDbMs} ms`);
       await client.workflow.getHandle(accountSettlementWorkflowId(accountId, WINDOW_DATE)).result();
       results.time_to_all_members_signalled_s = seconds(Date.now() - started);
       say(`settlement workflow done (every member signalled) ${results.time_to_all_members_signalled_s} s after the close started`);
@@ -302,13 +316,29 @@ async function main() {
       say(`chaos: seed ${seedValue}`);
       const started = Date.now();
       await startWindowClose(client, taskQueue, { windowDate: WINDOW_DATE, organizationId: org.organization.id });
+      // Kill points spread over the settlement: round r waits for stage r (close started, a transfer built,
+      // all built, a transfer settled, all settled and members being told), then a random moment more.
+      const stages: Array<[string, (built: number, settled: number) => boolean]> = [
+        ['close started', () => true],
+        ['a transfer built', (built) => built >= 1],
+        ['every transfer built', (built) => built >= accountIds.length],
+        ['a transfer settled', (_built, settled) => settled >= 1],
+        ['every transfer settled', (_built, settled) => settled >= accountIds.length],
+      ];
       const kills: string[] = [];
       for (let round = 0; round < CHAOS_KILLS; round += 1) {
-        const delayMs = Math.floor(random() * 4_000);
+        const [stage, reached] = stages[Math.min(round, stages.length - 1)]!;
+        const counts = async () => (await pool.query<{ built: number; settled: number }>(
+          `SELECT count(*)::int AS built, count(*) FILTER (WHERE status = 'settled')::int AS settled FROM transfers WHERE account_id = ANY($1)`,
+          [accountIds])).rows[0]!;
+        await until(`chaos stage ${stage}`, async () => {
+          const { built, settled } = await counts();
+          return reached(built, settled) ? true : undefined;
+        }, async () => `waiting for: ${stage}`, 100);
+        const delayMs = Math.floor(random() * 1_500);
         await sleep(delayMs);
-        const { rows } = await pool.query<{ transfers: number; settled: number }>(
-          `SELECT count(*)::int AS transfers, count(*) FILTER (WHERE status = 'settled')::int AS settled FROM transfers WHERE account_id = ANY($1)`, [accountIds]);
-        const line = `round ${round}: SIGKILL after ${delayMs} ms (${rows[0]!.transfers} transfers built, ${rows[0]!.settled} settled)`;
+        const { built, settled } = await counts();
+        const line = `round ${round}: SIGKILL ${delayMs} ms after "${stage}" (${built} transfers built, ${settled} settled)`;
         kills.push(line);
         say(`  chaos ${line}`);
         await killGroup(worker.child);
