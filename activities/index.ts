@@ -4,6 +4,7 @@ import type { Config } from '../src/config';
 import type { Pool } from '../src/db/pool';
 import { createLedgerActivities } from './ledger';
 import { createWebhookActivities } from './webhooks';
+import { createSettlementActivities } from './settlement';
 
 /** Everything an activity touches is handed in here, so a test can build activities over its own pool. */
 export interface ActivityDeps {
@@ -18,6 +19,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createLedgerActivities(deps),
     ...createWebhookActivities(deps),
+    ...createSettlementActivities(deps),
   };
 }
 

@@ -8,6 +8,7 @@ import { settlementDateOf } from '../src/ledger/dates';
 import fc from 'fast-check';
 import { applyTransition, getAccount, insertTransaction, markWorkflowStarted, recomputeBalances, statusHistory } from '../src/ledger/repo';
 import { createAccount } from '../src/orgs/repo';
+import { createWindowTransfer, settleTransfer } from '../src/settlement/repo';
 import { AccountIdKey, OrganizationIdKey, SettlementDateKey, TransactionDirectionKey, TransactionStatusKey } from '../workflows/searchAttributes';
 import { transactionStatusQuery, transferAssignedSignal, transferSettledSignal } from '../workflows/transaction';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
@@ -51,6 +52,17 @@ async function saveHistoryOnce(name: string, workflowId: string) {
   fs.mkdirSync(HISTORIES_DIR, { recursive: true });
   // The protobuf message's own JSON (proto3 JSON: camelCase, enums by name, int64 as strings) reads back with historyFromJSON.
   fs.writeFileSync(file, `${JSON.stringify(history, null, 1)}\n`);
+}
+
+/** What the settlement feature does to a window (src/settlement/repo.ts): batch its transactions into one transfer. */
+async function batchWindow(accountId: string, windowDate: string): Promise<string> {
+  const built = await withTransaction(stack.pool, (tx) => createWindowTransfer(tx, { accountId, windowDate, transferDate: windowDate, now: new Date() }));
+  return built!.transfer.id;
+}
+
+/** ... and the network settling that transfer. */
+async function settleBatch(transferId: string): Promise<void> {
+  await withTransaction(stack.pool, (tx) => settleTransfer(tx, transferId, new Date()));
 }
 
 const TRANSACTION_KEYS = ['account_id', 'amount', 'created_at', 'currency', 'date', 'direction', 'id', 'source_id', 'status', 'transfer', 'type'];
@@ -103,6 +115,8 @@ describe('SPEC §7 balance invariant', () => {
     await fc.assert(fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 12 }), async (ops) => {
       const org = await createTestOrg(stack.pool);
       const ids: Array<{ id: string; direction: 'cash_in' | 'cash_out' }> = [];
+      const transfers: string[] = [];
+      let windows = 0;
       for (const step of ops) {
         await withTransaction(stack.pool, async (tx) => {
           const now = new Date();
@@ -113,19 +127,20 @@ describe('SPEC §7 balance invariant', () => {
             ids.push({ id: row.id, direction: step.direction });
             return;
           }
-          const target = ids[step.pick % Math.max(1, ids.length)];
-          if (!target) return;
-          const transferId = `transfer_prop${target.id.slice(4)}`;
-          const { rows } = await tx.query(`SELECT status, transfer_id FROM transactions WHERE id = $1`, [target.id]);
-          const { status, transfer_id: current } = rows[0];
-          if (step.kind === 'confirm' && target.direction === 'cash_in' && status === 'pending') {
-            await applyTransition(tx, { transactionId: target.id, toStatus: 'available', now });
-          } else if (step.kind === 'batch' && status === 'pending' && target.direction === 'cash_out') {
-            await applyTransition(tx, { transactionId: target.id, toStatus: 'in_transfer', transferId, now });
-          } else if (step.kind === 'batch' && status === 'available' && !current) {
-            await tx.query(`UPDATE transactions SET transfer_id = $2 WHERE id = $1`, [target.id, transferId]);
-          } else if (step.kind === 'settle' && (status === 'in_transfer' || (status === 'available' && current))) {
-            await applyTransition(tx, { transactionId: target.id, toStatus: 'settled', transferId: current, now });
+          if (step.kind === 'confirm') {
+            const target = ids[step.pick % Math.max(1, ids.length)];
+            if (!target || target.direction !== 'cash_in') return;
+            const { rows } = await tx.query(`SELECT status FROM transactions WHERE id = $1`, [target.id]);
+            if (rows[0].status === 'pending') await applyTransition(tx, { transactionId: target.id, toStatus: 'available', now });
+          } else if (step.kind === 'batch') {
+            // What settlement does (src/settlement/repo.ts): a window's eligible transactions into one transfer.
+            windows += 1;
+            const windowDate = new Date(Date.parse(`${settlementDateOf(now, '00:00')}T12:00:00Z`) + windows * 86_400_000).toISOString().slice(0, 10);
+            const built = await createWindowTransfer(tx, { accountId: org.accountId, windowDate, transferDate: windowDate, now });
+            if (built) transfers.push(built.transfer.id);
+          } else {
+            const transferId = transfers[step.pick % Math.max(1, transfers.length)];
+            if (transferId) await settleTransfer(tx, transferId, now);
           }
         });
       }
@@ -308,10 +323,10 @@ describe('SPEC §9 transaction lifecycle', () => {
     expect((await call('POST', `/simulate/transaction/${txnId}/confirm`, undefined, { 'X-Idempotency-Key': idemKey() })).status).toBe(409);
 
     // What the settlement feature does: batch the cash_in (transfer_id, still available), then settle.
-    const transferId = 'transfer_testTransfer000000000001';
-    await stack.pool.query(`UPDATE transactions SET transfer_id = $2 WHERE id = $1`, [txnId, transferId]);
+    const transferId = await batchWindow(org.accountId, intent.body.transactions[0].date);
     expect((await call('GET', `/account/${org.accountId}`)).body.balances).toEqual({ pending: 0, available: 0, in_transfer: 2000 });
     expect((await call('GET', `/transaction/${txnId}`)).body).toMatchObject({ status: 'available', transfer: null });
+    await settleBatch(transferId);
     await handle.signal(transferSettledSignal, { transferId });
     expect(await handle.result()).toBe('settled');
     await statusOf(call, txnId, 'settled');
@@ -320,7 +335,7 @@ describe('SPEC §9 transaction lifecycle', () => {
     expect((await statusHistory(stack.pool, txnId)).map((h) => [h.from_status, h.to_status])).toEqual([
       [null, 'pending'], ['pending', 'available'], ['available', 'settled'],
     ]);
-    const { rows } = await stack.pool.query(`SELECT type, data FROM events WHERE organization_id = $1 ORDER BY seq`, [org.organizationId]);
+    const { rows } = await stack.pool.query(`SELECT type, data FROM events WHERE organization_id = $1 AND type NOT LIKE 'transfer.%' ORDER BY seq`, [org.organizationId]);
     expect(rows.map((row) => row.type)).toEqual(['transaction.created', 'intent.approved', 'transaction.status_changed', 'transaction.status_changed']);
     expect(rows[2].data).toMatchObject({ id: txnId, status: 'available', previous_status: 'pending' });
     expect(rows[3].data).toMatchObject({ id: txnId, status: 'settled', previous_status: 'available' });
@@ -333,15 +348,17 @@ describe('SPEC §9 transaction lifecycle', () => {
     const txnId = intent.body.transactions[0].id;
     const handle = stack.temporal.workflow.getHandle(txnId);
     expect((await call('POST', `/simulate/transaction/${txnId}/confirm`)).status).toBe(409);
-    const transferId = 'transfer_testTransfer000000000002';
     await eventually(async () => ((await handle.query(transactionStatusQuery)) === 'pending' ? true : undefined));
+    const transferId = await batchWindow(org.accountId, intent.body.transactions[0].date);
     await handle.signal(transferAssignedSignal, { transferId });
     await statusOf(call, txnId, 'in_transfer');
+    await eventually(async () => ((await handle.query(transactionStatusQuery)) === 'in_transfer' ? true : undefined));
     expect((await call('GET', `/account/${org.accountId}`)).body.balances).toEqual({ pending: 0, available: 0, in_transfer: -900 });
+    await settleBatch(transferId);
     await handle.signal(transferSettledSignal, { transferId });
     expect(await handle.result()).toBe('settled');
     const settled = await statusOf(call, txnId, 'settled');
-    expect(settled.transfer).toBeNull(); // the settlement feature renders the TransferSummary once transfers exist
+    expect(settled.transfer).toMatchObject({ id: transferId, amount: 900, direction: 'collection' });
     expect((await call('GET', `/transaction?transfer_id=${transferId}`)).body.data.map((t: { id: string }) => t.id)).toEqual([txnId]);
     expect((await call('GET', `/account/${org.accountId}`)).body.balances).toEqual({ pending: 0, available: 0, in_transfer: 0 });
     await saveHistoryOnce('cash_out_batched_settled', txnId);
@@ -377,7 +394,8 @@ describe('SPEC §9 transaction lifecycle', () => {
     await refused(`UPDATE transactions SET amount_cents = 11 WHERE id = $1`, [cashIn]);
     await refused(`UPDATE transactions SET amount_cents = -1 WHERE id = $1`, [cashIn]);
     await refused(`DELETE FROM transactions WHERE id = $1`, [cashIn]);
-    await stack.pool.query(`UPDATE transactions SET status = 'in_transfer', transfer_id = 'transfer_x000000000000000001' WHERE id = $1`, [cashOut]);
+    await batchWindow(org.accountId, settlementDateOf(new Date(), '00:00'));
+    expect((await stack.pool.query(`SELECT status FROM transactions WHERE id = $1`, [cashOut])).rows[0].status).toBe('in_transfer');
     await refused(`UPDATE transactions SET transfer_id = 'transfer_x000000000000000002' WHERE id = $1`, [cashOut]);
     await refused(`UPDATE transactions SET status = 'pending', transfer_id = NULL WHERE id = $1`, [cashOut]);
     await refused(`UPDATE transaction_status_history SET to_status = 'settled' WHERE transaction_id = $1`, [cashOut]);

@@ -1,3 +1,4 @@
 // The worker's workflows: every workflow type of the ledger is exported from here.
 export { transactionWorkflow } from './transaction';
 export * from './webhooks';
+export { accountSettlementWorkflow, settlementWindowWorkflow } from './settlement';

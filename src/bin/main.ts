@@ -14,6 +14,7 @@ import { startTemporalDevServer } from '../platform/devServer';
 import { startEmbeddedPostgres } from '../platform/embeddedPostgres';
 import { connectTemporal, registerSearchAttributes } from '../platform/temporal';
 import { ensureTemporalCli } from '../platform/temporalCli';
+import { ensureSettlementSchedule } from '../settlement/schedule';
 import { startWorker } from '../worker';
 import { onShutdownSignal, runMain } from './run';
 
@@ -67,6 +68,8 @@ runMain(async () => {
     await registerSearchAttributes(connection, config.TEMPORAL_NAMESPACE);
     const worker = await startWorker({ config, pool, log, temporal: client, address });
     teardown.push(['worker', () => worker.shutdown()]);
+    // The daily window close (SPEC §10), created or updated at every start.
+    await ensureSettlementSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE, cutoff: config.SETTLEMENT_CUTOFF });
     const api = await startApi({ config, pool, log, temporal: client });
     teardown.push(['api', () => api.close()]);
 

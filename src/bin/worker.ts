@@ -5,6 +5,7 @@ import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { createLogger } from '../logger';
 import { connectTemporal, registerSearchAttributes } from '../platform/temporal';
+import { ensureSettlementSchedule } from '../settlement/schedule';
 import { startWorker } from '../worker';
 import { onShutdownSignal, runMain } from './run';
 
@@ -18,7 +19,11 @@ runMain(async () => {
   const address = temporalAddressOf(config);
   const { connection, client } = await connectTemporal(address, config.TEMPORAL_NAMESPACE);
   await registerSearchAttributes(connection, config.TEMPORAL_NAMESPACE);
-  const worker = await startWorker({ config, pool, log, temporal: client, address });
+  // LEDGER_WORKFLOW_BUNDLE: a prebuilt workflow bundle (tests and benches spawn many workers; bundling takes seconds).
+  const workflowBundlePath = process.env.LEDGER_WORKFLOW_BUNDLE || undefined;
+  const worker = await startWorker({ config, pool, log, temporal: client, address, ...(workflowBundlePath ? { workflowBundlePath } : {}) });
+  // The daily window close (SPEC §10), created or updated at every start.
+  await ensureSettlementSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE, cutoff: config.SETTLEMENT_CUTOFF });
   log.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker running');
   onShutdownSignal(async () => {
     await worker.shutdown();

@@ -5,6 +5,7 @@ import { ApiError } from '../http/errors';
 import * as orgs from '../orgs/repo';
 import { registerLedgerCommands } from '../ledger/cli';
 import { registerRefundCommands } from '../refunds/cli';
+import { registerSettlementCommands } from '../settlement/cli';
 import { registerUserCommands } from '../users/cli';
 
 /**
@@ -110,7 +111,9 @@ const registerOrgCommands: CommandRegistrar = (program, ctx) => {
 };
 
 /** Feature modules add their commands here (user set-status, settlement run, ...). */
-export const commandRegistrars: CommandRegistrar[] = [registerOrgCommands, registerUserCommands, registerLedgerCommands, registerRefundCommands];
+export const commandRegistrars: CommandRegistrar[] = [
+  registerOrgCommands, registerUserCommands, registerLedgerCommands, registerSettlementCommands, registerRefundCommands,
+];
 
 export async function runAdmin(argv: string[]): Promise<number> {
   const program = new Command('admin').description('Operator CLI of the payments ledger').option('--json', 'print one JSON object on stdout');

@@ -6,6 +6,7 @@ import { webhookRoutes } from '../webhooks/routes';
 import { refundRoutes } from '../refunds/routes';
 import { disputeRoutes } from '../disputes/routes';
 import { tokenRoutes } from '../tokens/routes';
+import { settlementRoutes } from '../settlement/routes';
 
 /** Every API route, in one list: the app mounts it and /openapi.json documents it. */
 export const allRoutes: RouteDef<any, any, any>[] = [ // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -16,4 +17,5 @@ export const allRoutes: RouteDef<any, any, any>[] = [ // eslint-disable-line @ty
   ...refundRoutes,
   ...disputeRoutes,
   ...tokenRoutes,
+  ...settlementRoutes,
 ];

@@ -17,6 +17,8 @@ export interface TransactionRow {
   status: TransactionStatus;
   date: string;
   transfer_id: string | null;
+  /** The seed's TransferSummary, set by SQL (transfer_summary_json, migration 0006) once in_transfer/settled. */
+  transfer?: TransferSummary | null;
   created_at: Date;
   workflow_started_at: Date | null;
 }
@@ -36,9 +38,10 @@ export interface IntentRow {
   created_at: Date;
 }
 
-// `date` as text so node-postgres never turns a calendar date into a local-time Date.
-const TXN_COLUMNS = `id, organization_id, account_id, direction, type, source_id, amount_cents, currency, status,
-  to_char(date, 'YYYY-MM-DD') AS date, transfer_id, created_at, workflow_started_at`;
+// `date` as text so node-postgres never turns a calendar date into a local-time Date. `transfer` is the
+// settlement feature's TransferSummary (null until in_transfer/settled; a batched cash_in stays null while available).
+export const TXN_COLUMNS = `id, organization_id, account_id, direction, type, source_id, amount_cents, currency, status,
+  to_char(date, 'YYYY-MM-DD') AS date, transfer_id, transfer_summary_json(status, transfer_id) AS transfer, created_at, workflow_started_at`;
 
 /** The legal transitions (the seed's table); the database trigger enforces the same. */
 export const TRANSITIONS: Record<Direction, Partial<Record<TransactionStatus, TransactionStatus>>> = {
@@ -50,9 +53,10 @@ const ORDER: Record<TransactionStatus, number> = { pending: 0, available: 1, in_
 /**
  * The seed's Transaction. `transfer` is shown only once the transaction is in_transfer or settled (a cash_in
  * batched while still available keeps `transfer: null`, as the seed says). The transfers table belongs to
- * the settlement feature: it passes the summary of `row.transfer_id` here.
+ * the settlement feature: every query reads the summary of `row.transfer_id` in SQL (transfer_summary_json,
+ * migration 0006, which applies the same rule) into `row.transfer`.
  */
-export function renderTransaction(row: TransactionRow, transfer: TransferSummary | null = null): Transaction {
+export function renderTransaction(row: TransactionRow, transfer: TransferSummary | null = row.transfer ?? null): Transaction {
   const shown = row.status === 'in_transfer' || row.status === 'settled' ? transfer : null;
   return {
     id: row.id,

@@ -1,0 +1,82 @@
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { WorkflowIdReusePolicy } from '@temporalio/common';
+import { AccountIdKey, OrganizationIdKey, SettlementDateKey } from '../../workflows/searchAttributes';
+import {
+  accountSettlementWorkflow, networkSettledSignal, settlementWindowWorkflow, type SettlementWindowInput,
+} from '../../workflows/settlement';
+
+/** Deterministic workflow ids: one settlement workflow per (account, window), whoever starts it. */
+export function accountSettlementWorkflowId(accountId: string, windowDate: string): string {
+  return `settlement-${accountId}-${windowDate}`;
+}
+
+export function settlementWindowWorkflowId(input: SettlementWindowInput & { windowDate: string }): string {
+  const scope = input.accountId ?? input.organizationId ?? 'all';
+  return `settlement-window-${input.windowDate}-${scope}`;
+}
+
+/**
+ * Starts the settlement workflow of (account, window). Starting it again is success: a re-run of the window
+ * finds it running or done and creates nothing. Only a workflow that failed or was terminated may run again
+ * under the same id (its activities are idempotent, so the new run converges on the same transfer).
+ */
+export async function startAccountSettlement(
+  client: Client,
+  taskQueue: string,
+  input: { accountId: string; organizationId: string; windowDate: string },
+): Promise<'started' | 'already_started'> {
+  try {
+    await client.workflow.start(accountSettlementWorkflow, {
+      workflowId: accountSettlementWorkflowId(input.accountId, input.windowDate),
+      taskQueue,
+      args: [{ accountId: input.accountId, windowDate: input.windowDate }],
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+      typedSearchAttributes: [
+        { key: OrganizationIdKey, value: input.organizationId },
+        { key: AccountIdKey, value: input.accountId },
+        { key: SettlementDateKey, value: input.windowDate },
+      ],
+      staticSummary: `settle ${input.accountId} window ${input.windowDate}`,
+    });
+    return 'started';
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return 'already_started';
+    throw error;
+  }
+}
+
+/**
+ * Closes window D now (POST /simulate/settlement, `settlement run`): starts the fan-out workflow for D and the
+ * given scope. A close of the same window and scope still running is joined, not duplicated; one that has
+ * finished runs again (harmless: every (account, D) settles once).
+ */
+export async function startWindowClose(
+  client: Client,
+  taskQueue: string,
+  input: SettlementWindowInput & { windowDate: string },
+): Promise<{ workflowId: string; runId: string | null }> {
+  const workflowId = settlementWindowWorkflowId(input);
+  try {
+    const handle = await client.workflow.start(settlementWindowWorkflow, {
+      workflowId,
+      taskQueue,
+      args: [input],
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+      typedSearchAttributes: [
+        { key: SettlementDateKey, value: input.windowDate },
+        ...(input.organizationId ? [{ key: OrganizationIdKey, value: input.organizationId }] : []),
+        ...(input.accountId ? [{ key: AccountIdKey, value: input.accountId }] : []),
+      ],
+      staticSummary: `close settlement window ${input.windowDate}`,
+    });
+    return { workflowId, runId: handle.firstExecutionRunId };
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return { workflowId, runId: null };
+    throw error;
+  }
+}
+
+/** The network settled the transfer (sandbox: POST /simulate/transfer/{id}/settle; a real rail's callback). */
+export async function signalNetworkSettled(client: Client, accountId: string, windowDate: string): Promise<void> {
+  await client.workflow.getHandle(accountSettlementWorkflowId(accountId, windowDate)).signal(networkSettledSignal);
+}

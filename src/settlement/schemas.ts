@@ -1,0 +1,80 @@
+import { listEnvelope, pageQuery, z } from '../http/zod';
+import { transactionSchema } from '../ledger/schemas';
+
+/** Settlement limits: pages of members per notification batch and per API page, workflows per fan-out page. */
+export const SETTLEMENT_LIMITS = {
+  /** Members signalled per page; one heartbeat per page. */
+  notifyPageSize: 500,
+  /** Pages one notify activity handles before handing its cursor back to the workflow. */
+  notifyPagesPerActivity: 20,
+  /** Signals in flight at once from one activity. */
+  notifyConcurrency: 32,
+  /** Accounts whose settlement workflow one fan-out activity starts. */
+  fanOutPageSize: 200,
+  /** Workflow starts in flight at once from one fan-out activity. */
+  fanOutConcurrency: 16,
+  /** Continue-as-new once the settlement workflow's history grows past this many events. */
+  historyEventsMax: 10_000,
+};
+
+const dateString = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD');
+const idExample = (prefix: string) => `${prefix}_7fJ2kQ9xLmN3pR5tV8wY1zA4`;
+
+export const transferDirectionSchema = z.enum(['disbursement', 'collection']).openapi({
+  description: '`disbursement`: net payout to the operator (cash_in exceeded cash_out, or exactly 0). `collection`: net withdrawal from the operator (cash_out exceeded cash_in).',
+});
+export const transferStatusSchema = z.enum(['pending', 'settled']).openapi({
+  description: '`pending` from creation until the network settles it; `settled` is final.',
+});
+
+export const transferSchema = z
+  .object({
+    id: z.string().openapi({ example: idExample('transfer') }),
+    amount: z.number().int().min(0).openapi({ description: 'Net amount in US cents, never negative; `direction` gives its sign.', example: 4250 }),
+    currency: z.literal('USD'),
+    direction: transferDirectionSchema,
+    status: transferStatusSchema,
+    account_id: z.string().openapi({ example: idExample('account') }),
+    date: dateString.openapi({ format: 'date', description: 'Settlement date: the Eastern calendar day on which the window closed and the transfer was sent.' }),
+    window_date: dateString.openapi({ format: 'date', description: 'The settlement window this transfer closes; its transactions have `date` ≤ window_date.' }),
+    transaction_count: z.number().int().min(1),
+    created_at: z.string().openapi({ format: 'date-time' }),
+    settled_at: z.string().nullable().openapi({ format: 'date-time', description: 'When the network settled it; null while pending.' }),
+  })
+  .openapi('Transfer', {
+    description: 'The net of one settlement account\'s eligible transactions for one window: Σ cash_in − Σ cash_out. Positive → disbursement, negative → collection, exactly 0 → a 0 disbursement that settles without moving money.',
+  });
+export type Transfer = z.infer<typeof transferSchema>;
+
+export const transferWithTransactionsSchema = transferSchema
+  .extend({
+    transactions: listEnvelope(transactionSchema).openapi({ description: 'A page of its transactions, newest first (`?limit`, `?cursor`).' }),
+  })
+  .openapi('TransferWithTransactions');
+
+export const transferListQuery = pageQuery.extend({
+  date: dateString.optional().openapi({ description: 'Settlement date (YYYY-MM-DD).' }),
+  window_date: dateString.optional().openapi({ description: 'Window date (YYYY-MM-DD).' }),
+  status: transferStatusSchema.optional(),
+  direction: transferDirectionSchema.optional(),
+  account_id: z.string().max(100).optional(),
+});
+export type TransferListQuery = z.infer<typeof transferListQuery>;
+
+export const simulateSettlementBody = z
+  .object({
+    date: dateString.optional().openapi({ description: 'The window to close (YYYY-MM-DD); default: the window open now.' }),
+    account_id: z.string().min(1).max(100).optional().openapi({ description: 'Only this account; default: every account of the organization.' }),
+  })
+  .strict()
+  .openapi('SimulateSettlement');
+export type SimulateSettlementBody = z.infer<typeof simulateSettlementBody>;
+
+export const settlementRunSchema = z
+  .object({
+    id: z.string().openapi({ description: 'Id of the window workflow (visible in the Temporal UI).' }),
+    window_date: dateString.openapi({ format: 'date' }),
+    account_id: z.string().nullable(),
+    status: z.literal('started'),
+  })
+  .openapi('SettlementRun', { description: 'A window close under way. Watch GET /transfer?window_date=… for its transfers.' });
