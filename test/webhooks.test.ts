@@ -469,7 +469,7 @@ describe('SPEC §12 webhooks: a killed worker', () => {
       [2, 'succeeded', 200, null],
       [1, 'failed', null, INTERRUPTED_ATTEMPT_ERROR],
     ]);
-  });
+  }, 180_000);
 });
 
 describe('SPEC §12 webhooks: targets refused in production', () => {
