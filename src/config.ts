@@ -53,6 +53,9 @@ const schema = z.object({
   // Webhooks (SPEC §12): the outbox dispatcher runs in every worker unless turned off; the retry schedule
   // is configurable so tests can run it in milliseconds; the secret key seals stored signing secrets.
   WEBHOOK_DISPATCHER: z.enum(['on', 'off']).default('on'),
+  // SPEC §9: the loop in every worker that starts the workflow of any transaction whose api died between
+  // its commit and the workflow start. Off only where another worker of the deployment runs it.
+  TRANSACTION_RECONCILER: z.enum(['on', 'off']).default('on'),
   WEBHOOK_DISPATCH_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
   WEBHOOK_RETRY_INITIAL_MS: z.coerce.number().int().min(10).max(3_600_000).default(5_000),
   WEBHOOK_RETRY_MAX_MS: z.coerce.number().int().min(10).max(86_400_000).default(3_600_000),

@@ -27,7 +27,9 @@ export interface SidecarDeps {
  */
 export type WorkerSidecar = (deps: SidecarDeps) => { stop(): Promise<void> } | null;
 const transactionReconciler: WorkerSidecar = (deps) =>
-  startReconciler({ pool: deps.pool, client: deps.temporal, taskQueue: deps.taskQueue, log: deps.log });
+  deps.config.TRANSACTION_RECONCILER === 'off'
+    ? null
+    : startReconciler({ pool: deps.pool, client: deps.temporal, taskQueue: deps.taskQueue, log: deps.log });
 export const workerSidecars: WorkerSidecar[] = [transactionReconciler, startWebhookDispatcher];
 
 export interface LedgerWorker {

@@ -18,7 +18,7 @@ const HISTORIES_DIR = path.join(__dirname, 'histories');
 let stack: Stack;
 beforeAll(async () => {
   // Confirmation only on demand here, so every test decides when funds arrive.
-  stack = await startStack({ env: { SANDBOX_CONFIRM_SECONDS: '3600' } });
+  stack = await startStack({ env: { SANDBOX_CONFIRM_SECONDS: '3600', TRANSACTION_RECONCILER: 'on' } });
 });
 afterAll(async () => {
   await stack.stop();

@@ -422,6 +422,9 @@ describe('SPEC §10 settlement survives killed workers', () => {
         TEMPORAL_TASK_QUEUE: taskQueue,
         LEDGER_WORKFLOW_BUNDLE: infra.workflowBundlePath,
         LOG_LEVEL: 'info',
+        // Other suites' events and transactions are not this worker's to take (it is killed mid-run).
+        WEBHOOK_DISPATCHER: 'off',
+        TRANSACTION_RECONCILER: 'off',
         ...env,
       },
       // Piped, not inherited: a worker outliving the run must not hold jest's output open. Its own process

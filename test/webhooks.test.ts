@@ -442,7 +442,7 @@ describe('SPEC §12 webhooks: a killed worker', () => {
     const infra = testInfra();
     child = await spawnWorkerProcess({
       DATABASE_URL: infra.databaseUrl, TEMPORAL_ADDRESS: infra.temporalAddress, TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
-      LOG_LEVEL: 'silent', ...DELIVERY_ENV,
+      LOG_LEVEL: 'silent', TRANSACTION_RECONCILER: 'off', ...DELIVERY_ENV,
     });
 
     const inFlight = await recordEvent(stack.pool, org.organizationId, 'transaction.status_changed', { id: 'txn_killed', previous_status: 'pending' });

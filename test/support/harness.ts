@@ -27,9 +27,11 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     TEMPORAL_TASK_QUEUE: `test-${randomString(10)}`,
     PORT: '0',
     LOG_LEVEL: 'silent',
-    // Suites share one database: only a suite that asks for it runs the webhook outbox dispatcher, so no
-    // other suite's worker claims its events onto a task queue that may stop before they are delivered.
+    // Suites share one database: only a suite that asks for it runs the webhook outbox dispatcher or the
+    // transaction reconciler, so no other suite's worker claims its events or transactions onto a task
+    // queue that may stop before they are done.
     WEBHOOK_DISPATCHER: 'off',
+    TRANSACTION_RECONCILER: 'off',
     ...overrides,
   });
 }
