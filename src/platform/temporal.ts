@@ -1,4 +1,5 @@
-import { Client, Connection } from '@temporalio/client';
+import { InterceptingCall, ListenerBuilder, RequesterBuilder, type Interceptor } from '@grpc/grpc-js';
+import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 
 /**
@@ -28,8 +29,44 @@ export async function registerSearchAttributes(connection: Connection, namespace
   }
 }
 
+/** How long closing a connection waits for calls still in flight (retrying with backoff) to finish. */
+const CLOSE_DRAIN_MS_MAX = 10_000;
+
+/**
+ * A client connection whose `close()` first lets in-flight calls finish. The SDK's retry interceptor
+ * retries a failed call from a timer; a channel closed under it makes that timer throw "Channel has been
+ * shut down" outside any caller, which ends the process. An outermost interceptor counts calls until
+ * their final status (after every retry), and close waits for none (up to CLOSE_DRAIN_MS_MAX).
+ */
 export async function connectTemporal(address: string, namespace: string): Promise<{ connection: Connection; client: Client }> {
-  const connection = await Connection.connect({ address });
+  let inFlight = 0;
+  let drained: (() => void) | null = null;
+  const counting: Interceptor = (options, nextCall) => new InterceptingCall(nextCall(options), new RequesterBuilder()
+    .withStart((metadata, listener, next) => {
+      inFlight += 1;
+      next(metadata, new ListenerBuilder().withOnReceiveStatus((status, nextStatus) => {
+        inFlight -= 1;
+        if (inFlight === 0) drained?.();
+        nextStatus(status);
+      }).build());
+    })
+    .build());
+  const connection = await Connection.connect({
+    address,
+    interceptors: [counting, makeGrpcRetryInterceptor(defaultGrpcRetryOptions())],
+  });
+  const closeChannel = connection.close.bind(connection);
+  connection.close = async () => {
+    if (inFlight > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        new Promise<void>((resolve) => { drained = resolve; }),
+        new Promise<void>((resolve) => { timer = setTimeout(resolve, CLOSE_DRAIN_MS_MAX); }),
+      ]);
+      clearTimeout(timer);
+    }
+    await closeChannel();
+  };
   return { connection, client: new Client({ connection, namespace }) };
 }
 
