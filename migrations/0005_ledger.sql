@@ -102,16 +102,35 @@ CREATE TRIGGER transaction_status_history_no_truncate BEFORE TRUNCATE ON transac
 --   in_transfer = Σ cash_in available in a transfer − Σ cash_out in_transfer
 --                 (the signed net of transfers not yet settled)
 -- settled rows contribute to none; they are totalled in settled_in_cents / settled_out_cents.
+-- Each account's balances are kept in BALANCE_SLOTS (16) rows, and a database transaction adds its effect to
+-- one slot picked by its transaction id; the balance is the sum of the slots (account_balance_totals). One
+-- row per account would be a lock every money movement on the account queues behind, held from the
+-- transaction's insert to its commit flush: all writes to an account would run one at a time.
 CREATE TABLE account_balances (
-  account_id        text PRIMARY KEY REFERENCES accounts (id),
+  account_id        text NOT NULL REFERENCES accounts (id),
+  slot              smallint NOT NULL CHECK (slot BETWEEN 0 AND 15),
   organization_id   text NOT NULL REFERENCES organizations (id),
-  pending_cents     bigint NOT NULL DEFAULT 0 CHECK (pending_cents >= 0),
+  pending_cents     bigint NOT NULL DEFAULT 0,
   available_cents   bigint NOT NULL DEFAULT 0,
   in_transfer_cents bigint NOT NULL DEFAULT 0,
-  settled_in_cents  bigint NOT NULL DEFAULT 0 CHECK (settled_in_cents >= 0),
-  settled_out_cents bigint NOT NULL DEFAULT 0 CHECK (settled_out_cents >= 0),
-  updated_at        timestamptz NOT NULL DEFAULT now()
+  settled_in_cents  bigint NOT NULL DEFAULT 0,
+  settled_out_cents bigint NOT NULL DEFAULT 0,
+  updated_at        timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (account_id, slot)
 );
+
+CREATE VIEW account_balance_totals AS
+  SELECT account_id, min(organization_id) AS organization_id,
+         sum(pending_cents)::bigint AS pending_cents, sum(available_cents)::bigint AS available_cents,
+         sum(in_transfer_cents)::bigint AS in_transfer_cents, sum(settled_in_cents)::bigint AS settled_in_cents,
+         sum(settled_out_cents)::bigint AS settled_out_cents, max(updated_at) AS updated_at
+    FROM account_balances GROUP BY account_id;
+
+-- The slot of the current database transaction: every statement of one transaction uses the same slot, so a
+-- transaction holds at most one balance row per account and two transactions cannot lock slots in turn.
+CREATE FUNCTION balance_slot() RETURNS smallint LANGUAGE sql VOLATILE AS $$
+  SELECT (hashtext(txid_current()::text) & 15)::smallint
+$$;
 
 CREATE FUNCTION ledger_contribution(p_direction text, p_status text, p_in_transfer boolean, p_amount bigint,
   OUT pending bigint, OUT available bigint, OUT in_transfer bigint, OUT settled_in bigint, OUT settled_out bigint)
@@ -185,14 +204,14 @@ CREATE TRIGGER transactions_ledger AFTER INSERT OR UPDATE ON transactions FOR EA
 -- Accounts are locked in id order, so two statements touching several accounts cannot deadlock.
 CREATE FUNCTION transactions_balances_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO account_balances AS b (account_id, organization_id, pending_cents, available_cents, in_transfer_cents,
+  INSERT INTO account_balances AS b (account_id, slot, organization_id, pending_cents, available_cents, in_transfer_cents,
                                      settled_in_cents, settled_out_cents, updated_at)
-  SELECT n.account_id, min(n.organization_id), sum(c.pending), sum(c.available), sum(c.in_transfer), sum(c.settled_in),
-         sum(c.settled_out), now()
+  SELECT n.account_id, balance_slot(), min(n.organization_id), sum(c.pending), sum(c.available), sum(c.in_transfer),
+         sum(c.settled_in), sum(c.settled_out), now()
     FROM new_rows n, LATERAL ledger_contribution(n.direction, n.status, n.transfer_id IS NOT NULL, n.amount_cents) c
    GROUP BY n.account_id
    ORDER BY n.account_id
-  ON CONFLICT (account_id) DO UPDATE SET
+  ON CONFLICT (account_id, slot) DO UPDATE SET
     pending_cents = b.pending_cents + EXCLUDED.pending_cents,
     available_cents = b.available_cents + EXCLUDED.available_cents,
     in_transfer_cents = b.in_transfer_cents + EXCLUDED.in_transfer_cents,
@@ -205,29 +224,24 @@ CREATE TRIGGER transactions_balances_insert AFTER INSERT ON transactions REFEREN
   FOR EACH STATEMENT EXECUTE FUNCTION transactions_balances_insert();
 
 CREATE FUNCTION transactions_balances_update() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  d record;
 BEGIN
-  FOR d IN
-    SELECT n.account_id, sum(c.pending - w.pending) AS pending, sum(c.available - w.available) AS available,
-           sum(c.in_transfer - w.in_transfer) AS in_transfer, sum(c.settled_in - w.settled_in) AS settled_in,
-           sum(c.settled_out - w.settled_out) AS settled_out
-      FROM new_rows n JOIN old_rows o ON o.id = n.id,
-           LATERAL ledger_contribution(o.direction, o.status, o.transfer_id IS NOT NULL, o.amount_cents) w,
-           LATERAL ledger_contribution(n.direction, n.status, n.transfer_id IS NOT NULL, n.amount_cents) c
-     WHERE n.status <> o.status OR n.transfer_id IS DISTINCT FROM o.transfer_id
-     GROUP BY n.account_id
-     ORDER BY n.account_id
-  LOOP
-    UPDATE account_balances SET
-      pending_cents = pending_cents + d.pending,
-      available_cents = available_cents + d.available,
-      in_transfer_cents = in_transfer_cents + d.in_transfer,
-      settled_in_cents = settled_in_cents + d.settled_in,
-      settled_out_cents = settled_out_cents + d.settled_out,
-      updated_at = now()
-    WHERE account_id = d.account_id;
-  END LOOP;
+  INSERT INTO account_balances AS b (account_id, slot, organization_id, pending_cents, available_cents, in_transfer_cents,
+                                     settled_in_cents, settled_out_cents, updated_at)
+  SELECT n.account_id, balance_slot(), min(n.organization_id), sum(c.pending - w.pending), sum(c.available - w.available),
+         sum(c.in_transfer - w.in_transfer), sum(c.settled_in - w.settled_in), sum(c.settled_out - w.settled_out), now()
+    FROM new_rows n JOIN old_rows o ON o.id = n.id,
+         LATERAL ledger_contribution(o.direction, o.status, o.transfer_id IS NOT NULL, o.amount_cents) w,
+         LATERAL ledger_contribution(n.direction, n.status, n.transfer_id IS NOT NULL, n.amount_cents) c
+   WHERE n.status <> o.status OR n.transfer_id IS DISTINCT FROM o.transfer_id
+   GROUP BY n.account_id
+   ORDER BY n.account_id
+  ON CONFLICT (account_id, slot) DO UPDATE SET
+    pending_cents = b.pending_cents + EXCLUDED.pending_cents,
+    available_cents = b.available_cents + EXCLUDED.available_cents,
+    in_transfer_cents = b.in_transfer_cents + EXCLUDED.in_transfer_cents,
+    settled_in_cents = b.settled_in_cents + EXCLUDED.settled_in_cents,
+    settled_out_cents = b.settled_out_cents + EXCLUDED.settled_out_cents,
+    updated_at = now();
   RETURN NULL;
 END $$;
 CREATE TRIGGER transactions_balances_update AFTER UPDATE ON transactions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
@@ -240,7 +254,9 @@ END $$;
 CREATE TRIGGER transactions_no_delete BEFORE DELETE ON transactions FOR EACH ROW EXECUTE FUNCTION transactions_no_delete();
 
 -- Down Migration
+DROP VIEW account_balance_totals;
 DROP TABLE account_balances;
+DROP FUNCTION balance_slot;
 DROP TABLE transaction_status_history;
 DROP TABLE transactions;
 DROP TABLE intents;

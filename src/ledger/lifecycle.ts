@@ -5,7 +5,7 @@ import type { Pool } from '../db/pool';
 import {
   AccountIdKey, OrganizationIdKey, SettlementDateKey, TransactionDirectionKey, TransactionStatusKey,
 } from '../../workflows/searchAttributes';
-import { confirmFundsSignal, transactionWorkflow } from '../../workflows/transaction';
+import { confirmFundsSignal, transactionWorkflow, type TransactionWorkflowInput } from '../../workflows/transaction';
 import { markWorkflowStarted, transactionsWithoutWorkflow, type TransactionRow } from './repo';
 
 /** Limits of the reconciler: how long a fresh row may wait for its api to start it, and batch sizes. */
@@ -17,6 +17,22 @@ export const RECONCILER_LIMITS = {
   batchMax: 100,
 };
 
+/** Id, task queue, input and search attributes of one transaction's lifecycle workflow. */
+function lifecycleOptions(taskQueue: string, row: TransactionRow) {
+  return {
+    workflowId: row.id,
+    taskQueue,
+    args: [{ transactionId: row.id, organizationId: row.organization_id, accountId: row.account_id, direction: row.direction, date: row.date }] as [TransactionWorkflowInput],
+    typedSearchAttributes: [
+      { key: OrganizationIdKey, value: row.organization_id },
+      { key: AccountIdKey, value: row.account_id },
+      { key: TransactionStatusKey, value: row.status },
+      { key: TransactionDirectionKey, value: row.direction },
+      { key: SettlementDateKey, value: row.date },
+    ],
+  };
+}
+
 /**
  * Starts the lifecycle workflow of one transaction; id = transaction id. Starting twice is success: the
  * api after commit and the reconciler may both try. REJECT_DUPLICATE: a transaction's lifecycle runs once,
@@ -25,17 +41,8 @@ export const RECONCILER_LIMITS = {
 export async function startTransactionWorkflow(client: Client, taskQueue: string, row: TransactionRow): Promise<'started' | 'already_started'> {
   try {
     await client.workflow.start(transactionWorkflow, {
-      workflowId: row.id,
-      taskQueue,
-      args: [{ transactionId: row.id, organizationId: row.organization_id, accountId: row.account_id, direction: row.direction, date: row.date }],
+      ...lifecycleOptions(taskQueue, row),
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      typedSearchAttributes: [
-        { key: OrganizationIdKey, value: row.organization_id },
-        { key: AccountIdKey, value: row.account_id },
-        { key: TransactionStatusKey, value: row.status },
-        { key: TransactionDirectionKey, value: row.direction },
-        { key: SettlementDateKey, value: row.date },
-      ],
       staticSummary: `${row.direction} ${row.amount_cents} cents`,
     });
     return 'started';
@@ -65,20 +72,7 @@ export function afterCommitStart(client: Client, taskQueue: string, log: Logger,
 
 /** Sandbox: the network confirms a cash_in now. Starts the workflow too if it somehow is not running. */
 export async function signalConfirmFunds(client: Client, taskQueue: string, row: TransactionRow): Promise<void> {
-  await client.workflow.signalWithStart(transactionWorkflow, {
-    workflowId: row.id,
-    taskQueue,
-    args: [{ transactionId: row.id, organizationId: row.organization_id, accountId: row.account_id, direction: row.direction, date: row.date }],
-    signal: confirmFundsSignal,
-    signalArgs: [],
-    typedSearchAttributes: [
-      { key: OrganizationIdKey, value: row.organization_id },
-      { key: AccountIdKey, value: row.account_id },
-      { key: TransactionStatusKey, value: row.status },
-      { key: TransactionDirectionKey, value: row.direction },
-      { key: SettlementDateKey, value: row.date },
-    ],
-  });
+  await client.workflow.signalWithStart(transactionWorkflow, { ...lifecycleOptions(taskQueue, row), signal: confirmFundsSignal, signalArgs: [] });
 }
 
 /**

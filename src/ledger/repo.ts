@@ -103,7 +103,7 @@ interface AccountRow {
 
 const ACCOUNT_SELECT = `SELECT a.id, a.name, a.created_at, coalesce(b.pending_cents, 0) AS pending_cents,
     coalesce(b.available_cents, 0) AS available_cents, coalesce(b.in_transfer_cents, 0) AS in_transfer_cents
-  FROM accounts a LEFT JOIN account_balances b ON b.account_id = a.id`;
+  FROM accounts a LEFT JOIN account_balance_totals b ON b.account_id = a.id`;
 
 function renderAccount(row: AccountRow): Account {
   return {

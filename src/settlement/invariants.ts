@@ -70,7 +70,7 @@ export async function settlementViolations(db: Queryable, input: { accountIds: s
   say((await db.query<{ problem: string }>(
     `SELECT format('account %s balances %s/%s/%s, transactions say %s/%s/%s', b.account_id, b.pending_cents, b.available_cents,
                    b.in_transfer_cents, c.pending, c.available, c.in_transfer) AS problem
-       FROM account_balances b
+       FROM account_balance_totals b
        CROSS JOIN LATERAL (SELECT coalesce(sum(x.pending), 0) AS pending, coalesce(sum(x.available), 0) AS available,
                                   coalesce(sum(x.in_transfer), 0) AS in_transfer
                              FROM transactions t, LATERAL ledger_contribution(t.direction, t.status, t.transfer_id IS NOT NULL, t.amount_cents) x
