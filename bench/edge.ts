@@ -13,9 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { Client } from '@temporalio/client';
 import autocannon from 'autocannon';
 import express from 'express';
-import pg from 'pg';
 import { loadConfig } from '../src/config';
-import { migrate } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
 import { createApp } from '../src/http/app';
 import { defineRoute, systemClock } from '../src/http/edge';
@@ -23,6 +21,7 @@ import { allRoutes } from '../src/http/routes';
 import { z } from '../src/http/zod';
 import { createLogger } from '../src/logger';
 import { createOrganization, setRateLimits } from '../src/orgs/repo';
+import { createScratchDatabase } from '../test/support/scratch';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = 2;
@@ -34,17 +33,6 @@ const PAYLOAD = { object: 'ping', ok: true, service: 'payments-ledger' };
 
 function log(message: string): void {
   process.stdout.write(`[bench:edge] ${message}\n`);
-}
-
-async function freshDatabase(): Promise<string> {
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${DATABASE}`);
-  await admin.end();
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${DATABASE}`;
-  return url.toString();
 }
 
 async function listen(app: express.Express): Promise<{ url: string; close(): Promise<void> }> {
@@ -84,8 +72,7 @@ async function load(url: string, headers: Record<string, string>, seconds: numbe
 
 async function main(): Promise<void> {
   log(`creating database ${DATABASE}`);
-  const databaseUrl = await freshDatabase();
-  await migrate(databaseUrl);
+  const { databaseUrl } = await createScratchDatabase(ADMIN_URL, DATABASE);
   log('migrated');
 
   const config = loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', PORT: '0' });

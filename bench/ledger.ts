@@ -14,20 +14,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import pg from 'pg';
 import { REPO_ROOT } from '../src/config';
-import { migrate } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
 import { randomString } from '../src/ids';
 import { getTransaction } from '../src/ledger/repo';
 import { hashApiKey } from '../src/orgs/keys';
 import { createOrganization, setRateLimits } from '../src/orgs/repo';
-import { startTemporalDevServer } from '../src/platform/devServer';
-import { registerSearchAttributes } from '../src/platform/temporal';
 import { freePort } from '../test/support/ports';
 import { createTestUser } from '../test/support/harness';
+import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
 
 const PHASE_SECONDS = Number(process.env.BENCH_PHASE_SECONDS ?? 10);
 const INTENT_CLIENTS = 32;
@@ -135,31 +131,14 @@ async function main() {
   const cleanup: Array<() => Promise<unknown> | unknown> = [];
   try {
     say(`ledger bench: ${os.cpus().length} cores, ${PHASE_SECONDS} s per phase`);
-    const temporalPort = await freePort();
     const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-bench-'));
-    const dev = await startTemporalDevServer({
-      cliPath: CLI, port: temporalPort, uiPort: null, dbFile: null, namespace: 'default', logFile: path.join(workDir, 'temporal.log'),
-    });
-    cleanup.push(() => dev.stop());
+    const temporal = await startScratchTemporal(CLI, path.join(workDir, 'temporal.log'));
+    cleanup.push(() => temporal.stop());
+    const { dev, client } = temporal;
     const database = `ledger_bench_${Date.now()}`;
-    const admin = new pg.Client({ connectionString: PG_BASE });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${database}`);
-    await admin.end();
-    cleanup.push(async () => {
-      const c = new pg.Client({ connectionString: PG_BASE });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await c.end();
-    });
-    const url = new URL(PG_BASE);
-    url.pathname = `/${database}`;
-    const databaseUrl = url.toString();
-    await migrate(databaseUrl);
-    const connection = await Connection.connect({ address: dev.address });
-    cleanup.push(() => connection.close());
-    await registerSearchAttributes(connection, 'default');
-    const client = new Client({ connection, namespace: 'default' });
+    const scratch = await createScratchDatabase(PG_BASE, database);
+    cleanup.push(() => scratch.drop());
+    const { databaseUrl } = scratch;
     say(`Temporal dev server ${dev.address}, Postgres ${database}`);
 
     const pool = createPool(databaseUrl, 4);

@@ -24,23 +24,19 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
-import pg from 'pg';
 import { REPO_ROOT } from '../src/config';
-import { migrate } from '../src/db/migrate';
 import { createPool, type Pool } from '../src/db/pool';
 import { randomString } from '../src/ids';
 import { startTransactionWorkflow } from '../src/ledger/lifecycle';
 import { getTransactionRow } from '../src/ledger/repo';
 import { createAccount, createOrganization } from '../src/orgs/repo';
-import { startTemporalDevServer } from '../src/platform/devServer';
-import { registerSearchAttributes } from '../src/platform/temporal';
 import { accountSettlementWorkflowId, startWindowClose } from '../src/settlement/client';
 import { settlementViolations } from '../src/settlement/invariants';
 import { settlementScheduleId } from '../src/settlement/schedule';
 import { settlementProgressQuery } from '../workflows/settlement';
-import { freePort } from '../test/support/ports';
+import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
 
 const WINDOW_N = Number(process.env.BENCH_WINDOW_N ?? 100_000);
 const SAMPLE = Number(process.env.BENCH_SAMPLE ?? 2_000);
@@ -153,29 +149,13 @@ async function main() {
   try {
     say(`settlement bench: ${os.cpus().length} cores; window of ${WINDOW_N} transactions (${SAMPLE} with lifecycle workflows); chaos with ${CHAOS_N}`);
     const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settlement-bench-'));
-    const dev = await startTemporalDevServer({
-      cliPath: CLI, port: await freePort(), uiPort: null, dbFile: null, namespace: 'default', logFile: path.join(workDir, 'temporal.log'),
-    });
-    cleanup.push(() => dev.stop());
+    const temporal = await startScratchTemporal(CLI, path.join(workDir, 'temporal.log'));
+    cleanup.push(() => temporal.stop());
+    const { dev, client } = temporal;
     const database = `ledger_bench_settlement_${Date.now()}`;
-    const admin = new pg.Client({ connectionString: PG_BASE });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${database}`);
-    await admin.end();
-    cleanup.push(async () => {
-      const c = new pg.Client({ connectionString: PG_BASE });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await c.end();
-    });
-    const url = new URL(PG_BASE);
-    url.pathname = `/${database}`;
-    const databaseUrl = url.toString();
-    await migrate(databaseUrl);
-    const connection = await Connection.connect({ address: dev.address });
-    cleanup.push(() => connection.close());
-    await registerSearchAttributes(connection, 'default');
-    const client = new Client({ connection, namespace: 'default' });
+    const scratch = await createScratchDatabase(PG_BASE, database);
+    cleanup.push(() => scratch.drop());
+    const { databaseUrl } = scratch;
     const pool = createPool(databaseUrl, 6);
     pool.on('error', () => undefined); // the final DROP DATABASE … WITH (FORCE) ends idle connections
     cleanup.push(() => pool.end());

@@ -3,12 +3,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import pg from 'pg';
-import { migrate } from '../../src/db/migrate';
 import { startTemporalDevServer, type DevServer } from '../../src/platform/devServer';
 import { connectTemporal, registerSearchAttributes } from '../../src/platform/temporal';
 import { ensureTemporalCli } from '../../src/platform/temporalCli';
 import { WORKFLOWS_PATH } from '../../src/worker';
 import { freePort } from './ports';
+import { createScratchDatabase } from './scratch';
 
 /** Test databases older than this are leftovers of killed runs and are dropped. */
 const STALE_DATABASE_MS = 6 * 60 * 60_000;
@@ -33,13 +33,9 @@ export default async function globalSetup(): Promise<void> {
     const stamp = Number(datname.split('_')[2]);
     if (Number.isFinite(stamp) && Date.now() - stamp > STALE_DATABASE_MS) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
   }
-  const database = `ledger_test_${Date.now()}_${process.pid}`;
-  await admin.query(`CREATE DATABASE ${database}`);
   await admin.end();
-  const url = new URL(baseUrl);
-  url.pathname = `/${database}`;
-  const databaseUrl = url.toString();
-  await migrate(databaseUrl);
+  const database = `ledger_test_${Date.now()}_${process.pid}`;
+  const { databaseUrl } = await createScratchDatabase(baseUrl, database);
 
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-test-'));
   const server = await startTemporalDevServer({
