@@ -202,46 +202,57 @@ CREATE TRIGGER transactions_ledger AFTER INSERT OR UPDATE ON transactions FOR EA
 -- per-row UPDATE of the same account_balances row leaves a dead version per row that every later update
 -- in that transaction walks past (quadratic: moving 40,000 rows took 32 s that way, 5 s per statement).
 -- Accounts are locked in id order, so two statements touching several accounts cannot deadlock.
-CREATE FUNCTION transactions_balances_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
+-- Adds one statement's effect on one account to the current transaction's balance slot.
+CREATE FUNCTION account_balances_add(p_account text, p_organization text, p_pending bigint, p_available bigint,
+                                     p_in_transfer bigint, p_settled_in bigint, p_settled_out bigint)
+RETURNS void LANGUAGE sql AS $$
   INSERT INTO account_balances AS b (account_id, slot, organization_id, pending_cents, available_cents, in_transfer_cents,
                                      settled_in_cents, settled_out_cents, updated_at)
-  SELECT n.account_id, balance_slot(), min(n.organization_id), sum(c.pending), sum(c.available), sum(c.in_transfer),
-         sum(c.settled_in), sum(c.settled_out), now()
-    FROM new_rows n, LATERAL ledger_contribution(n.direction, n.status, n.transfer_id IS NOT NULL, n.amount_cents) c
-   GROUP BY n.account_id
-   ORDER BY n.account_id
+  VALUES (p_account, balance_slot(), p_organization, p_pending, p_available, p_in_transfer, p_settled_in, p_settled_out, now())
   ON CONFLICT (account_id, slot) DO UPDATE SET
     pending_cents = b.pending_cents + EXCLUDED.pending_cents,
     available_cents = b.available_cents + EXCLUDED.available_cents,
     in_transfer_cents = b.in_transfer_cents + EXCLUDED.in_transfer_cents,
     settled_in_cents = b.settled_in_cents + EXCLUDED.settled_in_cents,
     settled_out_cents = b.settled_out_cents + EXCLUDED.settled_out_cents,
-    updated_at = now();
+    updated_at = now()
+$$;
+
+CREATE FUNCTION transactions_balances_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  d record;
+BEGIN
+  FOR d IN
+    SELECT n.account_id, min(n.organization_id) AS organization_id, sum(c.pending)::bigint AS pending, sum(c.available)::bigint AS available,
+           sum(c.in_transfer)::bigint AS in_transfer, sum(c.settled_in)::bigint AS settled_in, sum(c.settled_out)::bigint AS settled_out
+      FROM new_rows n, LATERAL ledger_contribution(n.direction, n.status, n.transfer_id IS NOT NULL, n.amount_cents) c
+     GROUP BY n.account_id
+     ORDER BY n.account_id
+  LOOP
+    PERFORM account_balances_add(d.account_id, d.organization_id, d.pending, d.available, d.in_transfer, d.settled_in, d.settled_out);
+  END LOOP;
   RETURN NULL;
 END $$;
 CREATE TRIGGER transactions_balances_insert AFTER INSERT ON transactions REFERENCING NEW TABLE AS new_rows
   FOR EACH STATEMENT EXECUTE FUNCTION transactions_balances_insert();
 
 CREATE FUNCTION transactions_balances_update() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  d record;
 BEGIN
-  INSERT INTO account_balances AS b (account_id, slot, organization_id, pending_cents, available_cents, in_transfer_cents,
-                                     settled_in_cents, settled_out_cents, updated_at)
-  SELECT n.account_id, balance_slot(), min(n.organization_id), sum(c.pending - w.pending), sum(c.available - w.available),
-         sum(c.in_transfer - w.in_transfer), sum(c.settled_in - w.settled_in), sum(c.settled_out - w.settled_out), now()
-    FROM new_rows n JOIN old_rows o ON o.id = n.id,
-         LATERAL ledger_contribution(o.direction, o.status, o.transfer_id IS NOT NULL, o.amount_cents) w,
-         LATERAL ledger_contribution(n.direction, n.status, n.transfer_id IS NOT NULL, n.amount_cents) c
-   WHERE n.status <> o.status OR n.transfer_id IS DISTINCT FROM o.transfer_id
-   GROUP BY n.account_id
-   ORDER BY n.account_id
-  ON CONFLICT (account_id, slot) DO UPDATE SET
-    pending_cents = b.pending_cents + EXCLUDED.pending_cents,
-    available_cents = b.available_cents + EXCLUDED.available_cents,
-    in_transfer_cents = b.in_transfer_cents + EXCLUDED.in_transfer_cents,
-    settled_in_cents = b.settled_in_cents + EXCLUDED.settled_in_cents,
-    settled_out_cents = b.settled_out_cents + EXCLUDED.settled_out_cents,
-    updated_at = now();
+  FOR d IN
+    SELECT n.account_id, min(n.organization_id) AS organization_id, sum(c.pending - w.pending)::bigint AS pending,
+           sum(c.available - w.available)::bigint AS available, sum(c.in_transfer - w.in_transfer)::bigint AS in_transfer,
+           sum(c.settled_in - w.settled_in)::bigint AS settled_in, sum(c.settled_out - w.settled_out)::bigint AS settled_out
+      FROM new_rows n JOIN old_rows o ON o.id = n.id,
+           LATERAL ledger_contribution(o.direction, o.status, o.transfer_id IS NOT NULL, o.amount_cents) w,
+           LATERAL ledger_contribution(n.direction, n.status, n.transfer_id IS NOT NULL, n.amount_cents) c
+     WHERE n.status <> o.status OR n.transfer_id IS DISTINCT FROM o.transfer_id
+     GROUP BY n.account_id
+     ORDER BY n.account_id
+  LOOP
+    PERFORM account_balances_add(d.account_id, d.organization_id, d.pending, d.available, d.in_transfer, d.settled_in, d.settled_out);
+  END LOOP;
   RETURN NULL;
 END $$;
 CREATE TRIGGER transactions_balances_update AFTER UPDATE ON transactions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
@@ -263,6 +274,7 @@ DROP TABLE intents;
 DROP FUNCTION transactions_no_delete;
 DROP FUNCTION transactions_balances_update;
 DROP FUNCTION transactions_balances_insert;
+DROP FUNCTION account_balances_add;
 DROP FUNCTION transactions_ledger;
 DROP FUNCTION ledger_contribution;
 DROP FUNCTION transaction_status_history_append_only;
