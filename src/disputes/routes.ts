@@ -1,4 +1,4 @@
-import { defineRoute } from '../http/edge';
+import { defineRoute, retrieveRoute } from '../http/edge';
 import { errors } from '../http/errors';
 import { listEnvelope } from '../http/zod';
 import { newId } from '../ids';
@@ -80,19 +80,14 @@ Events: dispute.created, transaction.created. Errors: 400 \`resource_missing\` (
       return { body, afterCommit: afterCommitStart(deps.services.temporal, deps.services.taskQueue, deps.log, deps.pool, created) };
     },
   }),
-  defineRoute({
-    method: 'get',
+  retrieveRoute({
     path: '/dispute/{id}',
     tag: 'Disputes',
     summary: 'Retrieve a dispute',
     params: idParams,
-    errorStatuses: [404],
     response: { schema: disputeSchema, description: 'The dispute with its transactions.' },
-    async handler({ caller, db, params }) {
-      const dispute = await getDispute(db, caller.organization.id, params.id);
-      if (!dispute) throw errors.notFound('dispute', params.id);
-      return { body: dispute };
-    },
+    resource: 'dispute',
+    find: getDispute,
   }),
   defineRoute({
     method: 'get',

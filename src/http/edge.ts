@@ -116,6 +116,30 @@ export function defineRoute<B = unknown, P = unknown, Q = unknown>(route: RouteD
   return route;
 }
 
+/**
+ * GET /<resource>/{id}: the caller's own resource, or 404 — an id of another organization answers exactly
+ * like an unknown one (SPEC §3), so no route can reveal that it exists.
+ */
+export function retrieveRoute<P extends { id: string }, T>(
+  route: Omit<RouteDef<unknown, P, unknown>, 'method' | 'handler' | 'errorStatuses'> & {
+    /** The noun in the 404 message: "No such <resource>: '<id>'." */
+    resource: string;
+    find(db: Queryable, organizationId: string, id: string): Promise<T | null | undefined>;
+  },
+): RouteDef<unknown, P, unknown> {
+  const { resource, find, ...rest } = route;
+  return defineRoute<unknown, P, unknown>({
+    ...rest,
+    method: 'get',
+    errorStatuses: [404],
+    async handler({ caller, db, params }) {
+      const found = await find(db, caller.organization.id, params.id);
+      if (found === null || found === undefined) throw errors.notFound(resource, params.id);
+      return { body: found };
+    },
+  });
+}
+
 type AnyRoute = RouteDef<any, any, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 export function zodDetails(error: ZodError, prefix?: string): ErrorDetail[] {

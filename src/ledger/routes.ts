@@ -1,4 +1,4 @@
-import { defineRoute, type RouteContext, type RouteResult } from '../http/edge';
+import { defineRoute, retrieveRoute, type RouteContext, type RouteResult } from '../http/edge';
 import { errors } from '../http/errors';
 import { listEnvelope, pageQuery } from '../http/zod';
 import { newId } from '../ids';
@@ -111,19 +111,14 @@ const intentRoutes = [
       return createIntent(ctx, ctx.body as CreateIntentBody, { idempotencyKey: ctx.idempotencyKey ?? '' });
     },
   }),
-  defineRoute({
-    method: 'get',
+  retrieveRoute({
     path: '/intent/{id}',
     tag: 'Intents',
     summary: 'Retrieve an intent',
     params: idParams,
-    errorStatuses: [404],
     response: { schema: intentSchema, description: 'The intent with its transactions.' },
-    async handler({ caller, db, params }) {
-      const intent = await repo.getIntent(db, caller.organization.id, params.id);
-      if (!intent) throw errors.notFound('intent', params.id);
-      return { body: intent };
-    },
+    resource: 'intent',
+    find: repo.getIntent,
   }),
   defineRoute({
     method: 'get',
@@ -174,19 +169,14 @@ const intentRoutes = [
 ];
 
 const transactionRoutes = [
-  defineRoute({
-    method: 'get',
+  retrieveRoute({
     path: '/transaction/{id}',
     tag: 'Transactions',
     summary: 'Retrieve a transaction',
     params: idParams,
-    errorStatuses: [404],
     response: { schema: transactionSchema, description: 'The transaction.' },
-    async handler({ caller, db, params }) {
-      const txn = await repo.getTransaction(db, caller.organization.id, params.id);
-      if (!txn) throw errors.notFound('transaction', params.id);
-      return { body: txn };
-    },
+    resource: 'transaction',
+    find: repo.getTransaction,
   }),
   defineRoute({
     method: 'get',
@@ -235,20 +225,15 @@ const accountRoutes = [
       return { body: await paged(() => repo.listAccounts(db, caller.organization.id, query)) };
     },
   }),
-  defineRoute({
-    method: 'get',
+  retrieveRoute({
     path: '/account/{id}',
     tag: 'Accounts',
     summary: 'Retrieve a settlement account with balances',
     description: 'See GET /account for the balance formula.',
     params: idParams,
-    errorStatuses: [404],
     response: { schema: accountSchema, description: 'The account.' },
-    async handler({ caller, db, params }) {
-      const account = await repo.getAccount(db, caller.organization.id, params.id);
-      if (!account) throw errors.notFound('account', params.id);
-      return { body: account };
-    },
+    resource: 'account',
+    find: repo.getAccount,
   }),
 ];
 

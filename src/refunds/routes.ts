@@ -1,4 +1,4 @@
-import { defineRoute } from '../http/edge';
+import { defineRoute, retrieveRoute } from '../http/edge';
 import type { Queryable } from '../db/pool';
 import { ApiError, errors } from '../http/errors';
 import { listEnvelope } from '../http/zod';
@@ -72,19 +72,14 @@ Errors: 400 \`resource_missing\` (unknown intent), 409 \`invalid_state\` (not an
       return { body, afterCommit: afterCommitStart(deps.services.temporal, deps.services.taskQueue, deps.log, deps.pool, [txn]) };
     },
   }),
-  defineRoute({
-    method: 'get',
+  retrieveRoute({
     path: '/refund/{id}',
     tag: 'Refunds',
     summary: 'Retrieve a refund',
     params: idParams,
-    errorStatuses: [404],
     response: { schema: refundSchema, description: 'The refund with its transaction as it is now.' },
-    async handler({ caller, db, params }) {
-      const refund = await getRefund(db, caller.organization.id, params.id);
-      if (!refund) throw errors.notFound('refund', params.id);
-      return { body: refund };
-    },
+    resource: 'refund',
+    find: getRefund,
   }),
   defineRoute({
     method: 'get',

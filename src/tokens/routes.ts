@@ -1,4 +1,4 @@
-import { defineRoute } from '../http/edge';
+import { defineRoute, retrieveRoute } from '../http/edge';
 import { ApiError, errors } from '../http/errors';
 import { newId } from '../ids';
 import * as ledger from '../ledger/repo';
@@ -44,18 +44,16 @@ Errors: 400 \`validation_failed\` (a failing check, one \`details\` entry per fi
       return { body: renderToken(row) };
     },
   }),
-  defineRoute({
-    method: 'get',
+  retrieveRoute({
     path: '/token/{id}',
     tag: 'Tokens',
     summary: 'Retrieve a token (masked)',
     params: idParams,
-    errorStatuses: [404],
     response: { schema: tokenSchema, description: 'The token.' },
-    async handler({ caller, db, params }) {
-      const row = await getTokenRow(db, caller.organization.id, params.id);
-      if (!row) throw errors.notFound('token', params.id);
-      return { body: renderToken(row) };
+    resource: 'token',
+    find: async (db, organizationId, id) => {
+      const row = await getTokenRow(db, organizationId, id);
+      return row && renderToken(row);
     },
   }),
   defineRoute({

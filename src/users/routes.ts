@@ -1,4 +1,4 @@
-import { defineRoute } from '../http/edge';
+import { defineRoute, retrieveRoute } from '../http/edge';
 import { errors } from '../http/errors';
 import * as repo from './repo';
 import { userCreateBody, userCreated, userIdParams, userList, userListQuery, userSchema } from './schemas';
@@ -26,20 +26,15 @@ export const userRoutes = [
       return { body: { id: user.id } };
     },
   }),
-  defineRoute({
-    method: 'get',
+  retrieveRoute({
     path: '/user/{id}',
     tag: 'Users',
     summary: 'Retrieve a user',
     description: 'Never returns personal data. Another organization\'s user id answers 404, exactly like an unknown one.',
     params: userIdParams,
-    errorStatuses: [404],
     response: { schema: userSchema, description: 'The user.' },
-    async handler({ caller, db, params }) {
-      const user = await repo.getUser(db, caller.organization.id, params.id);
-      if (!user) throw errors.notFound('user', params.id);
-      return { body: user };
-    },
+    resource: 'user',
+    find: repo.getUser,
   }),
   defineRoute({
     method: 'get',

@@ -1,4 +1,4 @@
-import { defineRoute } from '../http/edge';
+import { defineRoute, retrieveRoute } from '../http/edge';
 import { errors } from '../http/errors';
 import { listEnvelope, pageQuery } from '../http/zod';
 import {
@@ -65,19 +65,17 @@ export const webhookRoutes = [
       return { body: { ...found, data: found.data.map(endpointView) } };
     },
   }),
-  defineRoute({
-    method: 'get',
+  retrieveRoute({
     path: '/webhook/{id}',
     tag: TAG,
     summary: 'Retrieve a webhook endpoint',
     description: 'The secret is not returned; it was shown once, when the endpoint was created.',
     params: webhookIdParams,
     response: { schema: webhookEndpoint, description: 'The endpoint.' },
-    errorStatuses: [404],
-    async handler({ caller, db, params }) {
-      const row = await getEndpoint(db, caller.organization.id, params.id);
-      if (!row) throw errors.notFound('webhook endpoint', params.id);
-      return { body: endpointView(row) };
+    resource: 'webhook endpoint',
+    find: async (db, organizationId, id) => {
+      const row = await getEndpoint(db, organizationId, id);
+      return row && endpointView(row);
     },
   }),
   defineRoute({
