@@ -1,8 +1,8 @@
 # The ledger's api and worker image (docker-compose.yml runs it twice with different commands).
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm install --no-audit --no-fund
+RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
 COPY workflows ./workflows

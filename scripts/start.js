@@ -13,9 +13,8 @@ const wanted = Object.keys({ ...manifest.dependencies, ...manifest.devDependenci
 const missing = wanted.filter((name) => !fs.existsSync(path.join(root, 'node_modules', name, 'package.json')));
 if (missing.length > 0) {
   process.stdout.write(`Installing npm packages (missing: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', ...' : ''})...\n`);
-  // `npm install` with the lock present installs exactly its versions (`npm ci` trips over lock files that
-  // npm 11 writes without other platforms' optional packages).
-  const installed = spawnSync('npm', ['install', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
+  // Exactly the lock's versions; the lock lists every platform's optional packages, so `npm ci` accepts it.
+  const installed = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
   if (installed.status !== 0) process.exit(installed.status ?? 1);
 }
 require(require.resolve('tsx/cjs/api', { paths: [root] })).register();
