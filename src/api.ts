@@ -17,7 +17,11 @@ export interface RunningApi {
 }
 
 /** Serves the HTTP API until `close`; also purges expired idempotency records every 10 minutes. */
-export async function startApi(options: { config: Config; pool: Pool; log: Logger; temporal: Client; clock?: Clock }): Promise<RunningApi> {
+export async function startApi(options: {
+  config: Config; pool: Pool; log: Logger; temporal: Client; clock?: Clock;
+  /** More /readyz checks beside Postgres and Temporal (`npm start` adds its supervised services). */
+  readiness?: Record<string, () => Promise<void>>;
+}): Promise<RunningApi> {
   const { config, pool, log, temporal } = options;
   const clock = options.clock ?? systemClock;
   const app = createApp({
@@ -31,6 +35,7 @@ export async function startApi(options: { config: Config; pool: Pool; log: Logge
         await pool.query('SELECT 1');
       },
       temporal: () => temporalHealthy(temporal),
+      ...options.readiness,
     },
   });
   const server = await new Promise<Server>((resolve, reject) => {

@@ -44,6 +44,9 @@ const schema = z.object({
   TEMPORAL_UI_PORT: port.default(8233),
   EMBEDDED_PG_PORT: port.default(54329),
   DATA_DIR: z.string().min(1).default(path.join(REPO_ROOT, '.data')),
+  // Only as root, where Postgres runs as the `postgres` user: when that user cannot reach the clone or
+  // DATA_DIR (a 0700 home or `mktemp -d`), a copy of the Postgres binaries and the cluster live here.
+  EMBEDDED_PG_SHARED_DIR: z.string().min(1).default('/var/lib/payments-ledger'),
   LEDGER_ENVIRONMENT: z.enum(['sandbox', 'production']).default('sandbox'),
   TRUST_PROXY: trustProxy.default(false),
   SETTLEMENT_CUTOFF: cutoff.default('00:00'),

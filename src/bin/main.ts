@@ -12,6 +12,8 @@ import { createLogger } from '../logger';
 import { countOrganizations, createOrganization } from '../orgs/repo';
 import { startTemporalDevServer } from '../platform/devServer';
 import { startEmbeddedPostgres } from '../platform/embeddedPostgres';
+import { assertPortFree } from '../platform/ports';
+import { supervise } from '../platform/supervisor';
 import { connectTemporal, registerSearchAttributes } from '../platform/temporal';
 import { ensureTemporalCli } from '../platform/temporalCli';
 import { ensureSettlementSchedule } from '../settlement/schedule';
@@ -38,25 +40,44 @@ runMain(async () => {
   });
 
   try {
+    // The embedded services run supervised: restarted with backoff when they die, /readyz 503 meanwhile,
+    // and `npm start` exits 1 naming the component once one keeps failing.
+    const readiness: Record<string, () => Promise<void>> = {};
+    const supervisorLog = { warn: (message: string) => log.warn(message), info: (message: string) => log.info(message) };
+    const giveUp = (error: Error) => {
+      process.stderr.write(`${error.message}\n`);
+      void stopAll().finally(() => process.exit(1));
+    };
     let databaseUrl = config.DATABASE_URL;
     if (!databaseUrl) {
-      const embedded = await startEmbeddedPostgres(config.DATA_DIR, config.EMBEDDED_PG_PORT);
-      teardown.push(['embedded postgres', embedded.stop]);
+      const startPostgres = () =>
+        startEmbeddedPostgres({ dataDir: config.DATA_DIR, port: config.EMBEDDED_PG_PORT, sharedDir: config.EMBEDDED_PG_SHARED_DIR, say });
+      const embedded = await startPostgres();
+      const supervisor = supervise({ component: 'embedded Postgres', first: embedded, start: startPostgres, log: supervisorLog, onGiveUp: giveUp });
+      teardown.push(['embedded postgres', supervisor.stop]);
+      readiness.embedded_postgres = supervisor.check;
       databaseUrl = embedded.databaseUrl;
     }
     let temporalUi: string | null = null;
     if (!config.TEMPORAL_ADDRESS) {
       const cliPath = await ensureTemporalCli(process.env, say);
-      const dev = await startTemporalDevServer({
-        cliPath,
-        port: config.TEMPORAL_PORT,
-        uiPort: config.TEMPORAL_UI_PORT,
-        dbFile: path.join(config.DATA_DIR, 'temporal', 'temporal.db'),
-        namespace: config.TEMPORAL_NAMESPACE,
-        logFile: path.join(config.DATA_DIR, 'temporal', 'server.log'),
-        pidFile: path.join(config.DATA_DIR, 'temporal', 'server.pid'),
-      });
-      teardown.push(['temporal dev server', dev.stop]);
+      const startDevServer = async () => {
+        await assertPortFree('Temporal dev server', config.TEMPORAL_PORT, 'TEMPORAL_PORT');
+        await assertPortFree('Temporal Web UI', config.TEMPORAL_UI_PORT, 'TEMPORAL_UI_PORT');
+        return startTemporalDevServer({
+          cliPath,
+          port: config.TEMPORAL_PORT,
+          uiPort: config.TEMPORAL_UI_PORT,
+          dbFile: path.join(config.DATA_DIR, 'temporal', 'temporal.db'),
+          namespace: config.TEMPORAL_NAMESPACE,
+          logFile: path.join(config.DATA_DIR, 'temporal', 'server.log'),
+          pidFile: path.join(config.DATA_DIR, 'temporal', 'server.pid'),
+        });
+      };
+      const dev = await startDevServer();
+      const supervisor = supervise({ component: 'Temporal dev server', first: dev, start: startDevServer, log: supervisorLog, onGiveUp: giveUp });
+      teardown.push(['temporal dev server', supervisor.stop]);
+      readiness.temporal_dev_server = supervisor.check;
       temporalUi = dev.uiUrl;
     }
     const address = temporalAddressOf(config);
@@ -70,7 +91,7 @@ runMain(async () => {
     teardown.push(['worker', () => worker.shutdown()]);
     // The daily window close (SPEC §10), created or updated at every start.
     await ensureSettlementSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE, cutoff: config.SETTLEMENT_CUTOFF });
-    const api = await startApi({ config, pool, log, temporal: client });
+    const api = await startApi({ config, pool, log, temporal: client, readiness });
     teardown.push(['api', () => api.close()]);
 
     const firstStart = (await countOrganizations(pool)) === 0;

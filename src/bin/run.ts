@@ -1,14 +1,19 @@
 import { ConfigError } from '../config';
+import { StartupError } from '../platform/startupError';
 
 /**
  * Runs a process's main function: a configuration error prints its message (naming the variable) and exits 2;
- * any other start-up failure exits 1.
+ * a known start-up failure (StartupError) prints its message and exits 1; anything else exits 1 with its stack.
  */
 export function runMain(main: () => Promise<void>): void {
   main().catch((error: unknown) => {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
       process.exit(2);
+    }
+    if (error instanceof StartupError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
     }
     process.stderr.write(`fatal: ${(error as Error)?.stack ?? String(error)}\n`);
     process.exit(1);

@@ -46,6 +46,8 @@ export interface DevServer {
   address: string;
   uiUrl: string | null;
   process: ChildProcess;
+  /** Resolves when the server process has exited, for whatever reason. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   stop(): Promise<void>;
 }
 
@@ -68,7 +70,9 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   fs.closeSync(log);
   process.once('exit', () => child.kill('SIGTERM'));
   if (options.pidFile && child.pid) fs.writeFileSync(options.pidFile, String(child.pid));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
   const address = `127.0.0.1:${options.port}`;
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
@@ -89,5 +93,5 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     await stop();
     throw error;
   }
-  return { address, uiUrl: options.uiPort === null ? null : `http://127.0.0.1:${options.uiPort}`, process: child, stop };
+  return { address, uiUrl: options.uiPort === null ? null : `http://127.0.0.1:${options.uiPort}`, process: child, exited, stop };
 }

@@ -1,0 +1,104 @@
+/**
+ * Keeps a child service of `npm start` (the embedded Postgres, the Temporal dev server) running: when it dies
+ * (SIGKILL, SIGQUIT, a crash), it is started again after a backoff; while it is down, `check` fails so
+ * /readyz answers 503; after `restartsMax` failures in a row the supervisor gives up and says so through
+ * `onGiveUp`, and `npm start` exits non-zero naming the component.
+ */
+export const SUPERVISOR_LIMITS = {
+  /** Deaths and failed restarts in a row before giving up. */
+  restartsMax: 5,
+  backoffInitialMs: 500,
+  backoffMaxMs: 8_000,
+  /** A child that stays up this long has recovered: its failure count starts again from zero. */
+  stableMs: 30_000,
+};
+
+export interface SupervisedChild {
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stop(): Promise<void>;
+}
+
+export interface Supervisor {
+  /** Resolves while the child runs; rejects (naming the component) while it is down or restarting. */
+  check(): Promise<void>;
+  /** Stops supervising, then the child. */
+  stop(): Promise<void>;
+}
+
+export interface SupervisorOptions<T extends SupervisedChild> {
+  /** Named in every message, e.g. "embedded Postgres". */
+  component: string;
+  first: T;
+  start(): Promise<T>;
+  log: { warn(message: string): void; info(message: string): void };
+  onGiveUp(error: Error): void;
+  limits?: Partial<typeof SUPERVISOR_LIMITS>;
+}
+
+function describeExit({ code, signal }: { code: number | null; signal: NodeJS.Signals | null }): string {
+  return signal ? `was killed by ${signal}` : `exited with code ${code}`;
+}
+
+export function supervise<T extends SupervisedChild>(options: SupervisorOptions<T>): Supervisor {
+  const limits = { ...SUPERVISOR_LIMITS, ...options.limits };
+  let current: T | null = options.first;
+  let stopped = false;
+  let failures = 0;
+  let upSince = Date.now();
+  let wake: (() => void) | null = null;
+  const pause = (ms: number) => new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      wake = null;
+      resolve();
+    }
+    wake = done;
+  });
+
+  const watch = (child: T): void => {
+    void child.exited.then(async (exit) => {
+      if (stopped || current !== child) return;
+      current = null;
+      if (Date.now() - upSince >= limits.stableMs) failures = 0;
+      let reason = `${options.component} ${describeExit(exit)}`;
+      while (!stopped) {
+        failures += 1;
+        if (failures > limits.restartsMax) {
+          options.onGiveUp(new Error(`${options.component} failed ${limits.restartsMax} times in a row; giving up. Last failure: ${reason}`));
+          return;
+        }
+        const delayMs = Math.min(limits.backoffMaxMs, limits.backoffInitialMs * 2 ** (failures - 1));
+        options.log.warn(`${reason}; restarting it in ${delayMs} ms (attempt ${failures} of ${limits.restartsMax})`);
+        await pause(delayMs);
+        if (stopped) return;
+        try {
+          const restarted = await options.start();
+          if (stopped) {
+            await restarted.stop();
+            return;
+          }
+          current = restarted;
+          upSince = Date.now();
+          options.log.info(`${options.component} restarted`);
+          watch(restarted);
+          return;
+        } catch (error) {
+          reason = `${options.component} did not restart: ${(error as Error).message}`;
+        }
+      }
+    });
+  };
+  watch(options.first);
+
+  return {
+    async check() {
+      if (!current) throw new Error(`${options.component} is down; restarting`);
+    },
+    async stop() {
+      stopped = true;
+      wake?.();
+      await current?.stop();
+    },
+  };
+}

@@ -1,0 +1,189 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { randomString } from '../src/ids';
+import { apiClient, eventually, testInfra } from './support/harness';
+import { idempotencyKey } from './support/payments';
+import { freePort } from './support/ports';
+import { REPO, spawnProject, stopGracefully, type Spawned } from './support/processes';
+
+/**
+ * SPEC §16 `npm start` as a newcomer meets it: from a clone under a private directory, on a busy port, and
+ * with its embedded Postgres or Temporal dev server killed under it.
+ */
+
+type Env = Record<string, string | undefined>;
+
+async function startEnv(extra: Env = {}): Promise<{ env: Env; url: string; ports: Record<string, number> }> {
+  const ports = { PORT: await freePort(), TEMPORAL_PORT: await freePort(), TEMPORAL_UI_PORT: await freePort(), EMBEDDED_PG_PORT: await freePort() };
+  const env: Env = {
+    LOG_LEVEL: 'warn',
+    TEMPORAL_CLI_PATH: testInfra().cliPath,
+    DATABASE_URL: undefined,
+    TEMPORAL_ADDRESS: undefined,
+    SANDBOX_CONFIRM_SECONDS: '3600',
+    ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
+    ...extra,
+  };
+  return { env, url: `http://127.0.0.1:${ports.PORT}`, ports };
+}
+
+/** A directory every user can pass through (the shared dir root needs for Postgres binaries and clusters). */
+function openTempDir(prefix: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  fs.chmodSync(dir, 0o755);
+  return dir;
+}
+
+function demoKeyOf(started: Spawned): string {
+  const key = /Demo sandbox API key \(shown once\): (sk_sandbox_\w+)/.exec(started.output())?.[1];
+  if (!key) throw new Error(`no demo key in:\n${started.output()}`);
+  return key;
+}
+
+/** A write through every layer: a user, an approved cash_in, and the worker moving it to `available`. */
+async function writeThroughEveryLayer(url: string, apiKey: string): Promise<void> {
+  const call = apiClient(url, apiKey);
+  const user = await call('POST', '/user', {
+    name: { first: 'Ada', last: 'Lovelace' },
+    address: { address_line_1: '12 Market Street', locality: 'Newark', administrative_area: 'NJ', postal_code: '07102', country: 'US' },
+    email: 'ada@example.com', date_of_birth: '1990-12-10', government_id: { type: 'passport', last4: '6789' },
+    identity_verified: true, tag: `tag-${randomString(16)}`,
+  });
+  expect(user.status).toBe(200);
+  const intent = await call('POST', '/intent', { direction: 'cash_in', user_id: user.body.id, amount: 1_250, currency: 'USD' }, idempotencyKey());
+  if (intent.status !== 200) throw new Error(`POST /intent answered ${intent.status}: ${intent.text}`);
+  expect(intent.body.status).toBe('approved');
+  const transactionId = intent.body.transactions[0].id as string;
+  // The api's signal reaches the workflow once it runs; the worker's activity then writes `available`.
+  await eventually(async () => ((await call('POST', `/simulate/transaction/${transactionId}/confirm`, undefined, idempotencyKey())).status === 200 ? true : undefined), 60_000, 'confirm accepted');
+  await eventually(async () => ((await call('GET', `/transaction/${transactionId}`)).body.status === 'available' ? true : undefined), 60_000, `${transactionId} available`);
+}
+
+async function readyStatus(url: string): Promise<number | string> {
+  try {
+    const response = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(5_000) });
+    await response.arrayBuffer();
+    return response.status;
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+/** Polls /readyz until it answers `status`; the failure names every answer seen. */
+async function readyzBecomes(url: string, status: number, timeoutMs: number, what: string): Promise<void> {
+  const seen: Array<number | string> = [];
+  await eventually(async () => {
+    const answer = await readyStatus(url);
+    if (seen[seen.length - 1] !== answer) seen.push(answer);
+    return answer === status ? true : undefined;
+  }, timeoutMs, `${what} (answers seen: ${seen.join(', ')})`).catch((error: Error) => {
+    throw new Error(`${error.message}; answers seen: ${seen.join(', ')}`);
+  });
+}
+
+function pidIn(file: string): number {
+  const pid = Number(fs.readFileSync(file, 'utf8').split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) throw new Error(`no pid in ${file}`);
+  return pid;
+}
+
+describe('SPEC §16 npm start for a newcomer', () => {
+  test('runs from a clone under a 0700 directory (the embedded Postgres user cannot reach it when we are root)', async () => {
+    // Inside the repository's own (ignored) scratch folder, so node_modules can be hard-linked, not copied.
+    const scratch = path.join(REPO, '.scratch');
+    fs.mkdirSync(scratch, { recursive: true });
+    const privateDir = fs.mkdtempSync(path.join(scratch, 'private-'));
+    fs.chmodSync(privateDir, 0o700);
+    const clone = path.join(privateDir, 'ledger');
+    fs.mkdirSync(clone);
+    for (const entry of ['package.json', 'package-lock.json', 'tsconfig.json', 'scripts', 'src', 'workflows', 'activities', 'migrations']) {
+      fs.cpSync(path.join(REPO, entry), path.join(clone, entry), { recursive: true });
+    }
+    execFileSync('cp', ['-al', path.join(REPO, 'node_modules'), path.join(clone, 'node_modules')]);
+    const shared = openTempDir('ledger-pg-shared-');
+    const { env, url } = await startEnv({ EMBEDDED_PG_SHARED_DIR: shared, DATA_DIR: undefined });
+    const started = spawnProject(process.execPath, [path.join(clone, 'scripts', 'start.js')], env);
+    try {
+      await started.waitFor(/Ctrl-C stops everything/, 180_000);
+      expect(started.output()).not.toMatch(/EACCES|\n\s+at /);
+      expect((await fetch(`${url}/readyz`)).status).toBe(200);
+      expect((await apiClient(url, demoKeyOf(started))('POST', '/keys/verify')).status).toBe(200);
+      expect(fs.existsSync(path.join(clone, '.data', 'postgres'))).toBe(true);
+      expect((await stopGracefully(started)).code).toBe(0);
+    } finally {
+      await stopGracefully(started);
+      fs.rmSync(privateDir, { recursive: true, force: true });
+      fs.rmSync(shared, { recursive: true, force: true });
+    }
+  }, 240_000);
+
+  test('a busy embedded Postgres port stops the start with one line naming the port and EMBEDDED_PG_PORT, exit 1', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-busy-'));
+    const { env, ports } = await startEnv({ DATA_DIR: dataDir });
+    const squatter = net.createServer();
+    await new Promise<void>((resolve) => squatter.listen(ports.EMBEDDED_PG_PORT, '127.0.0.1', resolve));
+    try {
+      const started = spawnProject(process.execPath, ['scripts/start.js'], env);
+      const { code } = await started.exited;
+      expect(code).toBe(1);
+      expect(started.output()).toContain(`port ${ports.EMBEDDED_PG_PORT} (EMBEDDED_PG_PORT) is already in use`);
+      expect(started.output()).not.toMatch(/\n\s+at |undefined/);
+    } finally {
+      squatter.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  test('SIGKILLed Postgres and Temporal dev server are restarted: /readyz 503 then 200, and writes work again', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-supervised-'));
+    const { env, url } = await startEnv({ DATA_DIR: dataDir });
+    const started = spawnProject(process.execPath, ['scripts/start.js'], env);
+    try {
+      await started.waitFor(/Ctrl-C stops everything/, 180_000);
+      const apiKey = demoKeyOf(started);
+      const withOutput = (error: Error) => {
+        throw new Error(`${error.message}\nnpm start printed:\n${started.output().slice(-6_000)}`);
+      };
+      for (const [component, pidFile] of [
+        ['embedded Postgres', path.join(dataDir, 'postgres', 'postmaster.pid')],
+        ['Temporal dev server', path.join(dataDir, 'temporal', 'server.pid')],
+      ] as const) {
+        const pid = pidIn(pidFile);
+        process.kill(pid, 'SIGKILL');
+        await readyzBecomes(url, 503, 10_000, `/readyz 503 after killing the ${component}`).catch(withOutput);
+        await started.waitFor(new RegExp(`${component} was killed by SIGKILL; restarting`), 10_000);
+        await readyzBecomes(url, 200, 60_000, `/readyz 200 after the ${component} restarted`).catch(withOutput);
+        expect(pidIn(pidFile)).not.toBe(pid);
+        await writeThroughEveryLayer(url, apiKey).catch(withOutput);
+      }
+      expect((await stopGracefully(started)).code).toBe(0);
+    } finally {
+      await stopGracefully(started);
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 300_000);
+
+  test('a component that keeps failing to restart ends npm start with exit 1 naming it', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-giveup-'));
+    // A Temporal CLI that works until the test breaks it, so every restart fails the same way.
+    const broken = path.join(dataDir, 'cli-broken');
+    const wrapper = path.join(dataDir, 'temporal-cli');
+    fs.writeFileSync(wrapper, `#!/bin/sh\nif [ -e '${broken}' ]; then echo 'cli broken by the test' >&2; exit 3; fi\nexec '${testInfra().cliPath}' "$@"\n`, { mode: 0o755 });
+    const { env } = await startEnv({ DATA_DIR: dataDir, TEMPORAL_CLI_PATH: wrapper });
+    const started = spawnProject(process.execPath, ['scripts/start.js'], env);
+    try {
+      await started.waitFor(/Ctrl-C stops everything/, 180_000);
+      fs.writeFileSync(broken, '');
+      process.kill(pidIn(path.join(dataDir, 'temporal', 'server.pid')), 'SIGKILL');
+      const { code } = await started.exited;
+      expect(code).toBe(1);
+      expect(started.output()).toMatch(/Temporal dev server failed 5 times in a row; giving up/);
+    } finally {
+      await stopGracefully(started);
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 240_000);
+});
