@@ -2,6 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { withTransaction } from '../src/db/pool';
 import { applyTransition, getTransactionRow, InvalidTransitionError } from '../src/ledger/repo';
 import type { TransactionStatus } from '../src/ledger/schemas';
+import { ledgerMetrics } from '../src/metrics';
 import { railFor, type PaymentRail } from '../src/rails';
 import type { ActivityDeps } from './index';
 
@@ -31,6 +32,8 @@ export function createLedgerActivities(deps: ActivityDeps, rail: PaymentRail = r
       try {
         const result = await withTransaction(deps.pool, (tx) =>
           applyTransition(tx, { transactionId: input.transactionId, toStatus: input.toStatus, transferId: input.transferId, now: new Date() }));
+        // Committed, and made by this call (a repeat finds it done: changed is false).
+        if (result.changed) ledgerMetrics.transitionsTotal.inc({ to_status: result.status });
         return { status: result.status, changed: result.changed, transferId: result.transferId };
       } catch (error) {
         if (error instanceof InvalidTransitionError) throw ApplicationFailure.nonRetryable(error.message, 'InvalidTransition');

@@ -2,6 +2,7 @@ import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { withTransaction } from '../src/db/pool';
+import { ledgerMetrics } from '../src/metrics';
 import { railFor, type PaymentRail } from '../src/rails';
 import { startAccountSettlement } from '../src/settlement/client';
 import { transferDateOf, windowDateOfScheduledTime } from '../src/settlement/dates';
@@ -33,6 +34,21 @@ async function inPool<T>(items: T[], limit: number, task: (item: T) => Promise<v
     }
   });
   await Promise.all(runners);
+}
+
+/**
+ * The last page of a window's fan-out closes the window: observes how long since its window workflow
+ * started (workflow code keeps no clock of its own to report). A metric is no reason to fail the close.
+ */
+async function observeWindowClosed(deps: ActivityDeps): Promise<void> {
+  const { workflowExecution } = Context.current().info;
+  if (!workflowExecution) return;
+  try {
+    const { startTime } = await deps.temporal.workflow.getHandle(workflowExecution.workflowId, workflowExecution.runId).describe();
+    ledgerMetrics.settlementWindowDurationSeconds.observe((Date.now() - startTime.getTime()) / 1000);
+  } catch (error) {
+    deps.log.warn({ err: error, workflow_id: workflowExecution.workflowId }, 'settlement window duration not observed');
+  }
 }
 
 function transferInfo(row: repo.TransferRow): TransferInfo {
@@ -75,7 +91,9 @@ export function createSettlementActivities(deps: ActivityDeps, rail: PaymentRail
           else alreadyStarted += 1;
         });
         const last = accountIds[accountIds.length - 1];
-        return { started, alreadyStarted, nextAfterAccountId: accountIds.length === SETTLEMENT_LIMITS.fanOutPageSize && last ? last : null };
+        const nextAfterAccountId = accountIds.length === SETTLEMENT_LIMITS.fanOutPageSize && last ? last : null;
+        if (nextAfterAccountId === null) await observeWindowClosed(deps);
+        return { started, alreadyStarted, nextAfterAccountId };
       });
     },
 
@@ -89,6 +107,8 @@ export function createSettlementActivities(deps: ActivityDeps, rail: PaymentRail
       const result = await keepAlive(() => withTransaction(deps.pool, (tx) =>
         repo.createWindowTransfer(tx, { accountId: input.accountId, windowDate: input.windowDate, transferDate, now: new Date() })));
       if (result?.created) {
+        ledgerMetrics.transfersTotal.inc({ direction: result.transfer.direction });
+        if (result.cashOutCount > 0) ledgerMetrics.transitionsTotal.inc({ to_status: 'in_transfer' }, result.cashOutCount);
         deps.log.info({ transfer_id: result.transfer.id, account_id: input.accountId, window_date: input.windowDate,
           transaction_count: result.transfer.transaction_count, elapsed_ms: Date.now() - started }, 'transfer created');
       }
@@ -153,6 +173,7 @@ export function createSettlementActivities(deps: ActivityDeps, rail: PaymentRail
       const started = Date.now();
       const result = await keepAlive(() => withTransaction(deps.pool, (tx) => repo.settleTransfer(tx, input.transferId, new Date())));
       if (result.changed) {
+        ledgerMetrics.transitionsTotal.inc({ to_status: 'settled' }, result.transfer.transaction_count);
         deps.log.info({ transfer_id: input.transferId, transaction_count: result.transfer.transaction_count, elapsed_ms: Date.now() - started },
           'transfer settled');
       }

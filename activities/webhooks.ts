@@ -2,6 +2,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { withTransaction } from '../src/db/pool';
 import { postWebhook, retryDelayMs } from '../src/webhooks/http';
+import { ledgerMetrics } from '../src/metrics';
 import { WEBHOOK_LIMITS } from '../src/webhooks/limits';
 import { beginAttempt, disableEndpoint, finishAttempt, loadDeliveryTarget } from '../src/webhooks/repo';
 import { openSecret, signPayload } from '../src/webhooks/signing';
@@ -65,6 +66,7 @@ export function createWebhookActivities(deps: ActivityDeps) {
         const check = await checkTargetAtDelivery(deps.config, url);
         if (!check.ok) {
           await finishAttempt(deps.pool, attemptId, { outcome: 'refused', responseStatusCode: null, durationMs: performance.now() - started, error: check.reason });
+          ledgerMetrics.webhookDeliveriesTotal.inc({ outcome: 'refused' });
           deps.log.warn({ endpoint_id: endpoint.id, event_id: event.id, reason: check.reason }, 'webhook target refused');
           return 'refused';
         }
@@ -81,6 +83,7 @@ export function createWebhookActivities(deps: ActivityDeps) {
 
       if (status !== null && status >= 200 && status < 300) {
         await finishAttempt(deps.pool, attemptId, { outcome: 'succeeded', responseStatusCode: status, durationMs, error: null });
+        ledgerMetrics.webhookDeliveriesTotal.inc({ outcome: 'succeeded' });
         return 'delivered';
       }
       if (status === 410) {
@@ -89,11 +92,13 @@ export function createWebhookActivities(deps: ActivityDeps) {
           await finishAttempt(tx, attemptId, { outcome: 'failed', responseStatusCode: 410, durationMs, error: 'the endpoint answered 410 Gone; it is now disabled' });
           await disableEndpoint(tx, endpoint.id, 'The endpoint answered 410 Gone.');
         });
+        ledgerMetrics.webhookDeliveriesTotal.inc({ outcome: 'endpoint_disabled' });
         deps.log.info({ endpoint_id: endpoint.id, event_id: event.id }, 'webhook endpoint disabled after 410');
         return 'endpoint_disabled';
       }
       const error = failure ?? `the endpoint answered ${status}`;
       await finishAttempt(deps.pool, attemptId, { outcome: 'failed', responseStatusCode: status, durationMs, error });
+      ledgerMetrics.webhookDeliveriesTotal.inc({ outcome: 'failed' });
       throw ApplicationFailure.create({
         type: ATTEMPT_FAILED,
         message: `attempt ${attempt} failed: ${error}`,

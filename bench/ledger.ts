@@ -150,7 +150,7 @@ async function main() {
     const apiPort = await freePort();
     const env = {
       DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: dev.address, TEMPORAL_TASK_QUEUE: 'ledger-bench', PORT: String(apiPort), LOG_LEVEL: 'info',
-      LEDGER_ENVIRONMENT: 'sandbox',
+      LEDGER_ENVIRONMENT: 'sandbox', TEMPORAL_METRICS_ADDRESS: 'off', WORKER_METRICS_PORT: '0',
     };
     say('starting worker and api processes...');
     const worker = await startProcess('worker', 'src/bin/worker.ts', env, /worker running/);

@@ -71,7 +71,8 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, progr
 /** A worker process in its own process group (so SIGKILL reaches the node process tsx starts). */
 function startWorkerProcess(env: Record<string, string>, onLog: (line: string) => void): { child: ChildProcess; ready: Promise<void> } {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/worker.ts'], {
-    cwd: REPO_ROOT, env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
+    // Several workers run at once: no metrics ports to collide on.
+    cwd: REPO_ROOT, env: { ...process.env, LOG_LEVEL: 'info', TEMPORAL_METRICS_ADDRESS: 'off', WORKER_METRICS_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
   });
   let buffer = '';
   const ready = new Promise<void>((resolve, reject) => {

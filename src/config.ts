@@ -50,6 +50,11 @@ const schema = z.object({
   LEDGER_ENVIRONMENT: z.enum(['sandbox', 'production']).default('sandbox'),
   TRUST_PROXY: trustProxy.default(false),
   SETTLEMENT_CUTOFF: cutoff.default('00:00'),
+  // Where a process that runs a Temporal worker (`npm start`, `npm run worker`) serves the SDK's own
+  // Prometheus metrics (pollers, task latencies, sticky cache...); `off` serves none.
+  TEMPORAL_METRICS_ADDRESS: z.string().regex(/^(off|[^\s:]+:\d+)$/, 'must be host:port or off').default('127.0.0.1:9464'),
+  // `npm run worker` serves the ledger's worker-side metrics (see src/metrics.ts) on HOST:WORKER_METRICS_PORT; 0 serves none.
+  WORKER_METRICS_PORT: port.default(9465),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SANDBOX_CONFIRM_SECONDS: seconds.default(30),
   SANDBOX_SETTLE_SECONDS: seconds.default(60),

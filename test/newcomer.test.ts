@@ -24,6 +24,7 @@ async function startEnv(extra: Env = {}): Promise<{ env: Env; url: string; ports
     DATABASE_URL: undefined,
     TEMPORAL_ADDRESS: undefined,
     SANDBOX_CONFIRM_SECONDS: '3600',
+    TEMPORAL_METRICS_ADDRESS: `127.0.0.1:${await freePort()}`,
     ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
     ...extra,
   };

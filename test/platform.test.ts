@@ -85,6 +85,7 @@ describe('SPEC §1 npm start on embedded defaults', () => {
       TEMPORAL_CLI_PATH: testInfra().cliPath,
       DATABASE_URL: undefined,
       TEMPORAL_ADDRESS: undefined,
+      TEMPORAL_METRICS_ADDRESS: 'off',
       ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
     };
     const start = () => spawnProject(process.execPath, ['scripts/start.js'], env);

@@ -425,6 +425,9 @@ describe('SPEC §10 settlement survives killed workers', () => {
         // Other suites' events and transactions are not this worker's to take (it is killed mid-run).
         WEBHOOK_DISPATCHER: 'off',
         TRANSACTION_RECONCILER: 'off',
+        // Several workers run at once here: no metrics ports to collide on.
+        TEMPORAL_METRICS_ADDRESS: 'off',
+        WORKER_METRICS_PORT: '0',
         ...env,
       },
       // Piped, not inherited: a worker outliving the run must not hold jest's output open. Its own process

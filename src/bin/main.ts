@@ -3,7 +3,6 @@
  * server with its Web UI (unless TEMPORAL_ADDRESS), migrations, search attributes, the worker and the API.
  */
 import path from 'node:path';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startApi } from '../api';
 import { loadConfig, temporalAddressOf } from '../config';
 import { migrate } from '../db/migrate';
@@ -15,6 +14,7 @@ import { startEmbeddedPostgres } from '../platform/embeddedPostgres';
 import { assertPortFree } from '../platform/ports';
 import { supervise } from '../platform/supervisor';
 import { connectTemporal, registerSearchAttributes } from '../platform/temporal';
+import { installTemporalRuntime } from '../platform/temporalRuntime';
 import { ensureTemporalCli } from '../platform/temporalCli';
 import { ensureSettlementSchedule } from '../settlement/schedule';
 import { startWorker } from '../worker';
@@ -24,7 +24,6 @@ runMain(async () => {
   const startedAt = Date.now();
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL);
-  Runtime.install({ logger: new DefaultLogger('WARN') });
   const say = (message: string) => process.stdout.write(`${message}\n`);
   // Teardown steps, run in reverse order of start.
   const teardown: Array<[string, () => Promise<void>]> = [];
@@ -81,6 +80,8 @@ runMain(async () => {
       temporalUi = dev.uiUrl;
     }
     const address = temporalAddressOf(config);
+    // The worker's runtime: SDK logs through pino, SDK metrics on TEMPORAL_METRICS_ADDRESS (api /metrics has ours).
+    await installTemporalRuntime(config, log);
     await migrate(databaseUrl, (message) => log.info(message));
     const pool = createPool(databaseUrl, config.DATABASE_POOL_MAX, (error) => log.warn({ err: error }, 'idle database connection lost'));
     teardown.push(['postgres pool', () => pool.end()]);
@@ -104,6 +105,7 @@ runMain(async () => {
     say(`  API            ${api.url}`);
     say(`  API reference  ${api.url}/docs`);
     say(`  Temporal UI    ${temporalUi ?? `(external Temporal at ${address})`}`);
+    say(`  Metrics        ${api.url}/metrics${config.TEMPORAL_METRICS_ADDRESS === 'off' ? '' : `, Temporal SDK http://${config.TEMPORAL_METRICS_ADDRESS}/metrics`}`);
     if (demo) {
       say(`  Demo organization ${demo.organization.id}, account ${demo.account.id}`);
       say(`  Demo sandbox API key (shown once): ${demo.key.api_key}`);

@@ -1,10 +1,11 @@
 /** `npm run worker`: one Temporal worker process against the configured Postgres and Temporal. */
-import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { databaseUrlOf, loadConfig, temporalAddressOf } from '../config';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { createLogger } from '../logger';
+import { serveWorkerMetrics } from '../platform/metricsServer';
 import { connectTemporal, registerSearchAttributes } from '../platform/temporal';
+import { installTemporalRuntime } from '../platform/temporalRuntime';
 import { ensureSettlementSchedule } from '../settlement/schedule';
 import { startWorker } from '../worker';
 import { onShutdownSignal, runMain } from './run';
@@ -12,7 +13,8 @@ import { onShutdownSignal, runMain } from './run';
 runMain(async () => {
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL, 'ledger-worker');
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  await installTemporalRuntime(config, log);
+  const metrics = config.WORKER_METRICS_PORT === 0 ? null : await serveWorkerMetrics(config.HOST, config.WORKER_METRICS_PORT);
   // Every process applies pending migrations at start; node-pg-migrate's lock makes concurrent starts safe.
   await migrate(databaseUrlOf(config), (message) => log.info(message));
   const pool = createPool(databaseUrlOf(config), config.DATABASE_POOL_MAX, (error) => log.warn({ err: error }, 'idle database connection lost'));
@@ -24,11 +26,12 @@ runMain(async () => {
   const worker = await startWorker({ config, pool, log, temporal: client, address, ...(workflowBundlePath ? { workflowBundlePath } : {}) });
   // The daily window close (SPEC §10), created or updated at every start.
   await ensureSettlementSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE, cutoff: config.SETTLEMENT_CUTOFF });
-  log.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker running');
+  log.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, metrics: metrics?.url ?? null, temporal_metrics: config.TEMPORAL_METRICS_ADDRESS }, 'worker running');
   onShutdownSignal(async () => {
     await worker.shutdown();
     await connection.close();
     await pool.end();
+    await metrics?.close();
   });
   await worker.running;
 });

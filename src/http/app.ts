@@ -3,6 +3,7 @@ import pinoHttp from 'pino-http';
 import client from 'prom-client';
 import swaggerUi from 'swagger-ui-express';
 import { newId } from '../ids';
+import { ledgerRegistry } from '../metrics';
 import { edgeFallback, edgeHandler, EDGE_LIMITS, type EdgeDeps, type RouteDef } from './edge';
 import { ApiError, errors } from './errors';
 import { buildOpenApiDocument, expressPath } from './openapi';
@@ -40,6 +41,9 @@ export function createApp(deps: AppDeps, routes: RouteDef<any, any, any>[] = all
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [registry],
   });
+
+  // The ledger's own counters (src/metrics.ts) beside this process's defaults and request durations.
+  const exposed = client.Registry.merge([registry, ledgerRegistry]);
 
   app.use((req: Request, res: Response, next: NextFunction) => {
     const requestId = newId('req');
@@ -89,7 +93,7 @@ export function createApp(deps: AppDeps, routes: RouteDef<any, any, any>[] = all
     });
   });
   app.get('/metrics', async (_req, res) => {
-    res.type(registry.contentType).send(await registry.metrics());
+    res.type(registry.contentType).send(await exposed.metrics());
   });
   const document = buildOpenApiDocument(routes, deps.config.LEDGER_ENVIRONMENT);
   app.get('/openapi.json', (_req, res) => {

@@ -2,6 +2,7 @@ import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/c
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Logger } from 'pino';
 import type { Pool } from '../db/pool';
+import { ledgerMetrics } from '../metrics';
 import {
   AccountIdKey, OrganizationIdKey, SettlementDateKey, TransactionDirectionKey, TransactionStatusKey,
 } from '../../workflows/searchAttributes';
@@ -59,6 +60,8 @@ export async function startTransactionWorkflow(client: Client, taskQueue: string
  */
 export function afterCommitStart(client: Client, taskQueue: string, log: Logger, pool: Pool, rows: TransactionRow[]): () => Promise<void> {
   return async () => {
+    // Counted here, after the request's commit, which runs once per executed request (a replay does not).
+    for (const row of rows) ledgerMetrics.transactionsTotal.inc({ direction: row.direction, type: row.type });
     await Promise.all(rows.map(async (row) => {
       try {
         await client.withDeadline(Date.now() + RECONCILER_LIMITS.startDeadlineMs, () => startTransactionWorkflow(client, taskQueue, row));

@@ -15,13 +15,13 @@ export function portFree(port: number, host = '127.0.0.1'): Promise<boolean> {
  * Refuses to start `component` on a port something else holds, naming the port and the setting that moves
  * it: a child that finds its port taken dies with a message in its own log, far from the operator's eyes.
  */
-export async function assertPortFree(component: string, port: number, variable: string): Promise<void> {
-  if (port === 0 || (await portFree(port))) return;
-  throw portInUse(component, port, variable);
+export async function assertPortFree(component: string, port: number, variable: string, host = '127.0.0.1'): Promise<void> {
+  if (port === 0 || (await portFree(port, host))) return;
+  throw portInUse(component, port, variable, host);
 }
 
-export function portInUse(component: string, port: number, variable: string): StartupError {
+export function portInUse(component: string, port: number, variable: string, host = '127.0.0.1'): StartupError {
   return new StartupError(
-    `${component}: port ${port} (${variable}) is already in use on 127.0.0.1. Stop what listens there, or set ${variable} to a free port.`,
+    `${component}: port ${port} (${variable}) is already in use on ${host}. Stop what listens there, or set ${variable} to a free port.`,
   );
 }

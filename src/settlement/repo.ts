@@ -78,6 +78,8 @@ export interface CreatedTransfer {
   transfer: TransferRow;
   /** False when this window's transfer already existed (a re-run or a retried activity). */
   created: boolean;
+  /** How many cash_outs this call moved to in_transfer (0 unless created). */
+  cashOutCount: number;
 }
 
 /**
@@ -94,7 +96,7 @@ export async function createWindowTransfer(
   // One creator per account at a time: a concurrent re-run waits here, then finds the transfer below.
   await tx.query(`SELECT pg_advisory_xact_lock(hashtext('settlement:' || $1))`, [input.accountId]);
   const existing = await getWindowTransfer(tx, input.accountId, input.windowDate);
-  if (existing) return { transfer: existing, created: false };
+  if (existing) return { transfer: existing, created: false, cashOutCount: 0 };
   const { rows: accounts } = await tx.query<{ organization_id: string; eligible: boolean }>(
     `SELECT a.organization_id, EXISTS (SELECT 1 FROM transactions WHERE account_id = $1 AND ${ELIGIBLE}) AS eligible
        FROM accounts a WHERE a.id = $1`,
@@ -113,18 +115,18 @@ export async function createWindowTransfer(
      VALUES ($1, $2, $3, 0, 'disbursement', 'pending', $4::date, $5::date, 0, $6)`,
     [transferId, account.organization_id, input.accountId, input.windowDate, input.transferDate, input.now],
   );
-  const { rows: sums } = await tx.query<{ count: number; net_cents: number }>(
+  const { rows: sums } = await tx.query<{ count: number; cash_out_count: number; net_cents: number }>(
     `WITH moved AS (
        UPDATE transactions SET transfer_id = $3, updated_at = $4,
               status = CASE WHEN direction = 'cash_out' THEN 'in_transfer' ELSE status END
         WHERE account_id = $1 AND ${ELIGIBLE}
        RETURNING direction, amount_cents)
-     SELECT count(*)::int AS count,
+     SELECT count(*)::int AS count, (count(*) FILTER (WHERE direction = 'cash_out'))::int AS cash_out_count,
             coalesce(sum(CASE WHEN direction = 'cash_in' THEN amount_cents ELSE -amount_cents END), 0)::bigint AS net_cents
        FROM moved`,
     [input.accountId, input.windowDate, transferId, input.now],
   );
-  const { count, net_cents: netCents } = sums[0]!;
+  const { count, cash_out_count: cashOutCount, net_cents: netCents } = sums[0]!;
   const { rows: built } = await tx.query<TransferRow>(
     `UPDATE transfers SET amount_cents = $2, direction = $3, transaction_count = $4 WHERE id = $1 RETURNING ${TRANSFER_COLUMNS}`,
     [transferId, Math.abs(netCents), netCents >= 0 ? 'disbursement' : 'collection', count],
@@ -143,7 +145,7 @@ export async function createWindowTransfer(
     [transferId, input.now],
   );
   await recordEvent(tx, transfer.organization_id, 'transfer.created', renderTransfer(transfer), input.now);
-  return { transfer, created: true };
+  return { transfer, created: true, cashOutCount };
 }
 
 /** Records that the transfer was handed to the rail (first time only). */

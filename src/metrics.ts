@@ -1,0 +1,50 @@
+import client from 'prom-client';
+
+/**
+ * The ledger's own Prometheus metrics, one registry per process. Each is incremented where the thing
+ * happens, only after its database transaction committed, and only by the code path that made the change
+ * (a retried or replayed step that finds the change already made counts nothing), so every committed event
+ * is counted once across all processes. Where each is observed:
+ *
+ * | metric | process |
+ * |---|---|
+ * | ledger_transactions_total | api (after the request's commit) |
+ * | ledger_transaction_transitions_total, ledger_transfers_total, ledger_webhook_deliveries_total, ledger_settlement_window_duration_seconds | worker (in its activities) |
+ *
+ * `npm start` runs both in one process and its api's /metrics shows them all; separate worker processes
+ * serve theirs on WORKER_METRICS_PORT. Sum over processes.
+ */
+export const ledgerRegistry = new client.Registry();
+
+export const ledgerMetrics = {
+  transactionsTotal: new client.Counter({
+    name: 'ledger_transactions_total',
+    help: 'Transactions recorded (committed), by direction and type (intent, refund, dispute)',
+    labelNames: ['direction', 'type'] as const,
+    registers: [ledgerRegistry],
+  }),
+  transitionsTotal: new client.Counter({
+    name: 'ledger_transaction_transitions_total',
+    help: 'Committed transaction status changes after creation, by the status moved to',
+    labelNames: ['to_status'] as const,
+    registers: [ledgerRegistry],
+  }),
+  transfersTotal: new client.Counter({
+    name: 'ledger_transfers_total',
+    help: 'Settlement transfers created (committed), by direction (disbursement, collection)',
+    labelNames: ['direction'] as const,
+    registers: [ledgerRegistry],
+  }),
+  webhookDeliveriesTotal: new client.Counter({
+    name: 'ledger_webhook_deliveries_total',
+    help: 'Webhook delivery attempts recorded, by outcome (succeeded, failed, endpoint_disabled, refused)',
+    labelNames: ['outcome'] as const,
+    registers: [ledgerRegistry],
+  }),
+  settlementWindowDurationSeconds: new client.Histogram({
+    name: 'ledger_settlement_window_duration_seconds',
+    help: "Time to close a settlement window: from its window workflow's start to every account's settlement started",
+    buckets: [0.1, 0.5, 1, 2.5, 5, 15, 60, 300, 900, 3600],
+    registers: [ledgerRegistry],
+  }),
+};
