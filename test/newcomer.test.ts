@@ -7,7 +7,9 @@ import { randomString } from '../src/ids';
 import { apiClient, eventually, testInfra } from './support/harness';
 import { idempotencyKey } from './support/payments';
 import { freePort } from './support/ports';
-import { REPO, spawnProject, stopGracefully, type Spawned } from './support/processes';
+import type { Command } from 'commander';
+import { buildAdminProgram } from '../src/cli/admin';
+import { REPO, runAdmin, spawnProject, stopGracefully, type Spawned } from './support/processes';
 
 /**
  * SPEC §16 `npm start` as a newcomer meets it: from a clone under a private directory, on a busy port, and
@@ -187,4 +189,55 @@ describe('SPEC §16 npm start for a newcomer', () => {
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
   }, 240_000);
+});
+
+describe('SPEC §13 operator CLI for a newcomer', () => {
+  const env = () => ({ DATABASE_URL: testInfra().databaseUrl });
+
+  test('every command and subcommand has a help line', () => {
+    const program = buildAdminProgram(() => {
+      throw new Error('no command runs while the tree is walked');
+    });
+    const missing: string[] = [];
+    const walk = (command: Command, trail: string[]) => {
+      for (const sub of command.commands) {
+        const name = [...trail, sub.name()];
+        if (sub.description().trim() === '') missing.push(name.join(' '));
+        walk(sub, name);
+      }
+    };
+    walk(program, []);
+    expect(program.commands.length).toBeGreaterThanOrEqual(10);
+    expect(missing).toEqual([]);
+  });
+
+  test('rate-limit set without --write or --read is a usage error with a message (exit 2)', async () => {
+    const human = await runAdmin(['rate-limit', 'set', '--org', 'org_x'], env());
+    expect(human.code).toBe(2);
+    expect(human.stdout).toMatch(/give --write and\/or --read/);
+    const json = await runAdmin(['rate-limit', 'set', '--org', 'org_x', '--json'], env());
+    expect(json.code).toBe(2);
+    expect(json.json.error).toEqual({ code: 'usage', message: 'give --write and/or --read' });
+  });
+
+  test('an invalid IP for allowlist add or remove is a usage error naming it (exit 2), not a failed command', async () => {
+    for (const action of ['add', 'remove']) {
+      const human = await runAdmin(['allowlist', action, '--org', 'org_x', '--ip', '999.1.2.3'], env());
+      expect(human.code).toBe(2);
+      expect(human.stdout).toMatch(/--ip <cidr>.*999\.1\.2\.3.*not an IPv4\/IPv6 address or CIDR range/);
+      const json = await runAdmin(['allowlist', action, '--org', 'org_x', '--ip', '10.0.0.0/33', '--json'], env());
+      expect(json.code).toBe(2);
+      expect(json.json.error.code).toBe('usage');
+    }
+  });
+
+  test('npm run admin runs a bundle built once into dist/ and reused while no source changed', async () => {
+    expect((await runAdmin(['--help'], env())).code).toBe(0);
+    const bundle = path.join(REPO, 'dist', 'admin.js');
+    const builtAt = fs.statSync(bundle).mtimeMs;
+    const again = await runAdmin(['--help'], env());
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('Operator CLI of the payments ledger');
+    expect(fs.statSync(bundle).mtimeMs).toBe(builtAt);
+  });
 });

@@ -26,6 +26,16 @@ function positiveInt(value: string): number {
   return parsed;
 }
 
+/** An allowlist entry, checked while parsing so a bad one is a usage error (exit 2), not a failed command. */
+function cidrArg(value: string): string {
+  try {
+    orgs.normalizeCidr(value);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
+  return value;
+}
+
 function bool(value: string): boolean {
   if (value === 'true') return true;
   if (value === 'false') return false;
@@ -73,7 +83,8 @@ const registerOrgCommands: CommandRegistrar = (program, ctx) => {
 
   const allowlist = program.command('allowlist').description('IP allowlist for write requests');
   for (const action of ['add', 'remove'] as const) {
-    allowlist.command(action).requiredOption('--org <id>').requiredOption('--ip <cidr>', 'an IPv4/IPv6 address or CIDR range')
+    allowlist.command(action).description(action === 'add' ? 'allow writes from an address or range' : 'stop allowing an address or range')
+      .requiredOption('--org <id>').requiredOption('--ip <cidr>', 'an IPv4/IPv6 address or CIDR range', cidrArg)
       .action(async (options: { org: string; ip: string }) => {
         const { pool, out } = ctx();
         if (action === 'add') {
@@ -86,23 +97,27 @@ const registerOrgCommands: CommandRegistrar = (program, ctx) => {
         }
       });
   }
-  allowlist.command('list').requiredOption('--org <id>').action(async (options: { org: string }) => {
+  allowlist.command('list').description("an organization's allowlist (empty: every address may write)").requiredOption('--org <id>').action(async (options: { org: string }) => {
     const { pool, out } = ctx();
     const entries = await orgs.listAllowlist(pool, options.org);
     out(entries.join('\n') || '(empty: every address may write)', { organization_id: options.org, allowlist: entries });
   });
 
-  program.command('account').description('settlement accounts').command('create').requiredOption('--org <id>').requiredOption('--name <name>')
+  program.command('account').description('settlement accounts').command('create').description('another settlement account of an organization')
+    .requiredOption('--org <id>').requiredOption('--name <name>')
     .action(async (options: { org: string; name: string }) => {
       const { pool, out } = ctx();
       const account = await orgs.createAccount(pool, options.org, options.name);
       out(`account ${account.id} (${account.name})`, { account_id: account.id, organization_id: account.organization_id, name: account.name });
     });
 
-  program.command('rate-limit').description('per-organization rate limits').command('set').requiredOption('--org <id>')
-    .option('--write <n>', 'write requests per 60 s', positiveInt).option('--read <n>', 'read requests per 60 s', positiveInt)
+  const rateLimit = program.command('rate-limit').description('per-organization rate limits');
+  const setRateLimit = rateLimit.command('set').description('set the write and/or read limit (requests per sliding 60 s)').requiredOption('--org <id>')
+    .option('--write <n>', 'write requests per 60 s', positiveInt).option('--read <n>', 'read requests per 60 s', positiveInt);
+  setRateLimit
     .action(async (options: { org: string; write?: number; read?: number }) => {
-      if (options.write === undefined && options.read === undefined) throw new InvalidArgumentError('give --write and/or --read');
+      // Printed and exit 2 like commander's own parse errors.
+      if (options.write === undefined && options.read === undefined) setRateLimit.error('error: give --write and/or --read', { code: 'commander.usage', exitCode: 2 });
       const { pool, out } = ctx();
       const org = await orgs.setRateLimits(pool, options.org, options);
       out(`${org.id}: write ${org.rate_limit_write}/min, read ${org.rate_limit_read}/min`,
@@ -115,9 +130,15 @@ export const commandRegistrars: CommandRegistrar[] = [
   registerOrgCommands, registerUserCommands, registerLedgerCommands, registerSettlementCommands, registerRefundCommands,
 ];
 
-export async function runAdmin(argv: string[]): Promise<number> {
+/** The whole command tree; `ctx` is called only by a command that runs (help and usage errors need no database). */
+export function buildAdminProgram(ctx: () => CliContext): Command {
   const program = new Command('admin').description('Operator CLI of the payments ledger').option('--json', 'print one JSON object on stdout');
   program.exitOverride();
+  for (const register of commandRegistrars) register(program, ctx);
+  return program;
+}
+
+export async function runAdmin(argv: string[]): Promise<number> {
   let context: CliContext | undefined;
   const json = () => Boolean(program.opts().json);
   const ctx = (): CliContext => {
@@ -131,7 +152,7 @@ export async function runAdmin(argv: string[]): Promise<number> {
     }
     return context;
   };
-  for (const register of commandRegistrars) register(program, ctx);
+  const program = buildAdminProgram(ctx);
   try {
     await program.parseAsync(argv, { from: 'user' });
     return 0;

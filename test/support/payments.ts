@@ -38,7 +38,7 @@ export async function eventsAbout(stack: Stack, organizationId: string, type: st
 export function admin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const root = path.resolve(__dirname, '..', '..');
   return new Promise((resolve) => {
-    execFile(path.join(root, 'node_modules/.bin/tsx'), ['src/bin/admin.ts', ...args], {
+    execFile(process.execPath, ['scripts/admin.js', ...args], {
       cwd: root,
       env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: testInfra().databaseUrl, LOG_LEVEL: 'silent' },
       timeout: 60_000,

@@ -67,9 +67,9 @@ export async function stopGracefully(spawned: Spawned, graceMs = 30_000): Promis
   return ended;
 }
 
-/** Runs the operator CLI to completion: `admin(['org', 'create', '--name', 'X', '--json'], env)`. */
+/** Runs the operator CLI as `npm run admin` does: `admin(['org', 'create', '--name', 'X', '--json'], env)`. */
 export async function runAdmin(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; json: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
-  const child = spawn(TSX, [path.join(REPO, 'src', 'bin', 'admin.ts'), ...args], { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [path.join(REPO, 'scripts', 'admin.js'), ...args], { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
