@@ -6,8 +6,9 @@ describe('schema.sql', () => {
     const committed = fs.readFileSync(SCHEMA_FILE, 'utf8');
     const migrated = await dumpMigratedSchema(process.env.LEDGER_TEST_ADMIN_URL);
     if (migrated !== committed) {
-      throw new Error('schema.sql is out of date with migrations/: run `npm run schema` and commit the result.\n'
-        + firstDifference(committed, migrated));
+      throw new Error(
+        'schema.sql is out of date with migrations/: run `npm run schema` and commit the result.\n' + firstDifference(committed, migrated),
+      );
     }
     // Guards the comparison itself: an empty or noise-only dump would make any two runs equal.
     expect(migrated).toMatch(/CREATE TABLE public\.transactions \(/);
@@ -16,9 +17,19 @@ describe('schema.sql', () => {
   });
 
   test('normalizing drops the lines that vary between pg_dump runs and versions', () => {
-    const dump = ['--', '\\restrict abc123', '-- Dumped from database version 15.20', 'SET lock_timeout = 0;',
-      "SELECT pg_catalog.set_config('search_path', '', false);", '', '', '', 'CREATE TABLE public.t (id integer);',
-      '\\unrestrict abc123', ''].join('\n');
+    const dump = [
+      '--',
+      '\\restrict abc123',
+      '-- Dumped from database version 15.20',
+      'SET lock_timeout = 0;',
+      "SELECT pg_catalog.set_config('search_path', '', false);",
+      '',
+      '',
+      '',
+      'CREATE TABLE public.t (id integer);',
+      '\\unrestrict abc123',
+      '',
+    ].join('\n');
     const normalized = normalizeDump(dump);
     expect(normalized).not.toMatch(/restrict|Dumped from|^SET |set_config|\n\n\n/m);
     expect(normalized.endsWith('--\n\nCREATE TABLE public.t (id integer);\n')).toBe(true);

@@ -27,7 +27,10 @@ const NOISE = [/^\\(un)?restrict /, /^-- Dumped (from|by) /, /^SET /, /^SELECT p
 /** pg_dump's output with the noise removed and runs of blank lines collapsed, so the dump is stable. */
 export function normalizeDump(dump: string): string {
   const lines = dump.split('\n').filter((line) => !NOISE.some((pattern) => pattern.test(line)));
-  const text = lines.join('\n').replace(/\n{3,}/g, '\n\n').trim();
+  const text = lines
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
   return `${HEADER}\n${text}\n`;
 }
 
