@@ -292,10 +292,10 @@ CREATE TABLE public.transactions (
 -- Name: transaction_json(public.transactions); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.transaction_json(t public.transactions) RETURNS jsonb
+CREATE FUNCTION public.transaction_json(t public.transactions) RETURNS json
     LANGUAGE sql STABLE
     AS $$
-  SELECT jsonb_build_object(
+  SELECT json_build_object(
     'id', t.id, 'amount', t.amount_cents, 'direction', t.direction, 'currency', t.currency, 'status', t.status,
     'type', t.type, 'source_id', t.source_id, 'account_id', t.account_id,
     'created_at', to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
@@ -693,7 +693,7 @@ CREATE TABLE public.disputes (
 --
 
 CREATE TABLE public.events (
-    id text NOT NULL,
+    id text DEFAULT ('evt_'::text || replace((gen_random_uuid())::text, '-'::text, ''::text)) NOT NULL,
     seq bigint NOT NULL,
     organization_id text NOT NULL,
     type text NOT NULL,
