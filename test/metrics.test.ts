@@ -87,8 +87,12 @@ describe('SPEC §14 metrics and Temporal logs across api and worker processes', 
     worker = spawn(TSX, ['src/bin/worker.ts'], {
       cwd: REPO,
       env: {
-        ...process.env, ...env, LOG_LEVEL: 'info', LEDGER_WORKFLOW_BUNDLE: infra.workflowBundlePath,
-        WORKER_METRICS_PORT: String(workerMetricsPort), TEMPORAL_METRICS_ADDRESS: `127.0.0.1:${temporalMetricsPort}`,
+        ...process.env,
+        ...env,
+        LOG_LEVEL: 'info',
+        LEDGER_WORKFLOW_BUNDLE: infra.workflowBundlePath,
+        WORKER_METRICS_PORT: String(workerMetricsPort),
+        TEMPORAL_METRICS_ADDRESS: `127.0.0.1:${temporalMetricsPort}`,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -99,10 +103,14 @@ describe('SPEC §14 metrics and Temporal logs across api and worker processes', 
       if (worker.exitCode === null && worker.signalCode === null) worker.kill('SIGTERM');
       await exited;
     });
-    await eventually(async () => {
-      if (worker.exitCode !== null) throw new Error(`worker exited: ${workerOutput}`);
-      return workerOutput.includes('worker running') ? true : undefined;
-    }, 90_000, 'the worker process running');
+    await eventually(
+      async () => {
+        if (worker.exitCode !== null) throw new Error(`worker exited: ${workerOutput}`);
+        return workerOutput.includes('worker running') ? true : undefined;
+      },
+      90_000,
+      'the worker process running',
+    );
 
     const config = loadConfig({ ...env, PORT: '0', LOG_LEVEL: 'silent', WEBHOOK_DISPATCHER: 'off', TRANSACTION_RECONCILER: 'off' });
     pool = createPool(scratch.databaseUrl, 4);
@@ -127,40 +135,82 @@ describe('SPEC §14 metrics and Temporal logs across api and worker processes', 
     const apiBefore = await scrape(`${api.url}/metrics`);
     const workerBefore = await scrape(workerMetricsUrl);
 
-    const intent = await call('POST', '/intent', { direction: 'cash_in', user_id: userId, amount: 4_200, currency: 'USD' }, idempotencyKey());
+    const intent = await call(
+      'POST',
+      '/intent',
+      { direction: 'cash_in', user_id: userId, amount: 4_200, currency: 'USD' },
+      idempotencyKey(),
+    );
     expect(intent.body.status).toBe('approved');
     const transactionId = intent.body.transactions[0].id as string;
     // A replay of the same request commits nothing new and counts nothing.
     const replayKey = idempotencyKey();
     const second = await call('POST', '/intent', { direction: 'cash_in', user_id: userId, amount: 100, currency: 'USD' }, replayKey);
-    expect((await call('POST', '/intent', { direction: 'cash_in', user_id: userId, amount: 100, currency: 'USD' }, replayKey)).headers.get('idempotent-replayed')).toBe('true');
+    expect(
+      (await call('POST', '/intent', { direction: 'cash_in', user_id: userId, amount: 100, currency: 'USD' }, replayKey)).headers.get(
+        'idempotent-replayed',
+      ),
+    ).toBe('true');
     const secondId = second.body.transactions[0].id as string;
 
-    await eventually(async () => ((await call('POST', `/simulate/transaction/${transactionId}/confirm`, undefined, idempotencyKey())).status === 200 ? true : undefined), 60_000, 'confirm');
-    await eventually(async () => ((await call('GET', `/transaction/${transactionId}`)).body.status === 'available' ? true : undefined), 60_000, 'available');
+    await eventually(
+      async () =>
+        (await call('POST', `/simulate/transaction/${transactionId}/confirm`, undefined, idempotencyKey())).status === 200
+          ? true
+          : undefined,
+      60_000,
+      'confirm',
+    );
+    await eventually(
+      async () => ((await call('GET', `/transaction/${transactionId}`)).body.status === 'available' ? true : undefined),
+      60_000,
+      'available',
+    );
 
     const run = await call('POST', '/simulate/settlement', {}, idempotencyKey());
     expect(run.status).toBe(200);
-    const transfer = await eventually(async () => {
-      const listed = await call('GET', `/transfer?window_date=${run.body.window_date}`);
-      return listed.body.data?.[0] as { id: string; direction: string } | undefined;
-    }, 60_000, 'the window transfer');
+    const transfer = await eventually(
+      async () => {
+        const listed = await call('GET', `/transfer?window_date=${run.body.window_date}`);
+        return listed.body.data?.[0] as { id: string; direction: string } | undefined;
+      },
+      60_000,
+      'the window transfer',
+    );
     expect(transfer.direction).toBe('disbursement');
-    await eventually(async () => ((await call('POST', `/simulate/transfer/${transfer.id}/settle`, undefined, idempotencyKey())).status === 200 ? true : undefined), 60_000, 'settle');
-    await eventually(async () => ((await call('GET', `/transaction/${transactionId}`)).body.status === 'settled' ? true : undefined), 60_000, 'settled');
+    await eventually(
+      async () =>
+        (await call('POST', `/simulate/transfer/${transfer.id}/settle`, undefined, idempotencyKey())).status === 200 ? true : undefined,
+      60_000,
+      'settle',
+    );
+    await eventually(
+      async () => ((await call('GET', `/transaction/${transactionId}`)).body.status === 'settled' ? true : undefined),
+      60_000,
+      'settled',
+    );
 
     // The api counts the transactions it recorded (two requests executed, one replayed).
     const apiAfter = await scrape(`${api.url}/metrics`);
-    expect(sample(apiAfter, 'ledger_transactions_total', { direction: 'cash_in', type: 'intent' })
-      - sample(apiBefore, 'ledger_transactions_total', { direction: 'cash_in', type: 'intent' })).toBe(2);
+    expect(
+      sample(apiAfter, 'ledger_transactions_total', { direction: 'cash_in', type: 'intent' }) -
+        sample(apiBefore, 'ledger_transactions_total', { direction: 'cash_in', type: 'intent' }),
+    ).toBe(2);
 
     // The worker counts what its activities committed. The second cash_in stayed pending, outside the transfer.
-    const workerAfter = await eventually(async () => {
-      const text = await scrape(workerMetricsUrl);
-      return sample(text, 'ledger_webhook_deliveries_total', { outcome: 'succeeded' }) > sample(workerBefore, 'ledger_webhook_deliveries_total', { outcome: 'succeeded' })
-        ? text : undefined;
-    }, 60_000, 'a successful webhook delivery counted');
-    const delta = (name: string, labels: Record<string, string> = {}) => sample(workerAfter, name, labels) - sample(workerBefore, name, labels);
+    const workerAfter = await eventually(
+      async () => {
+        const text = await scrape(workerMetricsUrl);
+        return sample(text, 'ledger_webhook_deliveries_total', { outcome: 'succeeded' }) >
+          sample(workerBefore, 'ledger_webhook_deliveries_total', { outcome: 'succeeded' })
+          ? text
+          : undefined;
+      },
+      60_000,
+      'a successful webhook delivery counted',
+    );
+    const delta = (name: string, labels: Record<string, string> = {}) =>
+      sample(workerAfter, name, labels) - sample(workerBefore, name, labels);
     expect(delta('ledger_transaction_transitions_total', { to_status: 'available' })).toBe(1);
     expect(delta('ledger_transaction_transitions_total', { to_status: 'settled' })).toBe(1);
     expect(delta('ledger_transfers_total', { direction: 'disbursement' })).toBe(1);
@@ -181,9 +231,15 @@ describe('SPEC §14 metrics and Temporal logs across api and worker processes', 
   test("the Temporal SDK's log lines are pino JSON; an expected webhook delivery failure is one line without a stack", async () => {
     const lines = workerOutput.split('\n').filter((line) => line.trim() !== '');
     for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
-    const failures = lines.map((line) => JSON.parse(line)).filter((entry) => entry.msg === 'Activity failed' && entry.activityType === 'deliverWebhookAttempt');
+    const failures = lines
+      .map((line) => JSON.parse(line))
+      .filter((entry) => entry.msg === 'Activity failed' && entry.activityType === 'deliverWebhookAttempt');
     expect(failures.length).toBeGreaterThanOrEqual(1);
-    expect(failures[0]).toMatchObject({ level: 40, component: 'temporal-sdk', failure: { type: 'WebhookAttemptFailed', message: expect.stringMatching(/answered 500/) } });
+    expect(failures[0]).toMatchObject({
+      level: 40,
+      component: 'temporal-sdk',
+      failure: { type: 'WebhookAttemptFailed', message: expect.stringMatching(/answered 500/) },
+    });
     expect(JSON.stringify(failures[0])).not.toMatch(/stack|\\n\s+at /);
   });
 });

@@ -19,7 +19,12 @@ import { REPO, runAdmin, spawnProject, stopGracefully, type Spawned } from './su
 type Env = Record<string, string | undefined>;
 
 async function startEnv(extra: Env = {}): Promise<{ env: Env; url: string; ports: Record<string, number> }> {
-  const ports = { PORT: await freePort(), TEMPORAL_PORT: await freePort(), TEMPORAL_UI_PORT: await freePort(), EMBEDDED_PG_PORT: await freePort() };
+  const ports = {
+    PORT: await freePort(),
+    TEMPORAL_PORT: await freePort(),
+    TEMPORAL_UI_PORT: await freePort(),
+    EMBEDDED_PG_PORT: await freePort(),
+  };
   const env: Env = {
     LOG_LEVEL: 'warn',
     TEMPORAL_CLI_PATH: testInfra().cliPath,
@@ -52,17 +57,34 @@ async function writeThroughEveryLayer(url: string, apiKey: string): Promise<void
   const user = await call('POST', '/user', {
     name: { first: 'Ada', last: 'Lovelace' },
     address: { address_line_1: '12 Market Street', locality: 'Newark', administrative_area: 'NJ', postal_code: '07102', country: 'US' },
-    email: 'ada@example.com', date_of_birth: '1990-12-10', government_id: { type: 'passport', last4: '6789' },
-    identity_verified: true, tag: `tag-${randomString(16)}`,
+    email: 'ada@example.com',
+    date_of_birth: '1990-12-10',
+    government_id: { type: 'passport', last4: '6789' },
+    identity_verified: true,
+    tag: `tag-${randomString(16)}`,
   });
   expect(user.status).toBe(200);
-  const intent = await call('POST', '/intent', { direction: 'cash_in', user_id: user.body.id, amount: 1_250, currency: 'USD' }, idempotencyKey());
+  const intent = await call(
+    'POST',
+    '/intent',
+    { direction: 'cash_in', user_id: user.body.id, amount: 1_250, currency: 'USD' },
+    idempotencyKey(),
+  );
   if (intent.status !== 200) throw new Error(`POST /intent answered ${intent.status}: ${intent.text}`);
   expect(intent.body.status).toBe('approved');
   const transactionId = intent.body.transactions[0].id as string;
   // The api's signal reaches the workflow once it runs; the worker's activity then writes `available`.
-  await eventually(async () => ((await call('POST', `/simulate/transaction/${transactionId}/confirm`, undefined, idempotencyKey())).status === 200 ? true : undefined), 60_000, 'confirm accepted');
-  await eventually(async () => ((await call('GET', `/transaction/${transactionId}`)).body.status === 'available' ? true : undefined), 60_000, `${transactionId} available`);
+  await eventually(
+    async () =>
+      (await call('POST', `/simulate/transaction/${transactionId}/confirm`, undefined, idempotencyKey())).status === 200 ? true : undefined,
+    60_000,
+    'confirm accepted',
+  );
+  await eventually(
+    async () => ((await call('GET', `/transaction/${transactionId}`)).body.status === 'available' ? true : undefined),
+    60_000,
+    `${transactionId} available`,
+  );
 }
 
 async function readyStatus(url: string): Promise<number | string> {
@@ -78,11 +100,15 @@ async function readyStatus(url: string): Promise<number | string> {
 /** Polls /readyz until it answers `status`; the failure names every answer seen. */
 async function readyzBecomes(url: string, status: number, timeoutMs: number, what: string): Promise<void> {
   const seen: Array<number | string> = [];
-  await eventually(async () => {
-    const answer = await readyStatus(url);
-    if (seen[seen.length - 1] !== answer) seen.push(answer);
-    return answer === status ? true : undefined;
-  }, timeoutMs, `${what} (answers seen: ${seen.join(', ')})`).catch((error: Error) => {
+  await eventually(
+    async () => {
+      const answer = await readyStatus(url);
+      if (seen[seen.length - 1] !== answer) seen.push(answer);
+      return answer === status ? true : undefined;
+    },
+    timeoutMs,
+    `${what} (answers seen: ${seen.join(', ')})`,
+  ).catch((error: Error) => {
     throw new Error(`${error.message}; answers seen: ${seen.join(', ')}`);
   });
 }
@@ -174,7 +200,11 @@ describe('SPEC §16 npm start for a newcomer', () => {
     // A Temporal CLI that works until the test breaks it, so every restart fails the same way.
     const broken = path.join(dataDir, 'cli-broken');
     const wrapper = path.join(dataDir, 'temporal-cli');
-    fs.writeFileSync(wrapper, `#!/bin/sh\nif [ -e '${broken}' ]; then echo 'cli broken by the test' >&2; exit 3; fi\nexec '${testInfra().cliPath}' "$@"\n`, { mode: 0o755 });
+    fs.writeFileSync(
+      wrapper,
+      `#!/bin/sh\nif [ -e '${broken}' ]; then echo 'cli broken by the test' >&2; exit 3; fi\nexec '${testInfra().cliPath}' "$@"\n`,
+      { mode: 0o755 },
+    );
     const { env } = await startEnv({ DATA_DIR: dataDir, TEMPORAL_CLI_PATH: wrapper });
     const started = spawnProject(process.execPath, ['scripts/start.js'], env);
     try {

@@ -53,8 +53,8 @@ runMain(async () => {
         startEmbeddedPostgres({ dataDir: config.DATA_DIR, port: config.EMBEDDED_PG_PORT, sharedDir: config.EMBEDDED_PG_SHARED_DIR, say });
       const embedded = await startPostgres();
       const supervisor = supervise({ component: 'embedded Postgres', first: embedded, start: startPostgres, log: supervisorLog, onGiveUp: giveUp });
-      teardown.push(['embedded postgres', supervisor.stop]);
-      readiness.embedded_postgres = supervisor.check;
+      teardown.push(['embedded postgres', () => supervisor.stop()]);
+      readiness.embedded_postgres = () => supervisor.check();
       databaseUrl = embedded.databaseUrl;
     }
     let temporalUi: string | null = null;
@@ -75,8 +75,8 @@ runMain(async () => {
       };
       const dev = await startDevServer();
       const supervisor = supervise({ component: 'Temporal dev server', first: dev, start: startDevServer, log: supervisorLog, onGiveUp: giveUp });
-      teardown.push(['temporal dev server', supervisor.stop]);
-      readiness.temporal_dev_server = supervisor.check;
+      teardown.push(['temporal dev server', () => supervisor.stop()]);
+      readiness.temporal_dev_server = () => supervisor.check();
       temporalUi = dev.uiUrl;
     }
     const address = temporalAddressOf(config);

@@ -3,13 +3,15 @@ import pinoHttp from 'pino-http';
 import client from 'prom-client';
 import swaggerUi from 'swagger-ui-express';
 import { newId } from '../ids';
+import { EDGE_LIMITS } from './limits';
+import type { AnyRoute, EdgeDeps } from './route';
+import { edgeFallback, edgeHandler } from './runners';
+import { ApiError, errors } from '../errors';
 import { ledgerRegistry } from '../metrics';
-import { edgeFallback, edgeHandler, EDGE_LIMITS, type EdgeDeps, type RouteDef } from './edge';
-import { ApiError, errors } from './errors';
 import { buildOpenApiDocument, expressPath } from './openapi';
 import { allRoutes } from './routes';
 
-export interface AppDeps extends EdgeDeps {
+export interface ApiDeps extends EdgeDeps {
   /** Checks behind /readyz; each resolves when its dependency answers. */
   readiness: Record<string, () => Promise<void>>;
 }
@@ -26,7 +28,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   ]).finally(() => clearTimeout(timer));
 }
 
-export function createApp(deps: AppDeps, routes: RouteDef<any, any, any>[] = allRoutes): express.Express { // eslint-disable-line @typescript-eslint/no-explicit-any
+export function createApp(deps: ApiDeps, routes: AnyRoute[] = allRoutes): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', deps.config.TRUST_PROXY);
@@ -50,14 +52,14 @@ export function createApp(deps: AppDeps, routes: RouteDef<any, any, any>[] = all
     res.locals.requestId = requestId;
     res.set('X-Request-Id', requestId);
     const end = httpDuration.startTimer({ method: req.method });
-    res.on('finish', () => end({ route: (req.route?.path as string | undefined) ?? 'unmatched', status: String(res.statusCode) }));
+    res.on('finish', () => end({ route: (req.route as { path?: string } | undefined)?.path ?? 'unmatched', status: String(res.statusCode) }));
     next();
   });
   app.use(
     pinoHttp({
       logger: deps.log,
       genReqId: (_req, res) => res.locals.requestId as string,
-      customProps: (_req, res) => ({ organization_id: res.locals.organizationId }),
+      customProps: (_req, res) => ({ organization_id: res.locals.organizationId as string | undefined }),
       serializers: {
         req: (req: { id: string; method: string; url: string; remoteAddress?: string }) => ({ id: req.id, method: req.method, url: req.url }),
       },

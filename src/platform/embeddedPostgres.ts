@@ -91,7 +91,9 @@ function binariesFor(runAs: RunAs | null, sharedDir: string): string {
     fs.writeFileSync(complete, `${version}\n`);
   }
   if (!reachable(runAs, path.join(copy, 'bin', 'postgres'), '-x')) {
-    throw new StartupError(`${COMPONENT}: the \`${USER}\` user cannot reach ${copy}; set EMBEDDED_PG_SHARED_DIR to a directory every user can traverse.`);
+    throw new StartupError(
+      `${COMPONENT}: the \`${USER}\` user cannot reach ${copy}; set EMBEDDED_PG_SHARED_DIR to a directory every user can traverse.`,
+    );
   }
   return copy;
 }
@@ -166,7 +168,12 @@ async function initialise(bin: string, cluster: string, runAs: RunAs | null, log
   fs.writeFileSync(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
   if (runAs) fs.chownSync(passwordFile, runAs.uid, runAs.gid);
   try {
-    await run(path.join(bin, 'initdb'), [`--pgdata=${cluster}`, '--auth=password', `--username=${USER}`, `--pwfile=${passwordFile}`, '--encoding=UTF8', '--locale=C'], runAs, logFile);
+    await run(
+      path.join(bin, 'initdb'),
+      [`--pgdata=${cluster}`, '--auth=password', `--username=${USER}`, `--pwfile=${passwordFile}`, '--encoding=UTF8', '--locale=C'],
+      runAs,
+      logFile,
+    );
   } finally {
     fs.rmSync(passwordFile, { force: true });
   }

@@ -19,7 +19,9 @@ export async function serveWorkerMetrics(host: string, port: number): Promise<Me
   const exposed = client.Registry.merge([defaults, ledgerRegistry]);
   const server = http.createServer((req, res) => {
     if (req.method !== 'GET' || req.url !== '/metrics') {
-      res.writeHead(404, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: { code: 'route_not_found', message: 'Only GET /metrics is served here.' } }));
+      res
+        .writeHead(404, { 'Content-Type': 'application/json' })
+        .end(JSON.stringify({ error: { code: 'route_not_found', message: 'Only GET /metrics is served here.' } }));
       return;
     }
     exposed.metrics().then(
@@ -28,7 +30,9 @@ export async function serveWorkerMetrics(host: string, port: number): Promise<Me
     );
   });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (error: NodeJS.ErrnoException) => reject(error.code === 'EADDRINUSE' ? portInUse('worker metrics', port, 'WORKER_METRICS_PORT', host) : error));
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      reject(error.code === 'EADDRINUSE' ? portInUse('worker metrics', port, 'WORKER_METRICS_PORT', host) : error),
+    );
     server.listen(port, host, resolve);
   });
   const { port: bound } = server.address() as AddressInfo;

@@ -6,7 +6,9 @@ export function portFree(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve, reject) => {
     const probe = net.createServer();
     probe.unref();
-    probe.once('error', (error: NodeJS.ErrnoException) => (error.code === 'EADDRINUSE' || error.code === 'EACCES' ? resolve(false) : reject(error)));
+    probe.once('error', (error: NodeJS.ErrnoException) =>
+      error.code === 'EADDRINUSE' || error.code === 'EACCES' ? resolve(false) : reject(error),
+    );
     probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve(true)));
   });
 }

@@ -46,15 +46,16 @@ export function supervise<T extends SupervisedChild>(options: SupervisorOptions<
   let failures = 0;
   let upSince = Date.now();
   let wake: (() => void) | null = null;
-  const pause = (ms: number) => new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      wake = null;
-      resolve();
-    }
-    wake = done;
-  });
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        wake = null;
+        resolve();
+      }
+      wake = done;
+    });
 
   const watch = (child: T): void => {
     void child.exited.then(async (exit) => {
@@ -65,7 +66,9 @@ export function supervise<T extends SupervisedChild>(options: SupervisorOptions<
       while (!stopped) {
         failures += 1;
         if (failures > limits.restartsMax) {
-          options.onGiveUp(new Error(`${options.component} failed ${limits.restartsMax} times in a row; giving up. Last failure: ${reason}`));
+          options.onGiveUp(
+            new Error(`${options.component} failed ${limits.restartsMax} times in a row; giving up. Last failure: ${reason}`),
+          );
           return;
         }
         const delayMs = Math.min(limits.backoffMaxMs, limits.backoffInitialMs * 2 ** (failures - 1));

@@ -1,7 +1,7 @@
 import { ApplicationFailure, type LogLevel, type LogMetadata } from '@temporalio/common';
 import { makeTelemetryFilterString, Runtime, type Logger as TemporalLogger } from '@temporalio/worker';
 import type { Logger } from 'pino';
-import { ATTEMPT_FAILED } from '../../activities/webhooks';
+import { ATTEMPT_FAILED } from '../webhooks/contract';
 import type { Config } from '../config';
 import { assertPortFree } from './ports';
 
@@ -12,7 +12,11 @@ import { assertPortFree } from './ports';
 const EXPECTED_FAILURE_TYPES = new Set([ATTEMPT_FAILED]);
 
 const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
-  TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error',
+  TRACE: 'trace',
+  DEBUG: 'debug',
+  INFO: 'info',
+  WARN: 'warn',
+  ERROR: 'error',
 };
 
 /** An expected failure goes under `failure` as type and message (pino's `err` serializer would add the stack). */
@@ -65,7 +69,12 @@ export async function installTemporalRuntime(config: Pick<Config, 'TEMPORAL_METR
   const address = config.TEMPORAL_METRICS_ADDRESS;
   if (address !== 'off') {
     const separator = address.lastIndexOf(':');
-    await assertPortFree('Temporal SDK metrics', Number(address.slice(separator + 1)), 'TEMPORAL_METRICS_ADDRESS', address.slice(0, separator));
+    await assertPortFree(
+      'Temporal SDK metrics',
+      Number(address.slice(separator + 1)),
+      'TEMPORAL_METRICS_ADDRESS',
+      address.slice(0, separator),
+    );
   }
   Runtime.install({
     logger: new PinoTemporalLogger(log.child({ component: 'temporal-sdk' })),
