@@ -1,5 +1,5 @@
 import {
-  ApplicationFailure, condition, continueAsNew, defineQuery, defineSignal, log, proxyActivities, setHandler,
+  ApplicationFailure, condition, continueAsNew, defineQuery, defineSignal, log, patched, proxyActivities, setHandler,
   upsertSearchAttributes, workflowInfo,
 } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
@@ -78,10 +78,20 @@ export async function settlementWindowWorkflow(input: SettlementWindowInput = {}
   return { windowDate, accountsStarted: progress.accountsStarted, accountsAlreadyStarted: progress.accountsAlreadyStarted };
 }
 
-/** The network settled this transfer (sandbox: POST /simulate/transfer/{id}/settle). */
+/**
+ * The network settled this transfer (sandbox: POST /simulate/transfer/{id}/settle). Arriving while the transfer
+ * waits for its settlement date, it also ends that wait: the simulated network settles early on request.
+ */
 export const networkSettledSignal = defineSignal('networkSettled');
 
-export type SettlementPhase = 'building' | 'notifying_assigned' | 'awaiting_network' | 'settling' | 'notifying_settled' | 'done';
+export type SettlementPhase =
+  | 'building' | 'notifying_assigned' | 'awaiting_date' | 'awaiting_network' | 'settling' | 'notifying_settled' | 'done';
+
+/**
+ * patched() id of the hold before the rail hand-off (SPEC §15). Executions that passed this point on older code
+ * replay without it; every new one (and an old one still before it) waits for the transfer's date.
+ */
+export const HAND_OFF_ON_SETTLEMENT_DATE_PATCH = 'settlement-hand-off-on-settlement-date';
 
 export interface TransferInfo {
   transferId: string;
@@ -115,6 +125,8 @@ export interface SettlementProgress {
   transactionCount: number;
   /** Members signalled in the current notification phase. */
   notified: number;
+  /** While `awaiting_date`: when the transfer goes to the rail (the start of its date, Eastern time). */
+  handOffAt?: string;
 }
 
 export const settlementProgressQuery = defineQuery<SettlementProgress>('settlementProgress');
@@ -163,11 +175,22 @@ export async function accountSettlementWorkflow(input: AccountSettlementInput): 
     } while (cursor !== null);
   };
 
-  const phaseOrder: SettlementPhase[] = ['building', 'notifying_assigned', 'awaiting_network', 'settling', 'notifying_settled', 'done'];
+  const phaseOrder: SettlementPhase[] = ['building', 'notifying_assigned', 'awaiting_date', 'awaiting_network', 'settling', 'notifying_settled', 'done'];
   const reached = (phase: SettlementPhase) => phaseOrder.indexOf(progress.phase) > phaseOrder.indexOf(phase);
 
   if (transfer.status === 'pending' && !reached('notifying_assigned')) await notify('assigned', 'notifying_assigned');
   if (transfer.status === 'pending' && !reached('settling')) {
+    if (transfer.amountCents > 0 && patched(HAND_OFF_ON_SETTLEMENT_DATE_PATCH)) {
+      // Money moves on business days: the rail gets the transfer on its settlement date, which may be days
+      // after the window closed (a weekend, a holiday). A durable timer, so a worker restart changes nothing.
+      const { handOffAt } = await quick.transferHandOff({ transferId: transfer.transferId });
+      const waitMs = Date.parse(handOffAt) - Date.now();
+      if (waitMs > 0) {
+        progress.phase = 'awaiting_date';
+        progress.handOffAt = handOffAt;
+        await condition(() => networkSettled, waitMs);
+      }
+    }
     progress.phase = 'awaiting_network';
     if (transfer.amountCents > 0) {
       // A 0 transfer moves no money: nothing to send, nothing to wait for.
