@@ -6,7 +6,7 @@ import { randomString } from '../src/ids';
 import { settlementDateOf } from '../src/ledger/dates';
 import { createAccount } from '../src/orgs/repo';
 import { accountSettlementWorkflowId } from '../src/settlement/client';
-import { transferDateOf, windowDateOfScheduledTime } from '../src/settlement/dates';
+import { transferDateOf, windowCloseDateOf, windowDateOfScheduledTime } from '../src/settlement/dates';
 import { settlementViolations } from '../src/settlement/invariants';
 import { createWindowTransfer } from '../src/settlement/repo';
 import { ensureSettlementSchedule, settlementScheduleId } from '../src/settlement/schedule';
@@ -305,7 +305,8 @@ describe('SPEC §10 settlement windows and transfers', () => {
     expect(windowDateOfScheduledTime(new Date('2026-11-01T05:30:00Z'), '01:30')).toBe('2026-11-01'); // 01:30 EDT
     expect(windowDateOfScheduledTime(new Date('2026-11-01T06:30:00Z'), '01:30')).toBe('2026-11-01'); // 01:30 EST, again
     expect(transferDateOf('2026-03-08', '00:00')).toBe('2026-03-09');
-    expect(transferDateOf('2026-03-08', '17:00')).toBe('2026-03-08');
+    expect(windowCloseDateOf('2026-03-08', '17:00')).toBe('2026-03-08');
+    expect(transferDateOf('2026-03-08', '17:00')).toBe('2026-03-09'); // closes on a Sunday: dated Monday (SPEC §15)
   });
 
   test('the schedule is created idempotently (America/New_York, BUFFER_ALL, 7-day catch-up) and a backfilled firing closes the window of its nominal time, not of the clock', async () => {
@@ -465,7 +466,11 @@ describe('SPEC §10 settlement survives killed workers', () => {
   test('SIGKILLing the worker process at random points during a settlement and restarting it ends with every invariant intact', async () => {
     const taskQueue = `chaos-${randomString(10)}`;
     const workerEnv = { SANDBOX_CONFIRM_SECONDS: '0', SANDBOX_SETTLE_SECONDS: '2' };
-    const api = await startStack({ worker: false, env: { TEMPORAL_TASK_QUEUE: taskQueue, ...workerEnv } });
+    // Recorded in a past window whose settlement date has passed, so the network's 2 s settle starts at once
+    // (a window closing today would be held until its business day: SPEC §15).
+    const windowDate = '2026-06-09';
+    let recordingAt: Date | null = null;
+    const api = await startStack({ worker: false, env: { TEMPORAL_TASK_QUEUE: taskQueue, ...workerEnv }, clock: { now: () => recordingAt ?? new Date() } });
     let { child: worker, ready } = spawnWorker(taskQueue, workerEnv);
     await ready;
     // Seeded randomness, printed, so a failing schedule of kills can be replayed.
@@ -486,6 +491,7 @@ describe('SPEC §10 settlement survives killed workers', () => {
       const { org, userId, call } = await setup(api);
       const second = await createAccount(api.pool, org.organizationId, 'Chaos second');
       const ids: string[] = [];
+      recordingAt = new Date(`${windowDate}T16:30:00Z`);
       for (let i = 0; i < 60; i += 1) {
         const direction = i % 3 === 2 ? 'cash_out' : 'cash_in';
         const response = await call('POST', '/intent', {
@@ -493,12 +499,12 @@ describe('SPEC §10 settlement survives killed workers', () => {
         }, { 'X-Idempotency-Key': idemKey() });
         ids.push(response.body.transactions[0].id);
       }
+      recordingAt = null;
       // Every cash_in confirmed (the sandbox confirms at once here) before the window closes.
       await eventually(async () => {
         const { rows } = await api.pool.query(`SELECT count(*)::int AS n FROM transactions WHERE id = ANY($1) AND status = 'pending' AND direction = 'cash_in'`, [ids]);
         return rows[0].n === 0 ? true : undefined;
       }, 60_000, 'cash_in confirmed');
-      const windowDate = today();
       expect((await call('POST', '/simulate/settlement', { date: windowDate }, { 'X-Idempotency-Key': idemKey() })).status).toBe(200);
 
       // Kill points spread over the settlement: each round picks a phase (building the transfers, telling

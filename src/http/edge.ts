@@ -75,6 +75,8 @@ export interface RouteResult {
   body: unknown;
   /** Runs after the request's transaction commits, before the response is sent (e.g. starting a workflow). */
   afterCommit?: () => Promise<void>;
+  /** Reads only: writes the response itself instead of `body` as JSON (a streamed CSV statement). */
+  send?: (res: Response) => Promise<void>;
 }
 
 export interface RouteDef<B = unknown, P = unknown, Q = unknown> {
@@ -87,7 +89,7 @@ export interface RouteDef<B = unknown, P = unknown, Q = unknown> {
   body?: ZodType<B>;
   params?: ZodType<P>;
   query?: ZodType<Q>;
-  response: { status?: number; schema: ZodType; description: string };
+  response: { status?: number; schema: ZodType; description: string; otherContent?: Record<string, ZodType> };
   /** Error statuses worth documenting beyond the edge's own (401, 403, 429, ...). */
   errorStatuses?: number[];
   /** POST only: how SPEC §5 recognises a duplicate of this endpoint. */
@@ -621,6 +623,7 @@ async function runRead(deps: EdgeDeps, route: AnyRoute, req: Request, res: Respo
   const params = parseWith(route.params, req.params, undefined);
   const query = parseWith(route.query, req.query, undefined);
   const result = await route.handler({ caller, db: deps.pool, body: undefined, params, query, requestId, idempotencyKey: null, now, deps });
+  if (result.send) return result.send(res);
   sendJsonText(res, result.status ?? route.response.status ?? 200, JSON.stringify(result.body));
 }
 

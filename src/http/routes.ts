@@ -7,6 +7,7 @@ import { refundRoutes } from '../refunds/routes';
 import { disputeRoutes } from '../disputes/routes';
 import { tokenRoutes } from '../tokens/routes';
 import { settlementRoutes } from '../settlement/routes';
+import { settlementReportRoutes } from '../settlement/reportRoutes';
 
 /** Every API route, in one list: the app mounts it and /openapi.json documents it. */
 export const allRoutes: RouteDef<any, any, any>[] = [ // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -18,4 +19,5 @@ export const allRoutes: RouteDef<any, any, any>[] = [ // eslint-disable-line @ty
   ...disputeRoutes,
   ...tokenRoutes,
   ...settlementRoutes,
+  ...settlementReportRoutes,
 ];
