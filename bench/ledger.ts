@@ -18,7 +18,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/wo
 import { REPO_ROOT } from '../src/config';
 import { createPool } from '../src/db/pool';
 import { randomString } from '../src/ids';
-import { getTransaction } from '../src/ledger/repo';
+import { getTransaction } from '../src/ledger/transactions';
 import { hashApiKey } from '../src/orgs/keys';
 import { createOrganization, setRateLimits } from '../src/orgs/repo';
 import { freePort } from '../test/support/ports';

@@ -30,12 +30,12 @@ import { REPO_ROOT } from '../src/config';
 import { createPool, type Pool } from '../src/db/pool';
 import { randomString } from '../src/ids';
 import { startTransactionWorkflow } from '../src/ledger/lifecycle';
-import { getTransactionRow } from '../src/ledger/repo';
+import { getTransactionRow } from '../src/ledger/transactions';
 import { createAccount, createOrganization } from '../src/orgs/repo';
-import { accountSettlementWorkflowId, startWindowClose } from '../src/settlement/client';
+import { startWindowClose } from '../src/settlement/client';
+import { accountSettlementWorkflowId, settlementProgressQuery } from '../src/settlement/contract';
 import { settlementViolations } from '../src/settlement/invariants';
 import { settlementScheduleId } from '../src/settlement/schedule';
-import { settlementProgressQuery } from '../workflows/settlement';
 import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
 
 const WINDOW_N = Number(process.env.BENCH_WINDOW_N ?? 100_000);

@@ -1,5 +1,5 @@
 import { randomString } from '../src/ids';
-import { recomputeBalances } from '../src/ledger/repo';
+import { recomputeBalances } from '../src/ledger/accounts';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
 import { admin, approvedCashIn, eventsAbout, idempotencyKey, workflowRunning } from './support/payments';
 

@@ -6,11 +6,12 @@ import { createLedgerActivities } from '../activities/ledger';
 import { createLogger } from '../src/logger';
 import { settlementDateOf } from '../src/ledger/dates';
 import fc from 'fast-check';
-import { applyTransition, getAccount, insertTransaction, markWorkflowStarted, recomputeBalances, statusHistory } from '../src/ledger/repo';
+import { getAccount, recomputeBalances } from '../src/ledger/accounts';
+import { applyTransition, insertTransaction, markWorkflowStarted, statusHistory } from '../src/ledger/transactions';
 import { createAccount } from '../src/orgs/repo';
 import { createWindowTransfer, settleTransfer } from '../src/settlement/repo';
-import { AccountIdKey, OrganizationIdKey, SettlementDateKey, TransactionDirectionKey, TransactionStatusKey } from '../workflows/searchAttributes';
-import { transactionStatusQuery, transferAssignedSignal, transferSettledSignal } from '../workflows/transaction';
+import { AccountIdKey, OrganizationIdKey, SettlementDateKey, TransactionDirectionKey, TransactionStatusKey } from '../src/platform/searchAttributes';
+import { transactionStatusQuery, transferAssignedSignal, transferSettledSignal } from '../src/ledger/contract';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
 
 const HISTORIES_DIR = path.join(__dirname, 'histories');

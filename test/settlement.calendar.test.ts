@@ -5,12 +5,11 @@ import { withTransaction } from '../src/db/pool';
 import { settlementDateOf } from '../src/ledger/dates';
 import { createAccount } from '../src/orgs/repo';
 import { addDays, isBusinessDay } from '../src/settlement/calendar';
-import { accountSettlementWorkflowId } from '../src/settlement/client';
+import { accountSettlementWorkflowId, settlementProgressQuery } from '../src/settlement/contract';
 import { handOffTimeOf, transferDateOf, windowCloseDateOf } from '../src/settlement/dates';
 import { settlementViolations } from '../src/settlement/invariants';
 import { streamTransferCsv, TransferReportInvariantError, transferTotals } from '../src/settlement/report';
 import { createWindowTransfer, getTransferRow } from '../src/settlement/repo';
-import { settlementProgressQuery } from '../workflows/settlement';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack } from './support/harness';
 import { admin } from './support/payments';
 

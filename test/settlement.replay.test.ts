@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
-import { HAND_OFF_ON_SETTLEMENT_DATE_PATCH } from '../workflows/settlement';
+import { HAND_OFF_ON_SETTLEMENT_DATE_PATCH } from '../src/settlement/contract';
 import { testInfra } from './support/harness';
 
 /** Histories of settlement workflows recorded from older workflow code (see test/settlement.calendar.test.ts). */

@@ -5,12 +5,11 @@ import { withTransaction } from '../src/db/pool';
 import { randomString } from '../src/ids';
 import { settlementDateOf } from '../src/ledger/dates';
 import { createAccount } from '../src/orgs/repo';
-import { accountSettlementWorkflowId } from '../src/settlement/client';
+import { accountSettlementWorkflowId, settlementProgressQuery } from '../src/settlement/contract';
 import { transferDateOf, windowCloseDateOf, windowDateOfScheduledTime } from '../src/settlement/dates';
 import { settlementViolations } from '../src/settlement/invariants';
 import { createWindowTransfer } from '../src/settlement/repo';
 import { ensureSettlementSchedule, settlementScheduleId } from '../src/settlement/schedule';
-import { settlementProgressQuery } from '../workflows/settlement';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, testInfra, type Stack, type TestOrg } from './support/harness';
 
 const REPO_ROOT = path.resolve(__dirname, '..');

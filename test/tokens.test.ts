@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { DateTime } from 'luxon';
 import { startApi } from '../src/api';
 import { createPool } from '../src/db/pool';
-import type { Clock } from '../src/http/edge';
+import type { Clock } from '../src/http/route';
 import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';
 import { connectTemporal } from '../src/platform/temporal';

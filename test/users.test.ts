@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { withTransaction } from '../src/db/pool';
-import { ApiError } from '../src/http/errors';
+import { ApiError } from '../src/errors';
 import { randomString } from '../src/ids';
 import { REDACT_PATHS } from '../src/logger';
 import { getUserStatus } from '../src/users/repo';

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { recordEvent } from '../src/events/outbox';
 import { createLogger } from '../src/logger';
-import { webhookDeliveryWorkflowId } from '../src/webhooks/dispatcher';
+import { webhookDeliveryWorkflowId } from '../src/webhooks/contract';
 import { createEndpoint, INTERRUPTED_ATTEMPT_ERROR } from '../src/webhooks/repo';
 import { retryDelayMs } from '../src/webhooks/http';
 import { generateSecret, openSecret, sealSecret, signPayload } from '../src/webhooks/signing';

@@ -3,12 +3,14 @@ import pinoHttp from 'pino-http';
 import client from 'prom-client';
 import swaggerUi from 'swagger-ui-express';
 import { newId } from '../ids';
-import { edgeFallback, edgeHandler, EDGE_LIMITS, type EdgeDeps, type RouteDef } from './edge';
-import { ApiError, errors } from './errors';
+import { EDGE_LIMITS } from './limits';
+import type { AnyRoute, EdgeDeps } from './route';
+import { edgeFallback, edgeHandler } from './runners';
+import { ApiError, errors } from '../errors';
 import { buildOpenApiDocument, expressPath } from './openapi';
 import { allRoutes } from './routes';
 
-export interface AppDeps extends EdgeDeps {
+export interface ApiDeps extends EdgeDeps {
   /** Checks behind /readyz; each resolves when its dependency answers. */
   readiness: Record<string, () => Promise<void>>;
 }
@@ -25,7 +27,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   ]).finally(() => clearTimeout(timer));
 }
 
-export function createApp(deps: AppDeps, routes: RouteDef<any, any, any>[] = allRoutes): express.Express { // eslint-disable-line @typescript-eslint/no-explicit-any
+export function createApp(deps: ApiDeps, routes: AnyRoute[] = allRoutes): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', deps.config.TRUST_PROXY);

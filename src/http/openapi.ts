@@ -1,8 +1,8 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from '@asteasolutions/zod-to-openapi';
 import type { ZodType } from 'zod';
-import type { RouteDef } from './edge';
+import type { AnyRoute } from './route';
 import { registerWebhookDocs } from '../webhooks/openapi';
-import { errorBodySchema, z } from './zod';
+import { errorBodySchema, z } from '../zod';
 
 const EDGE_ERRORS: Record<number, string> = {
   400: 'Invalid request: malformed JSON, a field failing validation (one `details` entry per field), or a missing resource named in the body.',
@@ -60,7 +60,7 @@ idempotency key, which replays the answer if the request did complete.
 **Lists** are newest first with \`?limit=1..100\` (default 25) and \`?cursor=\`.`;
 
 /** Builds the OpenAPI 3.1 document from the same zod schemas and route table the edge validates with. */
-export function buildOpenApiDocument(routes: RouteDef<any, any, any>[], environment: string): object { // eslint-disable-line @typescript-eslint/no-explicit-any
+export function buildOpenApiDocument(routes: AnyRoute[], environment: string): object {
   const registry = new OpenAPIRegistry();
   registry.register('Error', errorBodySchema);
   const bearer = registry.registerComponent('securitySchemes', 'apiKey', {

@@ -1,4 +1,4 @@
-import type { RouteDef } from './edge';
+import type { AnyRoute } from './route';
 import { keyRoutes } from '../orgs/routes';
 import { userRoutes } from '../users/routes';
 import { ledgerRoutes } from '../ledger/routes';
@@ -10,7 +10,7 @@ import { settlementRoutes } from '../settlement/routes';
 import { settlementReportRoutes } from '../settlement/reportRoutes';
 
 /** Every API route, in one list: the app mounts it and /openapi.json documents it. */
-export const allRoutes: RouteDef<any, any, any>[] = [ // eslint-disable-line @typescript-eslint/no-explicit-any
+export const allRoutes: AnyRoute[] = [
   ...keyRoutes,
   ...userRoutes,
   ...ledgerRoutes,

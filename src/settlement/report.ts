@@ -1,10 +1,14 @@
 import { pipeline } from 'node:stream/promises';
 import type { Writable } from 'node:stream';
 import { to as copyTo } from 'pg-copy-streams';
+import type { PageRequest } from '../db/paging';
 import type { Pool, Queryable } from '../db/pool';
+import { errors } from '../errors';
+import { listTransferTransactions } from '../ledger/transactions';
 import { transactionTypeSchema, type Direction, type TransactionType } from '../ledger/schemas';
-import { signedAmountCents, type TransferRow } from './repo';
-import { TRANSFER_REPORT_CSV_COLUMNS, type TransferReportTotals } from './reportSchemas';
+import type { AppDeps, Op } from '../services';
+import { getTransferRow, renderTransfer, signedAmountCents, type TransferRow } from './repo';
+import { TRANSFER_REPORT_CSV_COLUMNS, type TransferReport, type TransferReportTotals } from './reportSchemas';
 
 /**
  * Reconciliation of one transfer (SPEC §15): its totals, asserted against the transfer's own amount every time
@@ -92,4 +96,33 @@ export async function streamTransferCsv(pool: Pool, transfer: TransferRow, out: 
   } finally {
     client.release(failure);
   }
+}
+
+/** A report whose totals disagree with its transfer is an incident: logged loudly, never shown. */
+export function logInvariantViolation(deps: Pick<AppDeps, 'log'>, error: TransferReportInvariantError, context: Record<string, unknown> = {}): void {
+  deps.log.error({ invariant: 'transfer_net_equals_members', transfer_id: error.transferId, ...error.details, ...context },
+    'invariant violation: a transfer disagrees with its members');
+}
+
+/**
+ * The caller's transfer with its checked totals (another organization's transfer is not found); a disagreement
+ * between the transfer and its members is logged and answered as an internal error, never as a report.
+ */
+export async function checkedTransfer(op: Op, transferId: string, context: Record<string, unknown> = {}): Promise<{ row: TransferRow; totals: TransferReportTotals }> {
+  const row = await getTransferRow(op.db, transferId, op.organizationId);
+  if (!row) throw errors.notFound('transfer', transferId);
+  try {
+    return { row, totals: await transferTotals(op.db, row) };
+  } catch (error) {
+    if (!(error instanceof TransferReportInvariantError)) throw error;
+    logInvariantViolation(op.deps, error, context);
+    throw errors.internal();
+  }
+}
+
+/** GET /transfer/{id}/report as JSON: the transfer, its totals over every member, and one page of members. */
+export async function transferReport(op: Op, transferId: string, page: PageRequest, context: Record<string, unknown> = {}): Promise<TransferReport> {
+  const { row, totals } = await checkedTransfer(op, transferId, context);
+  const transactions = await listTransferTransactions(op.db, op.organizationId, row.id, page);
+  return { transfer: renderTransfer(row), totals, transactions };
 }

@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import type { CommandRegistrar } from '../cli/admin';
+import type { CommandRegistrar } from '../cli/registrar';
 import { businessDaysBetween, CALENDAR_LIMITS, CalendarDateError, holidaysBetween, isCalendarDateString, SETTLEMENT_CALENDARS, type SettlementCalendar } from './calendar';
 import * as repo from './repo';
 import { streamTransferCsv, transferTotals } from './report';

@@ -1,18 +1,8 @@
 import type { Response } from 'express';
-import { defineRoute, type EdgeDeps } from '../http/edge';
-import { errors } from '../http/errors';
-import { BadCursorError } from '../ledger/repo';
+import { defineRoute } from '../http/route';
 import { idParams } from '../ledger/schemas';
-import * as repo from './repo';
-import { streamTransferCsv, TransferReportInvariantError, transferTotals } from './report';
+import { checkedTransfer, logInvariantViolation, streamTransferCsv, TransferReportInvariantError, transferReport } from './report';
 import { transferReportCsvSchema, transferReportQuery, transferReportSchema, type TransferReportQuery } from './reportSchemas';
-
-/** A report whose totals disagree with its transfer is an incident: logged loudly, answered 500, never shown. */
-function invariantViolation(deps: EdgeDeps, requestId: string, error: TransferReportInvariantError) {
-  deps.log.error({ invariant: 'transfer_net_equals_members', transfer_id: error.transferId, ...error.details, request_id: requestId },
-    'invariant violation: a transfer disagrees with its members');
-  return errors.internal();
-}
 
 export const settlementReportRoutes = [
   defineRoute<unknown, { id: string }, TransferReportQuery>({
@@ -34,41 +24,26 @@ export const settlementReportRoutes = [
       description: 'The report (`application/json`), or with `?format=csv` the full statement (`text/csv`).',
       otherContent: { 'text/csv': transferReportCsvSchema },
     },
-    async handler({ caller, db, params, query, deps, requestId }) {
-      const row = await repo.getTransferRow(db, params.id, caller.organization.id);
-      if (!row) throw errors.notFound('transfer', params.id);
-      let totals;
-      try {
-        totals = await transferTotals(db, row);
-      } catch (error) {
-        if (error instanceof TransferReportInvariantError) throw invariantViolation(deps, requestId, error);
-        throw error;
-      }
-      if (query.format === 'csv') {
-        return {
-          body: null,
-          send: async (res: Response) => {
-            res.status(200).type('text/csv; charset=utf-8');
-            res.set('Content-Disposition', `attachment; filename="${row.id}.csv"`);
-            try {
-              await streamTransferCsv(deps.pool, row, res);
-            } catch (error) {
-              // The status line is gone: the only honest signal left is a response that never completes.
-              if (error instanceof TransferReportInvariantError) invariantViolation(deps, requestId, error);
-              else if (!res.destroyed) deps.log.error({ err: error, transfer_id: row.id, request_id: requestId }, 'transfer statement cut short');
-              res.destroy();
-            }
-          },
-        };
-      }
-      let transactions;
-      try {
-        transactions = await repo.listTransferTransactions(db, caller.organization.id, row.id, query);
-      } catch (error) {
-        if (error instanceof BadCursorError) throw errors.validation([{ param: 'cursor', message: 'not a cursor this API returned' }]);
-        throw error;
-      }
-      return { body: { transfer: repo.renderTransfer(row), totals, transactions } };
+    async handler({ op, params, query, deps, requestId }) {
+      const context = { request_id: requestId };
+      if (query.format === 'json') return { body: await transferReport(op, params.id, query, context) };
+      // Checked before the first byte: a disagreement is still a proper 500.
+      const { row } = await checkedTransfer(op, params.id, context);
+      return {
+        body: null,
+        send: async (res: Response) => {
+          res.status(200).type('text/csv; charset=utf-8');
+          res.set('Content-Disposition', `attachment; filename="${row.id}.csv"`);
+          try {
+            await streamTransferCsv(deps.pool, row, res);
+          } catch (error) {
+            // The status line is gone: the only honest signal left is a response that never completes.
+            if (error instanceof TransferReportInvariantError) logInvariantViolation(deps, error, context);
+            else if (!res.destroyed) deps.log.error({ err: error, transfer_id: row.id, ...context }, 'transfer statement cut short');
+            res.destroy();
+          }
+        },
+      };
     },
   }),
 ];

@@ -1,4 +1,4 @@
-import { listEnvelope, pageQuery, z } from '../http/zod';
+import { listEnvelope, pageQuery, z } from '../zod';
 import { transactionSchema, transactionTypeSchema } from '../ledger/schemas';
 import { transferSchema } from './schemas';
 

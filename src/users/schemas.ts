@@ -1,5 +1,5 @@
 import countries from 'i18n-iso-countries';
-import { listEnvelope, pageQuery, z } from '../http/zod';
+import { listEnvelope, pageQuery, z } from '../zod';
 
 /**
  * SPEC §6 users: the one schema per resource that validates POST /user, types the code and writes
@@ -219,7 +219,7 @@ export const userList = listEnvelope(userSchema).openapi('UserList', {
   example: {
     data: [{ id: userIdExample, tag: 'customer-8841', status: 'enabled', identity_verified: true, created_at: '2026-11-21T14:03:12.511Z' }],
     has_more: true,
-    next_cursor: 'eyJjIjoiMjAyNi0xMS0yMVQxNDowMzoxMi41MTEwMDBaIiwiaSI6InVzZXJfUTNrVjl4TG0ycFI3dFo4d1kxYk40Y0Q2In0',
+    next_cursor: userIdExample,
   },
 });
 

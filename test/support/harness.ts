@@ -1,7 +1,7 @@
 import type { Client, Connection } from '@temporalio/client';
 import { loadConfig, type Config } from '../../src/config';
 import { createPool, type Pool } from '../../src/db/pool';
-import { systemClock, type Clock } from '../../src/http/edge';
+import { systemClock, type Clock } from '../../src/http/route';
 import { randomString } from '../../src/ids';
 import { createLogger } from '../../src/logger';
 import { startApi, type RunningApi } from '../../src/api';

@@ -7,10 +7,16 @@ extendZodWithOpenApi(z);
 
 export { z };
 
+/** A calendar date, YYYY-MM-DD: the one date schema of every request and response. */
+export const dateString = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD');
+
+/** An example id of the given prefix, for the OpenAPI document. */
+export const idExample = (prefix: string) => `${prefix}_7fJ2kQ9xLmN3pR5tV8wY1zA4`;
+
 /** `?limit=1..100` (25) and `?cursor=`: the one paging scheme of every list (SPEC §8). */
 export const pageQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(25).openapi({ description: 'Page size, 1 to 100.' }),
-  cursor: z.string().max(200).optional().openapi({ description: 'The next_cursor of the previous page.' }),
+  cursor: z.string().max(200).optional().openapi({ description: 'The `next_cursor` of the previous page: the id of its last item.' }),
 });
 
 export function listEnvelope<T extends z.ZodType>(item: T) {
