@@ -453,7 +453,7 @@ describe('SPEC §9 transaction lifecycle', () => {
 });
 
 describe('SPEC §13 operator CLI: ledger commands', () => {
-  async function admin(args: string[]): Promise<{ code: number; json: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  async function admin(args: string[]): Promise<{ code: number; json: any }> {
     const saved = { DATABASE_URL: process.env.DATABASE_URL, TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE: process.env.TEMPORAL_TASK_QUEUE };
     Object.assign(process.env, { DATABASE_URL: stack.config.DATABASE_URL, TEMPORAL_ADDRESS: process.env.LEDGER_TEST_TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE });
     const chunks: string[] = [];
@@ -500,7 +500,7 @@ describe('SPEC §13 operator CLI: ledger commands', () => {
 
 describe('SPEC §14 the OpenAPI document covers the ledger', () => {
   test('every ledger route is documented, the Transaction schema is exactly the seed fields, and the balance formula is written down', async () => {
-    const doc = (await (await fetch(`${stack.url}/openapi.json`)).json()) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const doc = (await (await fetch(`${stack.url}/openapi.json`)).json()) as any;
     for (const [route, method] of [
       ['/intent', 'post'], ['/intent', 'get'], ['/intent/{id}', 'get'], ['/intent/{id}/approve', 'post'], ['/intent/{id}/cancel', 'post'],
       ['/transaction', 'get'], ['/transaction/{id}', 'get'], ['/account', 'get'], ['/account/{id}', 'get'],

@@ -254,12 +254,12 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
     return {
       org,
       call,
-      async endpoint(events?: string[], url = receiver.url): Promise<{ id: string; secret: string }> {
+      endpoint: async (events?: string[], url = receiver.url): Promise<{ id: string; secret: string }> => {
         const created = await call('POST', '/webhook', events ? { url, events } : { url });
         expect(created.status).toBe(200);
         return created.body;
       },
-      async deliveries(endpointId: string) {
+      deliveries: async (endpointId: string) => {
         return (await call('GET', `/webhook/${endpointId}/deliveries`)).body.data as Array<Record<string, unknown>>;
       },
     };

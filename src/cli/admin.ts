@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { databaseUrlOf, loadConfig, type Config } from '../config';
-import { createPool, type Pool } from '../db/pool';
+import { databaseUrlOf, loadConfig } from '../config';
+import { createPool } from '../db/pool';
 import { ApiError } from '../errors';
 import * as orgs from '../orgs/repo';
 import { registerLedgerCommands } from '../ledger/cli';

@@ -9,7 +9,7 @@ import type { Pool } from '../db/pool';
 export interface CliContext {
   config: Config;
   pool: Pool;
-  out(human: string, json: unknown): void;
+  out: (human: string, json: unknown) => void;
 }
 
 /** A feature adds its commands to the program; the context is built only when a command runs. */

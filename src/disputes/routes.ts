@@ -3,7 +3,7 @@ import { idParams } from '../ledger/schemas';
 import { listEnvelope } from '../zod';
 import { getDispute, listDisputes } from './repo';
 import {
-  createDisputeBody, disputeListQuery, disputeSchema, resolveDisputeBody, type CreateDisputeBody, type ResolveDisputeBody,
+  createDisputeBody, disputeListQuery, disputeSchema, resolveDisputeBody,
 } from './schemas';
 import { openDispute, resolveDispute } from './service';
 
@@ -20,7 +20,7 @@ Events: dispute.created, transaction.created. Errors: 400 \`resource_missing\` (
     errorStatuses: [404, 409],
     response: { schema: disputeSchema, description: 'The dispute, `created`, with its cash_out transaction.' },
     async handler({ op, body }) {
-      return openDispute(op, body as CreateDisputeBody);
+      return openDispute(op, body);
     },
   }),
   defineRoute({
@@ -35,7 +35,7 @@ Events: dispute.created, transaction.created. Errors: 400 \`resource_missing\` (
     errorStatuses: [404, 409],
     response: { schema: disputeSchema, description: 'The dispute, now won or lost.' },
     async handler({ op, params, body }) {
-      return resolveDispute(op, params.id, body as ResolveDisputeBody);
+      return resolveDispute(op, params.id, body);
     },
   }),
   retrieveRoute({

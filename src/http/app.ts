@@ -48,14 +48,14 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[] = allRoutes): expres
     res.locals.requestId = requestId;
     res.set('X-Request-Id', requestId);
     const end = httpDuration.startTimer({ method: req.method });
-    res.on('finish', () => end({ route: (req.route?.path as string | undefined) ?? 'unmatched', status: String(res.statusCode) }));
+    res.on('finish', () => end({ route: (req.route as { path?: string } | undefined)?.path ?? 'unmatched', status: String(res.statusCode) }));
     next();
   });
   app.use(
     pinoHttp({
       logger: deps.log,
       genReqId: (_req, res) => res.locals.requestId as string,
-      customProps: (_req, res) => ({ organization_id: res.locals.organizationId }),
+      customProps: (_req, res) => ({ organization_id: res.locals.organizationId as string | undefined }),
       serializers: {
         req: (req: { id: string; method: string; url: string; remoteAddress?: string }) => ({ id: req.id, method: req.method, url: req.url }),
       },

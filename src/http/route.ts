@@ -96,7 +96,7 @@ export function retrieveRoute<P extends { id: string }, T>(
   route: Omit<RouteDef<unknown, P, unknown>, 'method' | 'handler' | 'errorStatuses'> & {
     /** The noun in the 404 message: "No such <resource>: '<id>'." */
     resource: string;
-    find(db: Queryable, organizationId: string, id: string): Promise<T | null | undefined>;
+    find: (db: Queryable, organizationId: string, id: string) => Promise<T | null | undefined>;
   },
 ): RouteDef<unknown, P, unknown> {
   const { resource, find, ...rest } = route;

@@ -53,9 +53,9 @@ async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Resp
       status = replay.status_code;
       text = replay.response_body;
     } else {
-      const params = parseWith(route.params, req.params, undefined);
-      const query = parseWith(route.query, req.query, undefined);
-      const parsedBody = parseWith(route.body, body, undefined);
+      const params: unknown = parseWith(route.params, req.params, undefined);
+      const query: unknown = parseWith(route.query, req.query, undefined);
+      const parsedBody: unknown = parseWith(route.body, body, undefined);
       try {
         const idempotencyKey = request.identities.find((identity) => identity.scope === 'header')?.key ?? null;
         const result = await route.handler(contextOf(deps, caller, tx.client, { body: parsedBody, params, query }, requestId, idempotencyKey, now));
@@ -87,8 +87,8 @@ async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Resp
 }
 
 async function runRead(deps: EdgeDeps, route: AnyRoute, req: Request, res: Response, caller: Caller, requestId: string, now: Date) {
-  const params = parseWith(route.params, req.params, undefined);
-  const query = parseWith(route.query, req.query, undefined);
+  const params: unknown = parseWith(route.params, req.params, undefined);
+  const query: unknown = parseWith(route.query, req.query, undefined);
   const result = await route.handler(contextOf(deps, caller, deps.pool, { body: undefined, params, query }, requestId, null, now));
   if (result.send) return result.send(res);
   sendJsonText(res, result.status ?? route.response.status ?? 200, JSON.stringify(result.body));
@@ -96,8 +96,8 @@ async function runRead(deps: EdgeDeps, route: AnyRoute, req: Request, res: Respo
 
 /** DELETE and other non-POST writes: naturally idempotent, still one bounded transaction. */
 async function runWriteWithoutIdempotency(deps: EdgeDeps, route: AnyRoute, req: Request, res: Response, caller: Caller, requestId: string, now: Date) {
-  const params = parseWith(route.params, req.params, undefined);
-  const query = parseWith(route.query, req.query, undefined);
+  const params: unknown = parseWith(route.params, req.params, undefined);
+  const query: unknown = parseWith(route.query, req.query, undefined);
   const tx = await checkout(deps.pool);
   let committed = false;
   let result: RouteResult;

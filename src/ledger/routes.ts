@@ -4,7 +4,6 @@ import { getAccount, listAccounts } from './accounts';
 import { getIntent, listIntents } from './intents';
 import {
   accountSchema, createIntentBody, idParams, intentListQuery, intentSchema, transactionListQuery, transactionSchema,
-  type CreateIntentBody,
 } from './schemas';
 import { approveIntent, cancelIntent, confirmCashIn, createIntent } from './service';
 import { getTransaction, listTransactions } from './transactions';
@@ -24,7 +23,7 @@ const intentRoutes = [
     idempotency: { requireHeader: true },
     response: { schema: intentSchema, description: 'The intent, approved, declined or pending.' },
     async handler({ op, body, caller, idempotencyKey }) {
-      return createIntent(op, body as CreateIntentBody, { environment: caller.environment, idempotencyKey: idempotencyKey ?? '' });
+      return createIntent(op, body, { environment: caller.environment, idempotencyKey: idempotencyKey ?? '' });
     },
   }),
   retrieveRoute({

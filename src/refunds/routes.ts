@@ -2,7 +2,7 @@ import { defineRoute, retrieveRoute } from '../http/route';
 import { idParams } from '../ledger/schemas';
 import { listEnvelope } from '../zod';
 import { getRefund, listRefunds } from './repo';
-import { createRefundBody, refundListQuery, refundSchema, type CreateRefundBody } from './schemas';
+import { createRefundBody, refundListQuery, refundSchema } from './schemas';
 import { createRefund } from './service';
 
 export const refundRoutes = [
@@ -18,7 +18,7 @@ Errors: 400 \`resource_missing\` (unknown intent), 409 \`invalid_state\` (not an
     errorStatuses: [409],
     response: { schema: refundSchema, description: 'The refund with its transaction.' },
     async handler({ op, body }) {
-      return createRefund(op, body as CreateRefundBody);
+      return createRefund(op, body);
     },
   }),
   retrieveRoute({

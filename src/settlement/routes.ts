@@ -4,7 +4,6 @@ import { listEnvelope, pageQuery } from '../zod';
 import * as repo from './repo';
 import {
   settlementRunSchema, simulateSettlementBody, transferListQuery, transferSchema, transferWithTransactionsSchema,
-  type SimulateSettlementBody,
 } from './schemas';
 import { closeWindowNow, settleTransferNow, transferWithTransactions } from './service';
 
@@ -46,7 +45,7 @@ export const settlementRoutes = [
     errorStatuses: [400],
     response: { schema: settlementRunSchema, description: 'The window close, started.' },
     async handler({ op, body }) {
-      return closeWindowNow(op, body as SimulateSettlementBody);
+      return closeWindowNow(op, body);
     },
   }),
   defineRoute({

@@ -1,7 +1,7 @@
 import { defineRoute, retrieveRoute } from '../http/route';
 import { idParams, intentSchema } from '../ledger/schemas';
 import { getTokenRow, renderToken } from './repo';
-import { authorizeBody, createTokenBody, tokenSchema, type AuthorizeBody, type CreateTokenBody } from './schemas';
+import { authorizeBody, createTokenBody, tokenSchema } from './schemas';
 import { authorize, createToken, tokenUsed } from './service';
 
 export const tokenRoutes = [
@@ -19,7 +19,7 @@ Errors: 400 \`validation_failed\` (a failing check, one \`details\` entry per fi
     idempotency: { fingerprint: maskedTokenRequest },
     response: { schema: tokenSchema, description: 'The token, with masked details only.' },
     async handler({ op, body }) {
-      return createToken(op, body as CreateTokenBody);
+      return createToken(op, body);
     },
   }),
   retrieveRoute({
@@ -46,7 +46,7 @@ Declines (the token is used up; no transaction): \`user_not_enabled\`, \`card_ex
     idempotency: { bodyField: 'token', onFieldReuse: (token) => tokenUsed(token) },
     response: { schema: intentSchema, description: 'The intent, approved or declined.' },
     async handler({ op, body, caller }) {
-      return authorize(op, body as AuthorizeBody, caller.environment);
+      return authorize(op, body, caller.environment);
     },
   }),
 ];

@@ -1,5 +1,4 @@
 import { defineRoute, retrieveRoute } from '../http/route';
-import { errors } from '../errors';
 import * as repo from './repo';
 import { userCreateBody, userCreated, userIdParams, userList, userListQuery, userSchema } from './schemas';
 import { changeUserStatus, createUser } from './service';

@@ -44,6 +44,7 @@ const US_POSTAL_CODE = /^[0-9]{5}(-[0-9]{4})?$/;
 const E164 = /^\+[1-9][0-9]{1,14}$/;
 // Control characters (NUL above all: Postgres text cannot hold it) have no place in names or addresses.
 // (Written as ranges without the u flag so /openapi.json can carry the same pattern.)
+// eslint-disable-next-line no-control-regex -- refusing control characters is this pattern's whole purpose
 const NO_CONTROL_CHARACTERS = /^[^\x00-\x1f\x7f-\x9f]*$/;
 
 /** "is required" for a missing field; zod's own message for any other type mismatch. */
