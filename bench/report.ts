@@ -57,20 +57,26 @@ async function seed(pool: Pool): Promise<{ transferId: string; apiKey: string; o
     [created.organization.id, account.id, WINDOW_DATE, N],
   );
   await pool.query('ANALYZE transactions');
-  await pool.query(`UPDATE transactions SET status = 'available', updated_at = now() WHERE account_id = $1 AND direction = 'cash_in'`, [account.id]);
-  const built = await withTransaction(pool, (tx) => createWindowTransfer(tx, { accountId: account.id, windowDate: WINDOW_DATE, transferDate: '2026-11-27', now: new Date() }));
+  await pool.query(`UPDATE transactions SET status = 'available', updated_at = now() WHERE account_id = $1 AND direction = 'cash_in'`, [
+    account.id,
+  ]);
+  const built = await withTransaction(pool, (tx) =>
+    createWindowTransfer(tx, { accountId: account.id, windowDate: WINDOW_DATE, transferDate: '2026-11-27', now: new Date() }),
+  );
   await pool.query('ANALYZE transactions');
   return { transferId: built!.transfer.id, apiKey: created.key.api_key, organizationId: created.organization.id };
 }
 
 function startApiProcess(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/api.ts'], {
-    cwd: REPO_ROOT, env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: REPO_ROOT,
+    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  child.stderr!.on('data', (chunk: Buffer) => process.stderr.write(`[api] ${chunk.toString()}`));
+  child.stderr.on('data', (chunk: Buffer) => process.stderr.write(`[api] ${chunk.toString()}`));
   return new Promise((resolve, reject) => {
     let buffer = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
+    child.stdout.on('data', (chunk: Buffer) => {
       buffer += chunk.toString();
       const match = /"url":"([^"]+)"[^\n]*"msg":"api listening"/.exec(buffer);
       if (match) resolve({ child, url: match[1]! });
@@ -130,7 +136,9 @@ async function main(): Promise<void> {
     say(`seeded transfer ${transferId} (${N} members) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     started = Date.now();
     const running = await startApiProcess({
-      DATABASE_URL: scratch.databaseUrl, TEMPORAL_ADDRESS: temporal.dev.address, PORT: String(await freePort()),
+      DATABASE_URL: scratch.databaseUrl,
+      TEMPORAL_ADDRESS: temporal.dev.address,
+      PORT: String(await freePort()),
       TEMPORAL_TASK_QUEUE: `bench-report-${process.pid}`,
     });
     api = running.child;
@@ -149,7 +157,9 @@ async function main(): Promise<void> {
       const viaCopy = await bareCopy(pool, transferId);
       apiRuns.push(viaApi);
       copyRuns.push(viaCopy);
-      say(`  run ${run}/${RUNS}: api ${viaApi.ms.toFixed(0)} ms (${viaApi.rows} rows, ${(viaApi.bytes / 1e6).toFixed(1)} MB, api RSS peak ${mib(viaApi.peakRssKib)} MiB) | bare COPY ${viaCopy.ms.toFixed(0)} ms`);
+      say(
+        `  run ${run}/${RUNS}: api ${viaApi.ms.toFixed(0)} ms (${viaApi.rows} rows, ${(viaApi.bytes / 1e6).toFixed(1)} MB, api RSS peak ${mib(viaApi.peakRssKib)} MiB) | bare COPY ${viaCopy.ms.toFixed(0)} ms`,
+      );
     }
     const apiMedianMs = median(apiRuns.map((r) => r.ms));
     const copyMedianMs = median(copyRuns.map((r) => r.ms));
@@ -173,8 +183,12 @@ async function main(): Promise<void> {
       rss_sample_ms: RSS_SAMPLE_MS,
       host: { cpus: os.cpus().length, node: process.version },
     };
-    say(`api CSV median ${result.api_csv_median_ms} ms, bare COPY median ${result.bare_copy_median_ms} ms: ratio ${result.ratio}× (goal ≤ 2×) ${ratio <= 2 ? 'MET' : 'MISSED'}`);
-    say(`api RSS ${result.api_rss_idle_mib} MiB idle, peak ${result.api_rss_peak_while_streaming_mib} MiB while streaming ${(warmApi.bytes / 1e6).toFixed(1)} MB`);
+    say(
+      `api CSV median ${result.api_csv_median_ms} ms, bare COPY median ${result.bare_copy_median_ms} ms: ratio ${result.ratio}× (goal ≤ 2×) ${ratio <= 2 ? 'MET' : 'MISSED'}`,
+    );
+    say(
+      `api RSS ${result.api_rss_idle_mib} MiB idle, peak ${result.api_rss_peak_while_streaming_mib} MiB while streaming ${(warmApi.bytes / 1e6).toFixed(1)} MB`,
+    );
     const dir = path.join(REPO_ROOT, 'bench', 'results');
     fs.mkdirSync(dir, { recursive: true });
     const file = path.join(dir, `report-${result.at.replace(/[:.]/g, '-')}.json`);

@@ -1,5 +1,12 @@
 import {
-  addDays, businessDaysBetween, CalendarDateError, federalReserveHolidays, holidayOn, holidaysBetween, isBusinessDay, nextBusinessDayOnOrAfter,
+  addDays,
+  businessDaysBetween,
+  CalendarDateError,
+  federalReserveHolidays,
+  holidayOn,
+  holidaysBetween,
+  isBusinessDay,
+  nextBusinessDayOnOrAfter,
 } from '../src/settlement/calendar';
 import { transferDateOf, windowCloseDateOf } from '../src/settlement/dates';
 
@@ -9,15 +16,86 @@ import { transferDateOf, windowCloseDateOf } from '../src/settlement/dates';
  * `**`: a Sunday holiday, closed the Monday after (listed on that Monday).
  */
 const PUBLISHED: Record<number, string[]> = {
-  2026: ['2026-01-01', '2026-01-19', '2026-02-16', '2026-05-25', '2026-06-19', '2026-07-04*', '2026-09-07', '2026-10-12', '2026-11-11', '2026-11-26', '2026-12-25'],
-  2027: ['2027-01-01', '2027-01-18', '2027-02-15', '2027-05-31', '2027-06-19*', '2027-07-05**', '2027-09-06', '2027-10-11', '2027-11-11', '2027-11-25', '2027-12-25*'],
-  2028: ['2028-01-01*', '2028-01-17', '2028-02-21', '2028-05-29', '2028-06-19', '2028-07-04', '2028-09-04', '2028-10-09', '2028-11-11*', '2028-11-23', '2028-12-25'],
-  2029: ['2029-01-01', '2029-01-15', '2029-02-19', '2029-05-28', '2029-06-19', '2029-07-04', '2029-09-03', '2029-10-08', '2029-11-12**', '2029-11-22', '2029-12-25'],
-  2030: ['2030-01-01', '2030-01-21', '2030-02-18', '2030-05-27', '2030-06-19', '2030-07-04', '2030-09-02', '2030-10-14', '2030-11-11', '2030-11-28', '2030-12-25'],
+  2026: [
+    '2026-01-01',
+    '2026-01-19',
+    '2026-02-16',
+    '2026-05-25',
+    '2026-06-19',
+    '2026-07-04*',
+    '2026-09-07',
+    '2026-10-12',
+    '2026-11-11',
+    '2026-11-26',
+    '2026-12-25',
+  ],
+  2027: [
+    '2027-01-01',
+    '2027-01-18',
+    '2027-02-15',
+    '2027-05-31',
+    '2027-06-19*',
+    '2027-07-05**',
+    '2027-09-06',
+    '2027-10-11',
+    '2027-11-11',
+    '2027-11-25',
+    '2027-12-25*',
+  ],
+  2028: [
+    '2028-01-01*',
+    '2028-01-17',
+    '2028-02-21',
+    '2028-05-29',
+    '2028-06-19',
+    '2028-07-04',
+    '2028-09-04',
+    '2028-10-09',
+    '2028-11-11*',
+    '2028-11-23',
+    '2028-12-25',
+  ],
+  2029: [
+    '2029-01-01',
+    '2029-01-15',
+    '2029-02-19',
+    '2029-05-28',
+    '2029-06-19',
+    '2029-07-04',
+    '2029-09-03',
+    '2029-10-08',
+    '2029-11-12**',
+    '2029-11-22',
+    '2029-12-25',
+  ],
+  2030: [
+    '2030-01-01',
+    '2030-01-21',
+    '2030-02-18',
+    '2030-05-27',
+    '2030-06-19',
+    '2030-07-04',
+    '2030-09-02',
+    '2030-10-14',
+    '2030-11-11',
+    '2030-11-28',
+    '2030-12-25',
+  ],
 };
 
-const NAMES = ["New Year's Day", 'Martin Luther King Jr. Day', "Washington's Birthday", 'Memorial Day', 'Juneteenth National Independence Day',
-  'Independence Day', 'Labor Day', 'Columbus Day', 'Veterans Day', 'Thanksgiving Day', 'Christmas Day'];
+const NAMES = [
+  "New Year's Day",
+  'Martin Luther King Jr. Day',
+  "Washington's Birthday",
+  'Memorial Day',
+  'Juneteenth National Independence Day',
+  'Independence Day',
+  'Labor Day',
+  'Columbus Day',
+  'Veterans Day',
+  'Thanksgiving Day',
+  'Christmas Day',
+];
 
 describe('SPEC §15 Federal Reserve calendar', () => {
   test.each(Object.keys(PUBLISHED).map(Number))('%i: the holidays computed from the rules are the published ones', (year) => {
@@ -40,7 +118,14 @@ describe('SPEC §15 Federal Reserve calendar', () => {
   test('business days are the weekdays that are not holidays: 2026 has 251, 2027 has 252', () => {
     expect(businessDaysBetween('2026-01-01', '2026-12-31')).toHaveLength(365 - 104 - 10); // Jul 4 is a Saturday
     expect(businessDaysBetween('2027-01-01', '2027-12-31')).toHaveLength(365 - 104 - 9); // Jun 19 and Dec 25 are Saturdays; Jul 4 a Sunday → Jul 5
-    expect(businessDaysBetween('2026-11-20', '2026-11-30')).toEqual(['2026-11-20', '2026-11-23', '2026-11-24', '2026-11-25', '2026-11-27', '2026-11-30']);
+    expect(businessDaysBetween('2026-11-20', '2026-11-30')).toEqual([
+      '2026-11-20',
+      '2026-11-23',
+      '2026-11-24',
+      '2026-11-25',
+      '2026-11-27',
+      '2026-11-30',
+    ]);
     expect(isBusinessDay('2026-07-03')).toBe(true); // Friday before a Saturday Independence Day: open
     expect(isBusinessDay('2027-12-24')).toBe(true);
     expect(isBusinessDay('2027-12-31')).toBe(true); // Friday before a Saturday New Year's Day 2028: open

@@ -55,9 +55,18 @@ async function pinned<T>(at: Date, work: () => Promise<T>): Promise<T> {
 /** Records a transaction through POST /intent at `at` and returns its id. */
 async function record(call: Call, userId: string, direction: 'cash_in' | 'cash_out', amount: number, at: Date, accountId?: string) {
   return pinned(at, async () => {
-    const response = await call('POST', '/intent', {
-      direction, user_id: userId, amount, currency: 'USD', ...(accountId ? { account_id: accountId } : {}),
-    }, { 'X-Idempotency-Key': idemKey() });
+    const response = await call(
+      'POST',
+      '/intent',
+      {
+        direction,
+        user_id: userId,
+        amount,
+        currency: 'USD',
+        ...(accountId ? { account_id: accountId } : {}),
+      },
+      { 'X-Idempotency-Key': idemKey() },
+    );
     expect(response.status).toBe(200);
     return response.body.transactions[0].id as string;
   });
@@ -68,19 +77,30 @@ const noonOf = (date: string) => new Date(`${date}T16:30:00Z`);
 
 async function confirm(call: Call, transactionId: string) {
   expect((await call('POST', `/simulate/transaction/${transactionId}/confirm`, {}, { 'X-Idempotency-Key': idemKey() })).status).toBe(200);
-  await eventually(async () => ((await call('GET', `/transaction/${transactionId}`)).body.status === 'available' ? true : undefined),
-    30_000, `${transactionId} available`);
+  await eventually(
+    async () => ((await call('GET', `/transaction/${transactionId}`)).body.status === 'available' ? true : undefined),
+    30_000,
+    `${transactionId} available`,
+  );
 }
 
 async function closeWindow(call: Call, date: string, accountId?: string) {
-  const response = await call('POST', '/simulate/settlement', { date, ...(accountId ? { account_id: accountId } : {}) }, { 'X-Idempotency-Key': idemKey() });
+  const response = await call(
+    'POST',
+    '/simulate/settlement',
+    { date, ...(accountId ? { account_id: accountId } : {}) },
+    { 'X-Idempotency-Key': idemKey() },
+  );
   expect(response.status).toBe(200);
 }
 
 async function transferOfWindow(call: Call, windowDate: string, accountId?: string) {
   const query = `window_date=${windowDate}${accountId ? `&account_id=${accountId}` : ''}`;
-  return eventually(async () => (await call('GET', `/transfer?${query}`)).body.data[0] as Record<string, any> | undefined, // eslint-disable-line @typescript-eslint/no-explicit-any
-    30_000, `the transfer of window ${windowDate}`);
+  return eventually(
+    async () => (await call('GET', `/transfer?${query}`)).body.data[0] as Record<string, any> | undefined,
+    30_000,
+    `the transfer of window ${windowDate}`,
+  );
 }
 
 async function submittedAt(transferId: string): Promise<Date | null> {
@@ -97,21 +117,40 @@ function parseCsv(text: string): string[][] {
   for (let i = 0; i < text.length; i += 1) {
     const c = text[i]!;
     if (quoted) {
-      if (c === '"' && text[i + 1] === '"') { field += '"'; i += 1; } else if (c === '"') quoted = false; else field += c;
+      if (c === '"' && text[i + 1] === '"') {
+        field += '"';
+        i += 1;
+      } else if (c === '"') quoted = false;
+      else field += c;
     } else if (c === '"') quoted = true;
-    else if (c === ',') { row.push(field); field = ''; } else if (c === '\n') { row.push(field); rows.push(row); row = []; field = ''; } else field += c;
+    else if (c === ',') {
+      row.push(field);
+      field = '';
+    } else if (c === '\n') {
+      row.push(field);
+      rows.push(row);
+      row = [];
+      field = '';
+    } else field += c;
   }
-  if (field !== '' || row.length > 0) { row.push(field); rows.push(row); }
+  if (field !== '' || row.length > 0) {
+    row.push(field);
+    rows.push(row);
+  }
   return rows;
 }
 
 const CSV_HEADER = ['id', 'direction', 'type', 'source_id', 'amount', 'created_at', 'date'];
 
 async function settlementDone(accountId: string, windowDate: string) {
-  return eventually(async () => {
-    const handle = stack.temporal.workflow.getHandle(accountSettlementWorkflowId(accountId, windowDate));
-    return (await handle.describe()).status.name === 'COMPLETED' ? handle.result() : undefined;
-  }, 60_000, `settlement of ${accountId} window ${windowDate}`);
+  return eventually(
+    async () => {
+      const handle = stack.temporal.workflow.getHandle(accountSettlementWorkflowId(accountId, windowDate));
+      return (await handle.describe()).status.name === 'COMPLETED' ? handle.result() : undefined;
+    },
+    60_000,
+    `settlement of ${accountId} window ${windowDate}`,
+  );
 }
 
 /** Writes the workflow's history under test/histories/settlement once (RECORD_HISTORIES=1 rewrites it). */
@@ -134,11 +173,21 @@ describe('SPEC §15 transfers on business days', () => {
     await confirm(call, cashIn);
     await closeWindow(call, '2026-06-09');
     const transfer = await transferOfWindow(call, '2026-06-09');
-    expect(transfer).toMatchObject({ amount: 1800, direction: 'disbursement', date: '2026-06-10', window_date: '2026-06-09', status: 'pending' });
+    expect(transfer).toMatchObject({
+      amount: 1800,
+      direction: 'disbursement',
+      date: '2026-06-10',
+      window_date: '2026-06-09',
+      status: 'pending',
+    });
     // Handed to the rail without waiting for anything (its date is long past).
     await eventually(async () => ((await submittedAt(transfer.id)) ? true : undefined), 30_000, 'the hand-off to the rail');
     expect((await call('POST', `/simulate/transfer/${transfer.id}/settle`, {}, { 'X-Idempotency-Key': idemKey() })).status).toBe(200);
-    expect(await settlementDone(org.accountId, '2026-06-09')).toMatchObject({ transferId: transfer.id, amountCents: 1800, transactionCount: 2 });
+    expect(await settlementDone(org.accountId, '2026-06-09')).toMatchObject({
+      transferId: transfer.id,
+      amountCents: 1800,
+      transactionCount: 2,
+    });
     expect((await call('GET', `/transfer/${transfer.id}`)).body.status).toBe('settled');
     await saveHistoryOnce('account_settlement_signal_settled', accountSettlementWorkflowId(org.accountId, '2026-06-09'));
   });
@@ -154,7 +203,13 @@ describe('SPEC §15 transfers on business days', () => {
     await record(call, userId, 'cash_out', 125, noonOf(windowDate));
     await closeWindow(call, windowDate);
     const transfer = await transferOfWindow(call, windowDate);
-    expect(transfer).toMatchObject({ window_date: windowDate, date: expectedDate, amount: 125, direction: 'collection', transaction_count: 1 });
+    expect(transfer).toMatchObject({
+      window_date: windowDate,
+      date: expectedDate,
+      amount: 125,
+      direction: 'collection',
+      transaction_count: 1,
+    });
     // Built when the window closed (now: this test closes it late), whatever its settlement date.
     expect(Date.now() - Date.parse(transfer.created_at)).toBeLessThan(60_000);
     expect((await call('GET', `/transfer?date=${expectedDate}`)).body.data.map((t: { id: string }) => t.id)).toEqual([transfer.id]);
@@ -181,18 +236,23 @@ describe('SPEC §15 transfers on business days', () => {
     expect(transfer).toMatchObject({ date: expectedDate, amount: 500, direction: 'disbursement', status: 'pending' });
 
     const handle = stack.temporal.workflow.getHandle(accountSettlementWorkflowId(org.accountId, windowDate));
-    const progress = await eventually(async () => {
-      const state = await handle.query(settlementProgressQuery);
-      return state.phase === 'awaiting_date' ? state : undefined;
-    }, 30_000, 'the settlement waiting for its date');
+    const progress = await eventually(
+      async () => {
+        const state = await handle.query(settlementProgressQuery);
+        return state.phase === 'awaiting_date' ? state : undefined;
+      },
+      30_000,
+      'the settlement waiting for its date',
+    );
     expect(progress).toMatchObject({ transferId: transfer.id, handOffAt: handOffAt.toISOString() });
     // The timer runs out exactly at the start of the settlement date.
     const history = await handle.fetchHistory();
     const timers = (history.events ?? []).filter((event) => event.timerStartedEventAttributes);
     expect(timers).toHaveLength(1);
     const startedMs = Number(timers[0]!.eventTime!.seconds) * 1000 + Math.floor((timers[0]!.eventTime!.nanos ?? 0) / 1e6);
-    const timeoutMs = Number(timers[0]!.timerStartedEventAttributes!.startToFireTimeout!.seconds) * 1000
-      + Math.floor((timers[0]!.timerStartedEventAttributes!.startToFireTimeout!.nanos ?? 0) / 1e6);
+    const timeoutMs =
+      Number(timers[0]!.timerStartedEventAttributes!.startToFireTimeout!.seconds) * 1000 +
+      Math.floor((timers[0]!.timerStartedEventAttributes!.startToFireTimeout!.nanos ?? 0) / 1e6);
     expect(Math.abs(startedMs + timeoutMs - handOffAt.getTime())).toBeLessThan(2_000);
     const patchMarkers = (history.events ?? []).filter((event) => event.markerRecordedEventAttributes?.markerName === 'core_patch');
     expect(patchMarkers).toHaveLength(1);
@@ -211,14 +271,15 @@ describe('SPEC §15 transfers on business days', () => {
 
 describe('SPEC §15 GET /transfer/{id}/report', () => {
   test('JSON: the transfer, totals by direction and by type over every member, members paged; CSV: the full statement; another organization gets 404', async () => {
-    const { org, userId, call } = await setup();
+    const { userId, call } = await setup();
     const windowDate = '2026-06-16';
     const at = noonOf(windowDate);
-    const post = (pathName: string, body: unknown) => pinned(at, async () => {
-      const response = await call('POST', pathName, body, { 'X-Idempotency-Key': idemKey() });
-      expect(response.status).toBe(200);
-      return response.body;
-    });
+    const post = (pathName: string, body: unknown) =>
+      pinned(at, async () => {
+        const response = await call('POST', pathName, body, { 'X-Idempotency-Key': idemKey() });
+        expect(response.status).toBe(200);
+        return response.body;
+      });
     const intentA = await post('/intent', { direction: 'cash_in', user_id: userId, amount: 1000, currency: 'USD' });
     const intentB = await post('/intent', { direction: 'cash_in', user_id: userId, amount: 500, currency: 'USD' });
     await post('/intent', { direction: 'cash_out', user_id: userId, amount: 300, currency: 'USD' });
@@ -255,9 +316,14 @@ describe('SPEC §15 GET /transfer/{id}/report', () => {
     expect(second.body.totals).toEqual(first.body.totals);
     const members = [...first.body.transactions.data, ...second.body.transactions.data];
     expect(members).toHaveLength(6);
-    expect(members.map((m: { id: string }) => m.id)).toEqual((await call('GET', `/transfer/${transfer.id}?limit=100`)).body.transactions.data.map((m: { id: string }) => m.id));
+    expect(members.map((m: { id: string }) => m.id)).toEqual(
+      (await call('GET', `/transfer/${transfer.id}?limit=100`)).body.transactions.data.map((m: { id: string }) => m.id),
+    );
     expect((await call('GET', `/transfer/${transfer.id}/report?cursor=garbage`)).status).toBe(400);
-    expect((await call('GET', `/transfer/${transfer.id}/report?format=xml`)).body.error).toMatchObject({ code: 'validation_failed', details: [expect.objectContaining({ param: 'format' })] });
+    expect((await call('GET', `/transfer/${transfer.id}/report?format=xml`)).body.error).toMatchObject({
+      code: 'validation_failed',
+      details: [expect.objectContaining({ param: 'format' })],
+    });
 
     const csv = await call('GET', `/transfer/${transfer.id}/report?format=csv`);
     expect(csv.status).toBe(200);
@@ -268,11 +334,21 @@ describe('SPEC §15 GET /transfer/{id}/report', () => {
     expect(rows).toHaveLength(7);
     // One row per member, oldest first, each exactly the member as the API shows it.
     const byId = new Map(members.map((m: Record<string, unknown>) => [m.id, m]));
-    const oldestFirst = [...members].sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : 1));
+    const oldestFirst = [...members].sort((a, b) =>
+      a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : 1,
+    );
     expect(rows.slice(1).map((r) => r[0])).toEqual(oldestFirst.map((m: { id: string }) => m.id));
     for (const row of rows.slice(1)) {
       const member = byId.get(row[0]) as Record<string, unknown>;
-      expect(row).toEqual([member.id, member.direction, member.type, member.source_id ?? '', String(member.amount), member.created_at, member.date]);
+      expect(row).toEqual([
+        member.id,
+        member.direction,
+        member.type,
+        member.source_id ?? '',
+        String(member.amount),
+        member.created_at,
+        member.date,
+      ]);
     }
     const signedNet = rows.slice(1).reduce((sum, r) => sum + (r[1] === 'cash_in' ? 1 : -1) * Number(r[4]), 0);
     expect(signedNet).toBe(1000);
@@ -315,11 +391,15 @@ describe('SPEC §15 GET /transfer/{id}/report', () => {
     // over this many rows can take a minute.
     await stack.pool.query('ANALYZE transactions');
     await stack.pool.query(`UPDATE transactions SET status = 'available' WHERE account_id = $1 AND direction = 'cash_in'`, [account.id]);
-    const built = await withTransaction(stack.pool, (tx) => createWindowTransfer(tx, { accountId: account.id, windowDate, transferDate: '2026-06-24', now: new Date() }));
+    const built = await withTransaction(stack.pool, (tx) =>
+      createWindowTransfer(tx, { accountId: account.id, windowDate, transferDate: '2026-06-24', now: new Date() }),
+    );
     const row = built!.transfer;
     expect(row.transaction_count).toBe(n);
 
-    const response = await fetch(`${stack.url}/transfer/${row.id}/report?format=csv`, { headers: { Authorization: `Bearer ${org.apiKey}` } });
+    const response = await fetch(`${stack.url}/transfer/${row.id}/report?format=csv`, {
+      headers: { Authorization: `Bearer ${org.apiKey}` },
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-length')).toBeNull();
     expect(response.headers.get('transfer-encoding')).toBe('chunked');
@@ -346,13 +426,17 @@ describe('SPEC §15 GET /transfer/{id}/report', () => {
 
     // Where it is read, the report refuses a transfer its members disagree with (as a corrupted row would).
     const stored = (await getTransferRow(stack.pool, row.id))!;
-    await expect(transferTotals(stack.pool, { ...stored, amount_cents: stored.amount_cents + 1 })).rejects.toThrow(TransferReportInvariantError);
+    await expect(transferTotals(stack.pool, { ...stored, amount_cents: stored.amount_cents + 1 })).rejects.toThrow(
+      TransferReportInvariantError,
+    );
     await expect(transferTotals(stack.pool, { ...stored, transaction_count: n - 1 })).rejects.toThrow(TransferReportInvariantError);
     expect((await transferTotals(stack.pool, stored)).net).toBe(net);
     // A stream whose row count differs is never ended as if complete.
     const sink = new PassThrough();
     sink.resume();
-    await expect(streamTransferCsv(stack.pool, { ...stored, transaction_count: n + 1 }, sink)).rejects.toThrow(TransferReportInvariantError);
+    await expect(streamTransferCsv(stack.pool, { ...stored, transaction_count: n + 1 }, sink)).rejects.toThrow(
+      TransferReportInvariantError,
+    );
     expect(sink.writableEnded).toBe(false);
     // The pool is still healthy after the failed stream destroyed its connection.
     expect((await stack.pool.query('SELECT 1 AS one')).rows[0].one).toBe(1);
@@ -373,7 +457,12 @@ describe('SPEC §15 operator CLI: calendar', () => {
     expect(human.code).toBe(0);
     expect(human.stdout).toContain('2026-11-26 Thu  Thanksgiving Day');
     expect(human.stdout).toContain('2 business day(s), 1 holiday(s)');
-    for (const args of [['--from', '2026-02-30', '--to', '2026-03-01'], ['--from', '2026-03-01', '--to', 'tomorrow'], ['--from', '2026-03-02', '--to', '2026-03-01'], ['--from', '2026-03-01']]) {
+    for (const args of [
+      ['--from', '2026-02-30', '--to', '2026-03-01'],
+      ['--from', '2026-03-01', '--to', 'tomorrow'],
+      ['--from', '2026-03-02', '--to', '2026-03-01'],
+      ['--from', '2026-03-01'],
+    ]) {
       const bad = await admin(['calendar', ...args]);
       expect(bad.code).toBe(2);
       expect(bad.stderr).toMatch(/error: .+/);

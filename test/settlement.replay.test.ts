@@ -9,10 +9,14 @@ import { testInfra } from './support/harness';
 const HISTORIES_DIR = path.join(__dirname, 'histories', 'settlement');
 
 function committedHistories() {
-  return fs.readdirSync(HISTORIES_DIR).filter((name) => name.endsWith('.json')).sort().map((name) => ({
-    workflowId: name.replace(/\.json$/, ''),
-    history: temporal.api.history.v1.History.fromObject(JSON.parse(fs.readFileSync(path.join(HISTORIES_DIR, name), 'utf8'))),
-  }));
+  return fs
+    .readdirSync(HISTORIES_DIR)
+    .filter((name) => name.endsWith('.json'))
+    .sort()
+    .map((name) => ({
+      workflowId: name.replace(/\.json$/, ''),
+      history: temporal.api.history.v1.History.fromObject(JSON.parse(fs.readFileSync(path.join(HISTORIES_DIR, name), 'utf8'))),
+    }));
 }
 
 /**
@@ -36,7 +40,14 @@ function unguardedSettlementWorkflows(): string {
   return path.join(dir, 'workflows.ts');
 }
 
-const silent = { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+const silent = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+};
 
 describe('SPEC §15 determinism guard: settlement executions started before the business-day hold replay', () => {
   test('every committed settlement history replays against the current workflow code', async () => {

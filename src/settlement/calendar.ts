@@ -84,7 +84,10 @@ export function federalReserveHolidays(year: number): Holiday[] {
     // Sunday → the Monday after; Saturday stays on the Saturday (no weekday is lost).
     return weekdayOf(days) === 0 ? { date: dateOf(days + 1), name: `${name} (observed)` } : { date: dateOf(days), name };
   };
-  const floating = (month: number, weekday: number, n: number, name: string): Holiday => ({ date: dateOf(nthWeekday(year, month, weekday, n)), name });
+  const floating = (month: number, weekday: number, n: number, name: string): Holiday => ({
+    date: dateOf(nthWeekday(year, month, weekday, n)),
+    name,
+  });
   const holidays = [
     fixed(1, 1, "New Year's Day"),
     floating(1, MONDAY, 3, 'Martin Luther King Jr. Day'),

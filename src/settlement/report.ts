@@ -19,7 +19,10 @@ import { TRANSFER_REPORT_CSV_COLUMNS, type TransferReport, type TransferReportTo
 /** The transfer's members disagree with it: never shown as a report, always logged as an invariant violation. */
 export class TransferReportInvariantError extends Error {
   override name = 'TransferReportInvariantError';
-  constructor(readonly transferId: string, readonly details: Record<string, unknown>) {
+  constructor(
+    readonly transferId: string,
+    readonly details: Record<string, unknown>,
+  ) {
     super(`transfer ${transferId}: members disagree with the transfer (${JSON.stringify(details)})`);
   }
 }
@@ -52,7 +55,10 @@ export async function transferTotals(db: Queryable, transfer: TransferRow): Prom
   const count = totals.cash_in.count + totals.cash_out.count;
   if (totals.net !== signedAmountCents(transfer) || count !== transfer.transaction_count) {
     throw new TransferReportInvariantError(transfer.id, {
-      signed_amount: signedAmountCents(transfer), members_net: totals.net, transaction_count: transfer.transaction_count, members: count,
+      signed_amount: signedAmountCents(transfer),
+      members_net: totals.net,
+      transaction_count: transfer.transaction_count,
+      members: count,
     });
   }
   return totals;
@@ -99,16 +105,26 @@ export async function streamTransferCsv(pool: Pool, transfer: TransferRow, out: 
 }
 
 /** A report whose totals disagree with its transfer is an incident: logged loudly, never shown. */
-export function logInvariantViolation(deps: Pick<AppDeps, 'log'>, error: TransferReportInvariantError, context: Record<string, unknown> = {}): void {
-  deps.log.error({ invariant: 'transfer_net_equals_members', transfer_id: error.transferId, ...error.details, ...context },
-    'invariant violation: a transfer disagrees with its members');
+export function logInvariantViolation(
+  deps: Pick<AppDeps, 'log'>,
+  error: TransferReportInvariantError,
+  context: Record<string, unknown> = {},
+): void {
+  deps.log.error(
+    { invariant: 'transfer_net_equals_members', transfer_id: error.transferId, ...error.details, ...context },
+    'invariant violation: a transfer disagrees with its members',
+  );
 }
 
 /**
  * The caller's transfer with its checked totals (another organization's transfer is not found); a disagreement
  * between the transfer and its members is logged and answered as an internal error, never as a report.
  */
-export async function checkedTransfer(op: Op, transferId: string, context: Record<string, unknown> = {}): Promise<{ row: TransferRow; totals: TransferReportTotals }> {
+export async function checkedTransfer(
+  op: Op,
+  transferId: string,
+  context: Record<string, unknown> = {},
+): Promise<{ row: TransferRow; totals: TransferReportTotals }> {
   const row = await getTransferRow(op.db, transferId, op.organizationId);
   if (!row) throw errors.notFound('transfer', transferId);
   try {
@@ -121,7 +137,12 @@ export async function checkedTransfer(op: Op, transferId: string, context: Recor
 }
 
 /** GET /transfer/{id}/report as JSON: the transfer, its totals over every member, and one page of members. */
-export async function transferReport(op: Op, transferId: string, page: PageRequest, context: Record<string, unknown> = {}): Promise<TransferReport> {
+export async function transferReport(
+  op: Op,
+  transferId: string,
+  page: PageRequest,
+  context: Record<string, unknown> = {},
+): Promise<TransferReport> {
   const { row, totals } = await checkedTransfer(op, transferId, context);
   const transactions = await listTransferTransactions(op.db, op.organizationId, row.id, page);
   return { transfer: renderTransfer(row), totals, transactions };

@@ -1,16 +1,26 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type { CommandRegistrar } from '../cli/registrar';
-import { businessDaysBetween, CALENDAR_LIMITS, CalendarDateError, holidaysBetween, isCalendarDateString, SETTLEMENT_CALENDARS, type SettlementCalendar } from './calendar';
+import {
+  businessDaysBetween,
+  CALENDAR_LIMITS,
+  CalendarDateError,
+  holidaysBetween,
+  isCalendarDateString,
+  SETTLEMENT_CALENDARS,
+  type SettlementCalendar,
+} from './calendar';
 import * as repo from './repo';
 import { streamTransferCsv, transferTotals } from './report';
 
 function isoDate(value: string): string {
-  if (!isCalendarDateString(value)) throw new InvalidArgumentError(`must be a calendar date YYYY-MM-DD in ${CALENDAR_LIMITS.yearMin}–${CALENDAR_LIMITS.yearMax}`);
+  if (!isCalendarDateString(value))
+    throw new InvalidArgumentError(`must be a calendar date YYYY-MM-DD in ${CALENDAR_LIMITS.yearMin}–${CALENDAR_LIMITS.yearMax}`);
   return value;
 }
 
 function calendarName(value: string): SettlementCalendar {
-  if (!(SETTLEMENT_CALENDARS as readonly string[]).includes(value)) throw new InvalidArgumentError(`must be one of ${SETTLEMENT_CALENDARS.join(', ')}`);
+  if (!(SETTLEMENT_CALENDARS as readonly string[]).includes(value))
+    throw new InvalidArgumentError(`must be one of ${SETTLEMENT_CALENDARS.join(', ')}`);
   return value as SettlementCalendar;
 }
 
@@ -77,7 +87,9 @@ export const registerSettlementReportCommands: CommandRegistrar = (program, ctx)
           `${transfer.id}  ${transfer.account_id}  ${transfer.direction} ${transfer.amount} ${transfer.currency}  ${transfer.status}`,
           `window ${transfer.window_date}, settlement date ${transfer.date}, ${transfer.transaction_count} transactions`,
           `cash_in ${side(totals.cash_in)}, cash_out ${side(totals.cash_out)}, net ${totals.net} (checked against the transfer)`,
-          ...Object.entries(totals.by_type).map(([type, t]) => `  ${type.padEnd(8)} cash_in ${side(t.cash_in)}, cash_out ${side(t.cash_out)}, net ${t.net}`),
+          ...Object.entries(totals.by_type).map(
+            ([type, t]) => `  ${type.padEnd(8)} cash_in ${side(t.cash_in)}, cash_out ${side(t.cash_out)}, net ${t.net}`,
+          ),
         ].join('\n'),
         { transfer, totals },
       );

@@ -11,9 +11,9 @@ export const settlementReportRoutes = [
     tag: 'Transfers',
     summary: 'Reconciliation report of a transfer (JSON or CSV)',
     description: [
-      'The statement to match a transfer against the bank account: the transfer; totals over every member — count and amount of `cash_in` and of `cash_out`, the signed `net` (always equal to the transfer\'s signed amount: +amount for a disbursement, −amount for a collection), and the same per transaction `type` — and its members.',
+      "The statement to match a transfer against the bank account: the transfer; totals over every member — count and amount of `cash_in` and of `cash_out`, the signed `net` (always equal to the transfer's signed amount: +amount for a disbursement, −amount for a collection), and the same per transaction `type` — and its members.",
       'JSON (default): one page of members, newest first, paged like every list (`?limit=1..100`, default 25, `?cursor=`).',
-      '`?format=csv`: `text/csv`, the FULL statement in one answer — a header row `id,direction,type,source_id,amount,created_at,date` and one row per member, oldest first — streamed from the database as it is read, whatever the transfer\'s size (paging parameters do not apply). A statement cut short by a failure ends without the final chunk, never as a shorter CSV.',
+      "`?format=csv`: `text/csv`, the FULL statement in one answer — a header row `id,direction,type,source_id,amount,created_at,date` and one row per member, oldest first — streamed from the database as it is read, whatever the transfer's size (paging parameters do not apply). A statement cut short by a failure ends without the final chunk, never as a shorter CSV.",
       'A transfer whose members disagree with its amount answers 500 (and is logged as an invariant violation) instead of a report.',
     ].join('\n\n'),
     params: idParams,

@@ -16,11 +16,17 @@ const sidesSchema = z.object({
 export const transferReportTotalsSchema = sidesSchema
   .extend({
     by_type: z
-      .object(Object.fromEntries(transactionTypeSchema.options.map((type) => [type, sidesSchema])) as Record<'intent' | 'refund' | 'dispute', typeof sidesSchema>)
+      .object(
+        Object.fromEntries(transactionTypeSchema.options.map((type) => [type, sidesSchema])) as Record<
+          'intent' | 'refund' | 'dispute',
+          typeof sidesSchema
+        >,
+      )
       .openapi({ description: 'The same totals per transaction type; every type is present (zeros when it has no member).' }),
   })
   .openapi('TransferReportTotals', {
-    description: 'Totals over EVERY member of the transfer (not only the page shown). `net` always equals the transfer\'s signed amount (+amount for a disbursement, −amount for a collection); the server answers 500 rather than a report where it does not.',
+    description:
+      "Totals over EVERY member of the transfer (not only the page shown). `net` always equals the transfer's signed amount (+amount for a disbursement, −amount for a collection); the server answers 500 rather than a report where it does not.",
   });
 
 export const transferReportSchema = z
@@ -28,7 +34,8 @@ export const transferReportSchema = z
     transfer: transferSchema,
     totals: transferReportTotalsSchema,
     transactions: listEnvelope(transactionSchema).openapi({
-      description: 'One page of the members, newest first: `?limit=1..100` (default 25) and `?cursor=` (this list\'s `next_cursor`). The full statement in one answer is `?format=csv`.',
+      description:
+        "One page of the members, newest first: `?limit=1..100` (default 25) and `?cursor=` (this list's `next_cursor`). The full statement in one answer is `?format=csv`.",
     }),
   })
   .openapi('TransferReport', { description: 'A reconciliation statement of one transfer: the transfer, its totals and its members.' });
@@ -43,6 +50,9 @@ export const transferReportCsvSchema = z.string().openapi({
 });
 
 export const transferReportQuery = pageQuery.extend({
-  format: z.enum(['json', 'csv']).default('json').openapi({ description: '`json` (default): totals and one page of members. `csv`: the full statement as text/csv.' }),
+  format: z
+    .enum(['json', 'csv'])
+    .default('json')
+    .openapi({ description: '`json` (default): totals and one page of members. `csv`: the full statement as text/csv.' }),
 });
 export type TransferReportQuery = z.infer<typeof transferReportQuery>;
