@@ -8,6 +8,7 @@ import {
   isBusinessDay,
   nextBusinessDayOnOrAfter,
 } from '../src/settlement/calendar';
+import { ConfigError, loadConfig } from '../src/config';
 import { transferDateOf, windowCloseDateOf } from '../src/settlement/dates';
 
 /**
@@ -179,5 +180,12 @@ describe('SPEC §15 Federal Reserve calendar', () => {
     expect(transferDateOf('2026-11-13', '17:00')).toBe('2026-11-13');
     expect(transferDateOf('2026-11-14', '17:00')).toBe('2026-11-16');
     expect(transferDateOf('2026-03-08', '17:00')).toBe('2026-03-09');
+  });
+
+  test('SETTLEMENT_CALENDAR is validated at start: federal_reserve by default, every_day, anything else stops the process naming it', () => {
+    expect(loadConfig({}).SETTLEMENT_CALENDAR).toBe('federal_reserve');
+    expect(loadConfig({ SETTLEMENT_CALENDAR: 'every_day' }).SETTLEMENT_CALENDAR).toBe('every_day');
+    expect(() => loadConfig({ SETTLEMENT_CALENDAR: 'ecb' })).toThrow(ConfigError);
+    expect(() => loadConfig({ SETTLEMENT_CALENDAR: 'ecb' })).toThrow(/SETTLEMENT_CALENDAR="ecb"/);
   });
 });

@@ -362,6 +362,14 @@ describe('SPEC §15 GET /transfer/{id}/report', () => {
       expect((await other.call('GET', `/transfer/transfer_doesNotExist0000000001/report${suffix}`)).body.error.code).toBe('not_found');
     }
 
+    // Documented in OpenAPI with both media types.
+    const document = (await call('GET', '/openapi.json')).body as {
+      paths: Record<string, Record<string, { responses: Record<string, { content: Record<string, unknown> }> }>>;
+    };
+    const documented = document.paths['/transfer/{id}/report']!.get!;
+    expect(Object.keys(documented.responses['200']!.content).sort()).toEqual(['application/json', 'text/csv']);
+    expect(documented.responses['404']).toBeDefined();
+
     // The operator CLI reads the same report.
     const json = await admin(['--json', 'settlement', 'report', '--transfer', transfer.id]);
     expect(json.code).toBe(0);
