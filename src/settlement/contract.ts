@@ -45,7 +45,7 @@ export interface SettlementWindowResult {
 export const networkSettledSignal = defineSignal('networkSettled');
 
 export type SettlementPhase =
-  | 'building' | 'notifying_assigned' | 'awaiting_date' | 'awaiting_network' | 'settling' | 'notifying_settled' | 'done';
+  'building' | 'notifying_assigned' | 'awaiting_date' | 'awaiting_network' | 'settling' | 'notifying_settled' | 'done';
 
 /**
  * patched() id of the hold before the rail hand-off (SPEC §15). Executions that passed this point on older code
