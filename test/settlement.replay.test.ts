@@ -65,7 +65,13 @@ describe('SPEC §15 determinism guard: settlement executions started before the 
   });
 
   test('the guard is needed: the same hold without patched() fails the replay of those histories', async () => {
-    const { code } = await bundleWorkflowCode({ workflowsPath: unguardedSettlementWorkflows(), logger: silent });
+    const workflowsPath = unguardedSettlementWorkflows();
+    let code: string;
+    try {
+      ({ code } = await bundleWorkflowCode({ workflowsPath, logger: silent }));
+    } finally {
+      fs.rmSync(path.dirname(workflowsPath), { recursive: true, force: true });
+    }
     const failures: string[] = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: { code } }, committedHistories())) {
       if (result.error) failures.push(result.error.name);
