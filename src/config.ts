@@ -1,6 +1,7 @@
 import path from 'node:path';
 import proxyAddr from 'proxy-addr';
 import { z } from 'zod';
+import { SETTLEMENT_CALENDARS } from './settlement/calendar';
 
 export const REPO_ROOT = path.resolve(__dirname, '..');
 
@@ -50,6 +51,8 @@ const schema = z.object({
   LEDGER_ENVIRONMENT: z.enum(['sandbox', 'production']).default('sandbox'),
   TRUST_PROXY: trustProxy.default(false),
   SETTLEMENT_CUTOFF: cutoff.default('00:00'),
+  // SPEC §15: the days transfers are dated and handed to the rail.
+  SETTLEMENT_CALENDAR: z.enum(SETTLEMENT_CALENDARS).default('federal_reserve'),
   // Where a process that runs a Temporal worker (`npm start`, `npm run worker`) serves the SDK's own
   // Prometheus metrics (pollers, task latencies, sticky cache...); `off` serves none.
   TEMPORAL_METRICS_ADDRESS: z.string().regex(/^(off|[^\s:]+:\d+)$/, 'must be host:port or off').default('127.0.0.1:9464'),
