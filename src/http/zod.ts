@@ -7,6 +7,28 @@ extendZodWithOpenApi(z);
 
 export { z };
 
+/**
+ * A real calendar day, YYYY-MM-DD (zod's ISO date knows month lengths and leap years). Year 0000 is refused
+ * too: Postgres has no year 0, and a date it cannot read must be a 400 here, not a failed query.
+ */
+export const calendarDate = z
+  .iso.date({ error: 'must be a real calendar date written YYYY-MM-DD' })
+  .refine((value) => !value.startsWith('0000'), { error: 'must be a date in year 0001 or later' })
+  .openapi({ format: 'date', example: '2026-11-21' });
+
+/**
+ * An ISO 8601 instant with its offset (`Z` or ±HH:MM), on a real calendar day; the offset within ±14:00
+ * (the widest any time zone uses), which Postgres also reads. Year 0000 is refused as for dates.
+ */
+export const dateTime = z
+  .iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time with offset on a real calendar day, e.g. 2026-11-21T15:04:05Z' })
+  .refine((value) => !value.startsWith('0000'), { error: 'must be a date-time in year 0001 or later' })
+  .refine((value) => {
+    const offset = /([+-])(\d\d):(\d\d)$/.exec(value);
+    return !offset || Number(offset[2]) * 60 + Number(offset[3]) <= 14 * 60;
+  }, { error: 'must have an offset between -14:00 and +14:00' })
+  .openapi({ format: 'date-time', example: '2026-11-21T15:04:05Z' });
+
 /** `?limit=1..100` (25) and `?cursor=`: the one paging scheme of every list (SPEC §8). */
 export const pageQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(25).openapi({ description: 'Page size, 1 to 100.' }),

@@ -1,4 +1,4 @@
-import { pageQuery, z } from '../http/zod';
+import { calendarDate, dateTime, pageQuery, z } from '../http/zod';
 
 /** Ledger limits: the largest single payment, $10 million, far below 2^53 cents. */
 export const LEDGER_LIMITS = {
@@ -17,7 +17,7 @@ export const transactionTypeSchema = z.enum(['intent', 'refund', 'dispute']);
 export type TransactionType = z.infer<typeof transactionTypeSchema>;
 
 const idExample = (prefix: string) => `${prefix}_7fJ2kQ9xLmN3pR5tV8wY1zA4`;
-const dateString = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD');
+const dateString = calendarDate;
 
 export const transferSummarySchema = z
   .object({
@@ -137,8 +137,8 @@ export const transactionListQuery = pageQuery.extend({
   account_id: z.string().max(100).optional(),
   date: dateString.optional().openapi({ description: 'Settlement date (YYYY-MM-DD).' }),
   transfer_id: z.string().max(100).optional(),
-  'created_at.gte': z.iso.datetime({ offset: true }).optional().openapi({ description: 'Created at or after (ISO 8601).' }),
-  'created_at.lt': z.iso.datetime({ offset: true }).optional().openapi({ description: 'Created before (ISO 8601).' }),
+  'created_at.gte': dateTime.optional().openapi({ description: 'Created at or after (ISO 8601).' }),
+  'created_at.lt': dateTime.optional().openapi({ description: 'Created before (ISO 8601).' }),
 });
 export type TransactionListQuery = z.infer<typeof transactionListQuery>;
 

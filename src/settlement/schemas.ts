@@ -1,4 +1,4 @@
-import { listEnvelope, pageQuery, z } from '../http/zod';
+import { calendarDate, listEnvelope, pageQuery, z } from '../http/zod';
 import { transactionSchema } from '../ledger/schemas';
 
 /** Settlement limits: pages of members per notification batch and per API page, workflows per fan-out page. */
@@ -17,7 +17,7 @@ export const SETTLEMENT_LIMITS = {
   historyEventsMax: 10_000,
 };
 
-const dateString = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD');
+const dateString = calendarDate;
 const idExample = (prefix: string) => `${prefix}_7fJ2kQ9xLmN3pR5tV8wY1zA4`;
 
 export const transferDirectionSchema = z.enum(['disbursement', 'collection']).openapi({
