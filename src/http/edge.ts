@@ -9,7 +9,9 @@ import type { Pool, PoolClient, Queryable } from '../db/pool';
 import { hashApiKey, hashesEqual, parseApiKey, type Environment } from '../orgs/keys';
 import type { Organization } from '../orgs/repo';
 import type { Services } from '../services';
+import { canonicalJson } from './canonicalJson';
 import { ApiError, errors, type ErrorDetail } from './errors';
+import { rejectIllFormedBody, rejectIllFormedParams, rejectUnknownQuery } from './input';
 
 /** Limits of the edge, every one explicit. */
 export const EDGE_LIMITS = {
@@ -82,6 +84,8 @@ export interface RouteDef<B = unknown, P = unknown, Q = unknown> {
   /** OpenAPI-style path: `/user/{id}`. */
   path: string;
   tag: string;
+  /** The OpenAPI operationId, when the one derived from method and path reads badly. */
+  operationId?: string;
   summary: string;
   description?: string;
   body?: ZodType<B>;
@@ -149,49 +153,8 @@ export function zodDetails(error: ZodError, prefix?: string): ErrorDetail[] {
   });
 }
 
-/**
- * The path of the first string (or object key) holding U+0000, which Postgres text cannot store: refused
- * here as a validation error rather than failing later inside some query as a 500. Iterative, with parent
- * links instead of copied paths, so a deeply nested body costs time linear in its size and no call stack.
- */
-function nulPath(input: unknown): string[] | null {
-  interface Node { value: unknown; name: string; parent: Node | null }
-  const pathOf = (node: Node | null): string[] => {
-    const names: string[] = [];
-    for (let at = node; at && at.parent; at = at.parent) names.push(at.name);
-    return names.reverse();
-  };
-  const stack: Node[] = [{ value: input, name: '', parent: null }];
-  while (stack.length > 0) {
-    const node = stack.pop()!;
-    const { value } = node;
-    if (typeof value === 'string') {
-      if (value.includes('\0')) return pathOf(node);
-    } else if (Array.isArray(value)) {
-      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], name: String(i), parent: node });
-    } else if (value !== null && typeof value === 'object') {
-      const entries = Object.entries(value);
-      for (const [key] of entries) if (key.includes('\0')) return pathOf(node);
-      for (let i = entries.length - 1; i >= 0; i--) stack.push({ value: entries[i]![1], name: entries[i]![0], parent: node });
-    }
-  }
-  return null;
-}
-
-const PARAM_LENGTH_MAX = 200;
-
-function rejectNul(input: unknown): void {
-  const found = nulPath(input);
-  if (!found) return;
-  const param = found.join('.') || '(body)';
-  throw errors.validation([{
-    param: param.length <= PARAM_LENGTH_MAX ? param : `${param.slice(0, PARAM_LENGTH_MAX)}…`,
-    message: 'must not contain the NUL character (U+0000)',
-  }]);
-}
-
 function parseWith<T>(schema: ZodType<T> | undefined, input: unknown, prefix?: string): T {
-  rejectNul(input);
+  rejectIllFormedParams(input);
   if (!schema) return undefined as T;
   const parsed = schema.safeParse(input);
   if (!parsed.success) throw errors.validation(zodDetails(parsed.error, prefix));
@@ -314,7 +277,7 @@ function parseJsonBody(req: Request): unknown {
   } catch {
     throw errors.invalidJson();
   }
-  rejectNul(parsed);
+  rejectIllFormedBody(parsed);
   return parsed;
 }
 
@@ -414,16 +377,6 @@ function idempotencyRequest(route: AnyRoute, req: Request, body: unknown): Idemp
   }
   if (identities.length === 0 && !fingerprint) identities.push({ scope: `${endpoint}#body`, key: requestHash });
   return { identities, endpoint, requestHash, fieldValue: typeof value === 'string' ? value : null };
-}
-
-/** JSON with object keys sorted, so equal data hashes equally whatever order the client wrote. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
-    return `{${entries.join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
 }
 
 /** A 64-bit advisory-lock id per (organization, identity), written as a decimal literal (safe to inline). */
@@ -654,6 +607,7 @@ export function edgeHandler(deps: EdgeDeps, route: AnyRoute) {
     const now = deps.clock.now();
     const write = isWrite(req.method);
     const caller = await admit(deps, req, res, write, now);
+    rejectUnknownQuery(route.query, req.query);
     if (route.method === 'post') await runWrite(deps, route, req, res, caller, requestId, now);
     else if (write) await runWriteWithoutIdempotency(deps, route, req, res, caller, requestId, now);
     else await runRead(deps, route, req, res, caller, requestId, now);
@@ -661,13 +615,14 @@ export function edgeHandler(deps: EdgeDeps, route: AnyRoute) {
 }
 
 /**
- * Requests no route matched. Without credentials: 404 at once (a browser's /favicon.ico is no failed
- * login). With credentials: the edge's checks first, so an authenticated answer still carries X-RateLimit-*.
+ * Requests no route matched: 405 with Allow on a known path, else 404. Without credentials: at once (a
+ * browser's /favicon.ico is no failed login). With credentials: the edge's checks first, so an authenticated answer still carries X-RateLimit-*.
  */
-export function edgeFallback(deps: EdgeDeps) {
+export function edgeFallback(deps: EdgeDeps, allowedMethods: (path: string) => string[] = () => []) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     if (req.get('authorization') !== undefined) await admit(deps, req, res, isWrite(req.method), deps.clock.now());
-    next(errors.routeNotFound(req.method, req.path));
+    const allowed = allowedMethods(req.path);
+    next(allowed.length > 0 ? errors.methodNotAllowed(req.method, req.path, allowed) : errors.routeNotFound(req.method, req.path));
   };
 }
 
