@@ -5,7 +5,8 @@ import swaggerUi from 'swagger-ui-express';
 import { newId } from '../ids';
 import { edgeFallback, edgeHandler, EDGE_LIMITS, type EdgeDeps, type RouteDef } from './edge';
 import { ApiError, errors } from './errors';
-import { buildOpenApiDocument, expressPath } from './openapi';
+import { allowedMethodsOf } from './methods';
+import { buildOpenApiDocument, expressPath, OPERATIONAL_PATHS } from './openapi';
 import { allRoutes } from './routes';
 
 export interface AppDeps extends EdgeDeps {
@@ -23,6 +24,11 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
       timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms);
     }),
   ]).finally(() => clearTimeout(timer));
+}
+
+/** The route a request matched, as metrics and logs label it: its pattern, never its ids. */
+function routeLabel(req: Request): string {
+  return (req.route?.path as string | undefined) ?? 'unmatched';
 }
 
 export function createApp(deps: AppDeps, routes: RouteDef<any, any, any>[] = allRoutes): express.Express { // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -46,18 +52,22 @@ export function createApp(deps: AppDeps, routes: RouteDef<any, any, any>[] = all
     res.locals.requestId = requestId;
     res.set('X-Request-Id', requestId);
     const end = httpDuration.startTimer({ method: req.method });
-    res.on('finish', () => end({ route: (req.route?.path as string | undefined) ?? 'unmatched', status: String(res.statusCode) }));
+    res.on('finish', () => end({ route: routeLabel(req), status: String(res.statusCode) }));
     next();
   });
   app.use(
     pinoHttp({
       logger: deps.log,
       genReqId: (_req, res) => res.locals.requestId as string,
-      customProps: (_req, res) => ({ organization_id: res.locals.organizationId }),
+      // Read again when the response finishes: by then the route matched and the caller is known.
+      customProps: (req, res) => ({ route: routeLabel(req as Request), organization_id: res.locals.organizationId }),
+      customAttributeKeys: { responseTime: 'duration_ms' },
       serializers: {
         req: (req: { id: string; method: string; url: string; remoteAddress?: string }) => ({ id: req.id, method: req.method, url: req.url }),
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
       },
-      customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'debug'),
+      // Every request leaves one line at the default level; failures of the service itself stand out.
+      customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : 'info'),
     }),
   );
 
@@ -101,12 +111,12 @@ export function createApp(deps: AppDeps, routes: RouteDef<any, any, any>[] = all
   // fallback hashes exactly what was sent.
   app.use(express.raw({ type: () => true, limit: EDGE_LIMITS.bodyBytesMax }));
 
-  for (const route of routes) {
-    if (route.sandboxOnly && deps.config.LEDGER_ENVIRONMENT !== 'sandbox') continue;
+  const mounted = routes.filter((route) => !route.sandboxOnly || deps.config.LEDGER_ENVIRONMENT === 'sandbox');
+  for (const route of mounted) {
     app[route.method](expressPath(route.path), edgeHandler(deps, route));
   }
 
-  app.use(edgeFallback(deps));
+  app.use(edgeFallback(deps, allowedMethodsOf([...OPERATIONAL_PATHS, ...mounted])));
 
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const requestId = res.locals.requestId as string;
