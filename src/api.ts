@@ -6,6 +6,7 @@ import type { Config } from './config';
 import type { Pool } from './db/pool';
 import { createApp } from './http/app';
 import { purgeEdgeState, systemClock, type Clock } from './http/edge';
+import { answerParserErrors } from './http/parserErrors';
 import { temporalHealthy } from './platform/temporal';
 
 const HOUSEKEEPING_INTERVAL_MS = 10 * 60_000;
@@ -37,6 +38,7 @@ export async function startApi(options: { config: Config; pool: Pool; log: Logge
     const listening = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(listening)));
   });
   server.keepAliveTimeout = 65_000;
+  answerParserErrors(server, log);
   const housekeeping = setInterval(() => {
     purgeEdgeState(pool, clock.now()).catch((error: unknown) => log.warn({ err: error }, 'edge housekeeping failed'));
   }, HOUSEKEEPING_INTERVAL_MS);
