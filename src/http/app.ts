@@ -5,6 +5,7 @@ import swaggerUi from 'swagger-ui-express';
 import { newId } from '../ids';
 import { edgeFallback, edgeHandler, EDGE_LIMITS, type EdgeDeps, type RouteDef } from './edge';
 import { ApiError, errors } from './errors';
+import { rejectUnknownQuery } from './input';
 import { allowedMethodsOf } from './methods';
 import { buildOpenApiDocument, expressPath, OPERATIONAL_PATHS } from './openapi';
 import { allRoutes } from './routes';
@@ -71,10 +72,15 @@ export function createApp(deps: AppDeps, routes: RouteDef<any, any, any>[] = all
     }),
   );
 
-  app.get('/healthz', (_req, res) => {
+  // The operational endpoints take no parameters: one sent is a mistake worth telling, as on the API.
+  const noQuery = (req: Request, _res: Response, next: NextFunction) => {
+    rejectUnknownQuery(undefined, req.query);
+    next();
+  };
+  app.get('/healthz', noQuery, (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.get('/readyz', async (_req, res) => {
+  app.get('/readyz', noQuery, async (_req, res) => {
     const checks: Record<string, string> = {};
     await Promise.all(
       Object.entries(deps.readiness).map(async ([name, check]) => {
@@ -98,14 +104,17 @@ export function createApp(deps: AppDeps, routes: RouteDef<any, any, any>[] = all
       checks,
     });
   });
-  app.get('/metrics', async (_req, res) => {
+  app.get('/metrics', noQuery, async (_req, res) => {
     res.type(registry.contentType).send(await registry.metrics());
   });
   const document = buildOpenApiDocument(routes, deps.config.LEDGER_ENVIRONMENT);
-  app.get('/openapi.json', (_req, res) => {
+  app.get('/openapi.json', noQuery, (_req, res) => {
     res.json(document);
   });
-  app.use('/docs', swaggerUi.serve, swaggerUi.setup(document, { customSiteTitle: 'Payments ledger API 0.0.1' }));
+  const docs = express.Router();
+  docs.use(swaggerUi.serve, swaggerUi.setup(document, { customSiteTitle: 'Payments ledger API 0.0.1' }));
+  // Swagger UI would answer any method with its page; other methods fall through to 405.
+  app.use('/docs', (req, res, next) => (req.method === 'GET' || req.method === 'HEAD' ? docs(req, res, next) : next()));
 
   // Raw bytes, not parsed: the edge authenticates before it parses, and the exact-body idempotency
   // fallback hashes exactly what was sent.
