@@ -2,6 +2,7 @@ import net from 'node:net';
 import { Writable } from 'node:stream';
 import fc from 'fast-check';
 import { startApi, type RunningApi } from '../src/api';
+import { canonicalJson } from '../src/http/canonicalJson';
 import { INPUT_LIMITS } from '../src/http/input';
 import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';
@@ -202,6 +203,31 @@ describe('SPEC §16 bad input: every failure is a 400 naming the field, and chan
       expect(raw.headers.get('connection')).toBe('close');
       expect(Number(raw.headers.get('content-length'))).toBe(Buffer.byteLength(JSON.stringify(raw.body)));
     }
+  });
+});
+
+describe('SPEC §5 idempotency: the canonical JSON a body is hashed by', () => {
+  /** The recursive definition the stored request hashes were made with. */
+  function recursive(value: unknown): string {
+    if (Array.isArray(value)) return `[${value.map(recursive).join(',')}]`;
+    if (value !== null && typeof value === 'object') {
+      return `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${recursive((value as Record<string, unknown>)[key])}`).join(',')}}`;
+    }
+    return JSON.stringify(value) ?? 'null';
+  }
+
+  test('byte for byte the recursive definition, for any JSON value', () => {
+    fc.assert(fc.property(fc.jsonValue(), (value) => {
+      expect(canonicalJson(value)).toBe(recursive(value));
+    }), { numRuns: 500 });
+    expect(canonicalJson({ b: [1, { d: null, c: 'x' }], a: true, e: undefined })).toBe('{"a":true,"b":[1,{"c":"x","d":null}],"e":null}');
+  });
+
+  test('iterative: a value nested 200,000 deep costs no call stack', () => {
+    const depth = 200_000;
+    const deep = JSON.parse(`${'['.repeat(depth)}{"b":1,"a":2}${']'.repeat(depth)}`);
+    expect(() => recursive(deep)).toThrow(RangeError);
+    expect(canonicalJson(deep)).toBe(`${'['.repeat(depth)}{"a":2,"b":1}${']'.repeat(depth)}`);
   });
 });
 
