@@ -161,6 +161,7 @@ describe('SPEC §16 bad input: every failure is a 400 naming the field, and chan
     expectParam(await call('GET', '/transfer?windowdate=2024-01-01'), 'windowdate');
     expectParam(await call('GET', '/user/user_x?expand=all'), 'expand');
     expectParam(await call('GET', '/healthz?verbose=1'), 'verbose');
+    expectParam(await call('GET', '/account?=1'), '');
     const two = await call('GET', '/intent?limit=5&sort=asc&Status=pending');
     expectErrorObject(two, 400);
     expect(two.body.error.details.map((d: Json) => d.param)).toEqual(['sort', 'Status']);

@@ -77,8 +77,8 @@ export function inputProblem(input: unknown, depthMax = INPUT_LIMITS.jsonDepthMa
   return null;
 }
 
-function paramName(path: string[], prefix?: string): string {
-  const joined = [...(prefix ? [prefix] : []), ...path].join('.') || '(body)';
+function paramName(path: string[], whole = '(body)'): string {
+  const joined = path.join('.') || whole;
   // A lone surrogate in a key would make the error body itself ill-formed; it is named by its place instead.
   const printable = joined.replace(LONE_SURROGATES, '\uFFFD');
   return printable.length <= INPUT_LIMITS.paramLengthMax ? printable : `${printable.slice(0, INPUT_LIMITS.paramLengthMax)}…`;
@@ -113,5 +113,6 @@ export function rejectUnknownQuery(schema: ZodType | undefined, query: unknown):
   const declared = declaredParams(schema);
   const unknown = Object.keys(query).filter((name) => !declared.has(name));
   if (unknown.length === 0) return;
-  throw errors.validation(unknown.map((name) => ({ param: paramName([name]), message: 'is not a parameter of this endpoint' })));
+  // `?=1` has a parameter named '' and is named so, not as the body.
+  throw errors.validation(unknown.map((name) => ({ param: paramName([name], ''), message: 'is not a parameter of this endpoint' })));
 }

@@ -5,7 +5,7 @@ import { registerWebhookDocs } from '../webhooks/openapi';
 import { errorBodySchema, z } from './zod';
 
 const EDGE_ERRORS: Record<number, string> = {
-  400: 'Invalid request: malformed JSON, a field failing validation (one `details` entry per field), or a missing resource named in the body.',
+  400: 'Invalid request: malformed JSON or JSON nested deeper than 32 levels, a query parameter the endpoint does not declare, a field failing validation (one `details` entry per field; impossible dates, NUL and lone surrogates included), or a missing resource named in the body.',
   401: 'Missing, malformed, unknown, revoked or other-environment API key.',
   403: "Write from an address not on the organization's IP allowlist.",
   404: 'Unknown id, or an id of another organization.',
