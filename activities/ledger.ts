@@ -1,9 +1,9 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { withTransaction } from '../src/db/pool';
-import { applyTransition, getTransactionRow, InvalidTransitionError } from '../src/ledger/repo';
-import type { TransactionStatus } from '../src/ledger/schemas';
+import { INVALID_TRANSITION, TRANSACTION_MISSING, type TransactionStatus } from '../src/ledger/contract';
+import { applyTransition, getTransactionRow, InvalidTransitionError } from '../src/ledger/transactions';
 import { railFor, type PaymentRail } from '../src/rails';
-import type { ActivityDeps } from './index';
+import type { ActivityDeps } from './deps';
 
 /** The ledger's activities: each one Postgres transaction, safe to run again. */
 export function createLedgerActivities(deps: ActivityDeps, rail: PaymentRail = railFor(deps.config)) {
@@ -14,7 +14,7 @@ export function createLedgerActivities(deps: ActivityDeps, rail: PaymentRail = r
      */
     async submitPayment(input: { transactionId: string }): Promise<{ status: TransactionStatus; confirmAfterSeconds: number | null }> {
       const row = await getTransactionRow(deps.pool, input.transactionId);
-      if (!row) throw ApplicationFailure.nonRetryable(`no transaction ${input.transactionId}`, 'TransactionMissing');
+      if (!row) throw ApplicationFailure.nonRetryable(`no transaction ${input.transactionId}`, TRANSACTION_MISSING);
       const outcome = await rail.submitPayment({
         transactionId: row.id, accountId: row.account_id, direction: row.direction, amountCents: row.amount_cents,
       });
@@ -22,8 +22,8 @@ export function createLedgerActivities(deps: ActivityDeps, rail: PaymentRail = r
     },
 
     /**
-     * Moves a transaction to `toStatus`: status, history, balance effect and event in one Postgres
-     * transaction. Keyed by (transaction id, target status): repeating it is a no-op.
+     * Moves a transaction to `toStatus` through the ledger's one transition (applyTransition). Keyed by
+     * (transaction id, target status): repeating it is a no-op.
      */
     async transitionTransaction(input: { transactionId: string; toStatus: TransactionStatus; transferId: string | null }): Promise<{
       status: TransactionStatus; changed: boolean; transferId: string | null;
@@ -33,9 +33,11 @@ export function createLedgerActivities(deps: ActivityDeps, rail: PaymentRail = r
           applyTransition(tx, { transactionId: input.transactionId, toStatus: input.toStatus, transferId: input.transferId, now: new Date() }));
         return { status: result.status, changed: result.changed, transferId: result.transferId };
       } catch (error) {
-        if (error instanceof InvalidTransitionError) throw ApplicationFailure.nonRetryable(error.message, 'InvalidTransition');
+        if (error instanceof InvalidTransitionError) throw ApplicationFailure.nonRetryable(error.message, INVALID_TRANSITION);
         throw error;
       }
     },
   };
 }
+
+export type LedgerActivities = ReturnType<typeof createLedgerActivities>;

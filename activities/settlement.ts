@@ -1,15 +1,16 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import { forEachBounded } from '../src/concurrency';
 import { withTransaction } from '../src/db/pool';
+import { transferAssignedSignal, transferSettledSignal } from '../src/ledger/contract';
+import { memberIdsPage } from '../src/ledger/transactions';
 import { railFor, type PaymentRail } from '../src/rails';
 import { startAccountSettlement } from '../src/settlement/client';
+import { SETTLEMENT_LIMITS, type MemberCursor, type TransferInfo } from '../src/settlement/contract';
 import { transferDateOf, windowDateOfScheduledTime } from '../src/settlement/dates';
 import * as repo from '../src/settlement/repo';
-import { SETTLEMENT_LIMITS } from '../src/settlement/schemas';
-import { transferAssignedSignal, transferSettledSignal } from '../workflows/transaction';
-import type { MemberCursor, TransferInfo } from '../workflows/settlement';
-import type { ActivityDeps } from './index';
+import type { ActivityDeps } from './deps';
 
 /** Heartbeats every 2 s while `work` runs (one long SQL statement cannot heartbeat by itself). */
 async function keepAlive<T>(work: () => Promise<T>, details?: () => unknown): Promise<T> {
@@ -20,19 +21,6 @@ async function keepAlive<T>(work: () => Promise<T>, details?: () => unknown): Pr
   } finally {
     clearInterval(timer);
   }
-}
-
-/** Runs `tasks` with at most `limit` in flight. */
-async function inPool<T>(items: T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const runners = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const item = items[next]!;
-      next += 1;
-      await task(item);
-    }
-  });
-  await Promise.all(runners);
 }
 
 function transferInfo(row: repo.TransferRow): TransferInfo {
@@ -67,7 +55,7 @@ export function createSettlementActivities(deps: ActivityDeps, rail: PaymentRail
           `SELECT id, organization_id FROM accounts WHERE id = ANY($1)`, [accountIds]);
         let started = 0;
         let alreadyStarted = 0;
-        await inPool(rows, SETTLEMENT_LIMITS.fanOutConcurrency, async (row) => {
+        await forEachBounded(rows, SETTLEMENT_LIMITS.fanOutConcurrency, async (row) => {
           const outcome = await startAccountSettlement(deps.temporal, taskQueue, {
             accountId: row.id, organizationId: row.organization_id, windowDate: input.windowDate,
           });
@@ -113,13 +101,13 @@ export function createSettlementActivities(deps: ActivityDeps, rail: PaymentRail
       const signal = input.kind === 'assigned' ? transferAssignedSignal : transferSettledSignal;
       return keepAlive(async () => {
         for (let page = 0; page < SETTLEMENT_LIMITS.notifyPagesPerActivity; page += 1) {
-          const members = await repo.memberIdsPage(deps.pool, {
+          const members = await memberIdsPage(deps.pool, {
             transferId: input.transferId,
             ...(input.kind === 'assigned' ? { direction: 'cash_out' as const } : {}),
             after: cursor,
             limit: SETTLEMENT_LIMITS.notifyPageSize,
           });
-          await inPool(members, SETTLEMENT_LIMITS.notifyConcurrency, async (member) => {
+          await forEachBounded(members, SETTLEMENT_LIMITS.notifyConcurrency, async (member) => {
             try {
               await deps.temporal.workflow.getHandle(member.id).signal(signal, { transferId: input.transferId });
               signalled += 1;
@@ -160,3 +148,5 @@ export function createSettlementActivities(deps: ActivityDeps, rail: PaymentRail
     },
   };
 }
+
+export type SettlementActivities = ReturnType<typeof createSettlementActivities>;

@@ -6,24 +6,8 @@ import { WEBHOOK_LIMITS } from '../src/webhooks/limits';
 import { beginAttempt, disableEndpoint, finishAttempt, loadDeliveryTarget } from '../src/webhooks/repo';
 import { openSecret, signPayload } from '../src/webhooks/signing';
 import { checkTargetAtDelivery } from '../src/webhooks/ssrf';
-import type { ActivityDeps } from './index';
-
-export interface WebhookDeliveryInput {
-  eventId: string;
-  endpointId: string;
-  /** The retry schedule, fixed when the delivery was dispatched (WEBHOOK_RETRY_INITIAL_MS / _MAX_MS). */
-  retry: { initialIntervalMs: number; maxIntervalMs: number };
-}
-
-/**
- * How a delivery ended. `delivered`: a 2xx. `endpoint_disabled`: the endpoint answered 410 and is now
- * disabled. `refused`: the target resolved to a forbidden address. `endpoint_inactive`: the endpoint was
- * deleted or disabled before this attempt, so nothing was sent.
- */
-export type WebhookDeliveryOutcome = 'delivered' | 'endpoint_disabled' | 'refused' | 'endpoint_inactive';
-
-/** Thrown for every attempt that should be retried; Temporal's retry policy and the 3-day window apply. */
-export const ATTEMPT_FAILED = 'WebhookAttemptFailed';
+import { ATTEMPT_FAILED, WEBHOOK_INVARIANT, type WebhookDeliveryInput, type WebhookDeliveryOutcome } from '../src/webhooks/contract';
+import type { ActivityDeps } from './deps';
 
 function describeError(error: unknown): string {
   const err = error as NodeJS.ErrnoException;
@@ -47,7 +31,7 @@ export function createWebhookActivities(deps: ActivityDeps) {
       if (sealedSecret === null) return 'endpoint_inactive';
       if (event.organization_id !== endpoint.organization_id) {
         // The dispatcher pairs events only with their own organization's endpoints; anything else is a bug.
-        throw ApplicationFailure.nonRetryable(`event ${event.id} and endpoint ${endpoint.id} belong to different organizations`, 'WebhookInvariant');
+        throw ApplicationFailure.nonRetryable(`event ${event.id} and endpoint ${endpoint.id} belong to different organizations`, WEBHOOK_INVARIANT);
       }
       const url = new URL(endpoint.url);
       const body = JSON.stringify({ id: event.id, type: event.type, created_at: event.created_at.toISOString(), data: event.data });

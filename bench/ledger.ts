@@ -18,7 +18,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/wo
 import { REPO_ROOT } from '../src/config';
 import { createPool } from '../src/db/pool';
 import { randomString } from '../src/ids';
-import { getTransaction } from '../src/ledger/repo';
+import { getTransaction } from '../src/ledger/transactions';
 import { hashApiKey } from '../src/orgs/keys';
 import { createOrganization, setRateLimits } from '../src/orgs/repo';
 import { freePort } from '../test/support/ports';
@@ -93,14 +93,14 @@ function startProcess(name: string, script: string, env: Record<string, string>,
       buffer += chunk.toString();
       if (readyLine.test(buffer)) {
         clearTimeout(timer);
-        child.stdout!.off('data', onData);
-        child.stdout!.resume();
-        child.stderr!.resume();
+        child.stdout.off('data', onData);
+        child.stdout.resume();
+        child.stderr.resume();
         resolve(child);
       }
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', (chunk: Buffer) => {
+    child.stdout.on('data', onData);
+    child.stderr.on('data', (chunk: Buffer) => {
       buffer += chunk.toString();
     });
     child.once('exit', (code) => reject(new Error(`${name} exited with ${code}:\n${buffer.slice(-2000)}`)));
@@ -113,7 +113,7 @@ function runAutocannon(label: string, url: string, headers: Record<string, strin
     const started = Date.now();
     const instance = autocannon({ url, connections: GET_CONNECTIONS, duration: PHASE_SECONDS, headers }, (error, result) => {
       clearInterval(progress);
-      if (error) reject(error);
+      if (error) reject(error instanceof Error ? error : new Error(String(error)));
       else resolve(result);
     });
     instance.on('response', () => {
@@ -128,7 +128,7 @@ function runAutocannon(label: string, url: string, headers: Record<string, strin
 
 async function main() {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const cleanup: Array<() => Promise<unknown> | unknown> = [];
+  const cleanup: Array<() => unknown> = [];
   try {
     say(`ledger bench: ${os.cpus().length} cores, ${PHASE_SECONDS} s per phase`);
     const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-bench-'));
@@ -212,7 +212,7 @@ async function main() {
       require('node:http').createServer((req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(body); })
         .listen(${barePort}, '127.0.0.1', () => process.stdout.write('listening\\n'));`], { stdio: ['ignore', 'pipe', 'inherit'] });
     cleanup.push(() => bareServer.kill('SIGTERM'));
-    await new Promise((resolve) => bareServer.stdout!.once('data', resolve));
+    await new Promise((resolve) => bareServer.stdout.once('data', resolve));
     say(`phase 2a: bare node:http constant JSON, ${GET_CONNECTIONS} connections, ${PHASE_SECONDS} s`);
     const bareGet = await runAutocannon('bare http', `http://127.0.0.1:${barePort}/`, {});
 

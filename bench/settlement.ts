@@ -30,12 +30,12 @@ import { REPO_ROOT } from '../src/config';
 import { createPool, type Pool } from '../src/db/pool';
 import { randomString } from '../src/ids';
 import { startTransactionWorkflow } from '../src/ledger/lifecycle';
-import { getTransactionRow } from '../src/ledger/repo';
+import { getTransactionRow } from '../src/ledger/transactions';
 import { createAccount, createOrganization } from '../src/orgs/repo';
-import { accountSettlementWorkflowId, startWindowClose } from '../src/settlement/client';
+import { startWindowClose } from '../src/settlement/client';
+import { accountSettlementWorkflowId, settlementProgressQuery } from '../src/settlement/contract';
 import { settlementViolations } from '../src/settlement/invariants';
 import { settlementScheduleId } from '../src/settlement/schedule';
-import { settlementProgressQuery } from '../workflows/settlement';
 import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
 
 const WINDOW_N = Number(process.env.BENCH_WINDOW_N ?? 100_000);
@@ -75,7 +75,7 @@ function startWorkerProcess(env: Record<string, string>, onLog: (line: string) =
   });
   let buffer = '';
   const ready = new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
+    child.stdout.on('data', (chunk: Buffer) => {
       buffer += chunk.toString();
       let newline = buffer.indexOf('\n');
       while (newline >= 0) {
@@ -86,7 +86,7 @@ function startWorkerProcess(env: Record<string, string>, onLog: (line: string) =
         newline = buffer.indexOf('\n');
       }
     });
-    child.stderr!.resume();
+    child.stderr.resume();
     child.once('exit', (code, signal) => reject(new Error(`worker exited (${code ?? signal}) before it ran`)));
   });
   ready.catch(() => undefined);
@@ -144,8 +144,8 @@ async function runningLifecycles(client: Client, taskQueue: string): Promise<num
 
 async function main() {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const cleanup: Array<() => Promise<unknown> | unknown> = [];
-  const results: Record<string, unknown> = { cores: os.cpus().length, window_n: WINDOW_N, sample: SAMPLE, chaos_n: CHAOS_N };
+  const cleanup: Array<() => unknown> = [];
+  const results: Record<string, number | string | boolean | null | string[]> = { cores: os.cpus().length, window_n: WINDOW_N, sample: SAMPLE, chaos_n: CHAOS_N };
   try {
     say(`settlement bench: ${os.cpus().length} cores; window of ${WINDOW_N} transactions (${SAMPLE} with lifecycle workflows); chaos with ${CHAOS_N}`);
     const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settlement-bench-'));

@@ -5,8 +5,9 @@ import type { Logger } from 'pino';
 import type { Config } from './config';
 import type { Pool } from './db/pool';
 import { createApp } from './http/app';
-import { purgeEdgeState, systemClock, type Clock } from './http/edge';
+import { purgeEdgeState } from './http/housekeeping';
 import { answerParserErrors } from './http/parserErrors';
+import { systemClock, type Clock } from './http/route';
 import { temporalHealthy } from './platform/temporal';
 
 const HOUSEKEEPING_INTERVAL_MS = 10 * 60_000;

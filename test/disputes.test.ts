@@ -1,5 +1,5 @@
 import { randomString } from '../src/ids';
-import { recomputeBalances } from '../src/ledger/repo';
+import { recomputeBalances } from '../src/ledger/accounts';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
 import { admin, approvedCashIn, eventsAbout, idempotencyKey, workflowRunning } from './support/payments';
 
@@ -150,7 +150,7 @@ describe('SPEC §11 disputes', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: any = await ownCall('GET', `/dispute?limit=2${cursor ? `&cursor=${cursor}` : ''}`); // eslint-disable-line @typescript-eslint/no-explicit-any
+      const page: any = await ownCall('GET', `/dispute?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
       seen.push(...page.body.data.map((d: { id: string }) => d.id));
       cursor = page.body.next_cursor;
     } while (cursor);
@@ -204,7 +204,7 @@ describe('SPEC §11 disputes', () => {
       expect(simulate.status).toBe(404);
       expect(simulate.body.error.code).toBe('route_not_found');
       expect((await prodCall('GET', '/dispute')).status).toBe(200);
-      const document: any = await (await fetch(`${production.url}/openapi.json`)).json(); // eslint-disable-line @typescript-eslint/no-explicit-any
+      const document: any = await (await fetch(`${production.url}/openapi.json`)).json();
       expect(document.paths['/simulate/dispute']).toBeUndefined();
       expect(document.paths['/dispute/{id}']).toBeDefined();
     } finally {

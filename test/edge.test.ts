@@ -7,10 +7,12 @@ import fc from 'fast-check';
 import type { Config } from '../src/config';
 import { createPool, type Pool } from '../src/db/pool';
 import { createApp } from '../src/http/app';
-import { defineRoute, EDGE_LIMITS, purgeEdgeState, systemClock, type Clock, type RouteContext } from '../src/http/edge';
-import { errors } from '../src/http/errors';
+import { purgeEdgeState } from '../src/http/housekeeping';
+import { EDGE_LIMITS } from '../src/http/limits';
+import { defineRoute, systemClock, type Clock, type RouteContext } from '../src/http/route';
+import { errors } from '../src/errors';
 import { allRoutes } from '../src/http/routes';
-import { z } from '../src/http/zod';
+import { z } from '../src/zod';
 import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';
 import { hashApiKey } from '../src/orgs/keys';
@@ -797,7 +799,7 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
     test('housekeeping sheds the hits of an organization that went quiet, keeping its count exact', async () => {
       // The hits are made two minutes in the past and purged at the real time, so housekeeping touches
       // nothing that other suites sharing this database still count.
-      const t0 = clock.freeze(Date.now() - 120_000);
+      clock.freeze(Date.now() - 120_000);
       const org = await createTestOrg(edge.pool, { read: 5 });
       const call = client(edge.url, org.apiKey);
       for (let i = 0; i < 3; i++) expect((await call('GET', '/test/ping')).status).toBe(200);

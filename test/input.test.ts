@@ -8,7 +8,7 @@ import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';
 import { apiClient, createTestOrg, startStack, type ApiResponse, type Stack, type TestOrg } from './support/harness';
 
-type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Json = any;
 
 let stack: Stack;
 let org: TestOrg;
@@ -81,10 +81,12 @@ function rawRequest(bytes: string | Buffer): Promise<RawResponse> {
       const text = Buffer.concat(chunks).toString('utf8');
       const [head = '', ...rest] = text.split('\r\n\r\n');
       const [statusLine = '', ...headerLines] = head.split('\r\n');
-      const headers = new Map(headerLines.map((line) => {
-        const at = line.indexOf(':');
-        return [line.slice(0, at).trim().toLowerCase(), line.slice(at + 1).trim()] as [string, string];
-      }));
+      const headers = new Map(
+        headerLines.map((line) => {
+          const at = line.indexOf(':');
+          return [line.slice(0, at).trim().toLowerCase(), line.slice(at + 1).trim()] as [string, string];
+        }),
+      );
       const bodyText = rest.join('\r\n\r\n');
       let body: Json;
       try {
@@ -103,8 +105,16 @@ function rawAsResponse(raw: RawResponse) {
 }
 
 const IMPOSSIBLE_DATES = ['2024-02-30', '2023-02-29', '2024-04-31', '2024-13-01', '2024-00-10', '0000-01-01', '2024-1-01', '20240101'];
-const IMPOSSIBLE_DATE_TIMES = ['2024-02-30T00:00:00Z', '2023-02-29T12:00:00Z', '2024-01-01T24:00:00Z', '2024-01-01T00:00:60Z',
-  '2024-01-01T00:00:00+15:00', '0000-01-01T00:00:00Z', '2024-01-01T00:00:00', '2024-01-01'];
+const IMPOSSIBLE_DATE_TIMES = [
+  '2024-02-30T00:00:00Z',
+  '2023-02-29T12:00:00Z',
+  '2024-01-01T24:00:00Z',
+  '2024-01-01T00:00:60Z',
+  '2024-01-01T00:00:00+15:00',
+  '0000-01-01T00:00:00Z',
+  '2024-01-01T00:00:00',
+  '2024-01-01',
+];
 
 describe('SPEC §16 bad input: every failure is a 400 naming the field, and changes nothing', () => {
   test('an impossible calendar date in a list filter or a body is a 400 naming it (it was a Postgres 500)', async () => {
@@ -130,19 +140,47 @@ describe('SPEC §16 bad input: every failure is a 400 naming the field, and chan
       const body: Json = {
         name: { first: 'Ada', last: 'Lovelace' },
         address: { address_line_1: '12 Market Street', locality: 'Newark', administrative_area: 'NJ', postal_code: '07102', country: 'US' },
-        email: 'ada@example.com', date_of_birth: '1990-12-10', government_id: { type: 'passport', last4: '6789' },
-        identity_verified: true, tag: `tag-${randomString(12)}`,
+        email: 'ada@example.com',
+        date_of_birth: '1990-12-10',
+        government_id: { type: 'passport', last4: '6789' },
+        identity_verified: true,
+        tag: `tag-${randomString(12)}`,
       };
       patch(body);
       return body;
     };
     // JSON.stringify writes a lone surrogate as the escape `\ud800`, exactly what a client can send.
     const cases: [string, (body: Json) => void][] = [
-      ['address.address_line_1', (b) => { b.address.address_line_1 = 'x\ud800y'; }],
-      ['name.first', (b) => { b.name.first = 'A\udc00da'; }],
-      ['name.last', (b) => { b.name.last = 'Lovelace\ud83d'; }],
-      ['tag', (b) => { b.tag = '\udfff'; }],
-      ['email', (b) => { b.email = 'ada\ud800@example.com'; }],
+      [
+        'address.address_line_1',
+        (b) => {
+          b.address.address_line_1 = 'x\ud800y';
+        },
+      ],
+      [
+        'name.first',
+        (b) => {
+          b.name.first = 'A\udc00da';
+        },
+      ],
+      [
+        'name.last',
+        (b) => {
+          b.name.last = 'Lovelace\ud83d';
+        },
+      ],
+      [
+        'tag',
+        (b) => {
+          b.tag = '\udfff';
+        },
+      ],
+      [
+        'email',
+        (b) => {
+          b.email = 'ada\ud800@example.com';
+        },
+      ],
     ];
     for (const [param, patch] of cases) {
       const body = JSON.stringify(user(patch));
@@ -188,7 +226,11 @@ describe('SPEC §16 bad input: every failure is a 400 naming the field, and chan
   test("the HTTP parser's refusals answer the JSON error object with a request id and close the connection", async () => {
     const cases: [string, string | Buffer, number][] = [
       ['headers over 16 KiB', `GET /user HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`, 431],
-      ['many headers together over 16 KiB', `GET /user HTTP/1.1\r\nHost: x\r\n${Array.from({ length: 400 }, (_, i) => `X-H${i}: ${'b'.repeat(40)}\r\n`).join('')}\r\n`, 431],
+      [
+        'many headers together over 16 KiB',
+        `GET /user HTTP/1.1\r\nHost: x\r\n${Array.from({ length: 400 }, (_, i) => `X-H${i}: ${'b'.repeat(40)}\r\n`).join('')}\r\n`,
+        431,
+      ],
       ['a control character in a header value', `GET /user HTTP/1.1\r\nHost: x\r\nX-Bad: a\u0001b\r\n\r\n`, 400],
       ['a space in a header name', `GET /user HTTP/1.1\r\nHost: x\r\nBad Name: 1\r\n\r\n`, 400],
       ['a bad request line', `GET /user HTTP/1.1 extra\r\nHost: x\r\n\r\n`, 400],
@@ -212,15 +254,21 @@ describe('SPEC §5 idempotency: the canonical JSON a body is hashed by', () => {
   function recursive(value: unknown): string {
     if (Array.isArray(value)) return `[${value.map(recursive).join(',')}]`;
     if (value !== null && typeof value === 'object') {
-      return `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${recursive((value as Record<string, unknown>)[key])}`).join(',')}}`;
+      return `{${Object.keys(value)
+        .sort()
+        .map((key) => `${JSON.stringify(key)}:${recursive((value as Record<string, unknown>)[key])}`)
+        .join(',')}}`;
     }
     return JSON.stringify(value) ?? 'null';
   }
 
   test('byte for byte the recursive definition, for any JSON value', () => {
-    fc.assert(fc.property(fc.jsonValue(), (value) => {
-      expect(canonicalJson(value)).toBe(recursive(value));
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        expect(canonicalJson(value)).toBe(recursive(value));
+      }),
+      { numRuns: 500 },
+    );
     expect(canonicalJson({ b: [1, { d: null, c: 'x' }], a: true, e: undefined })).toBe('{"a":true,"b":[1,{"c":"x","d":null}],"e":null}');
   });
 
@@ -243,7 +291,12 @@ describe('SPEC §14 operability: one info log line per request', () => {
         done();
       },
     });
-    api = await startApi({ config: stack.config, pool: stack.pool, log: createLogger('info', 'ledger', destination), temporal: stack.temporal });
+    api = await startApi({
+      config: stack.config,
+      pool: stack.pool,
+      log: createLogger('info', 'ledger', destination),
+      temporal: stack.temporal,
+    });
   });
 
   afterAll(async () => {
@@ -271,12 +324,18 @@ describe('SPEC §14 operability: one info log line per request', () => {
     const raw = await new Promise<string>((resolve) => {
       const socket = net.connect(Number(new URL(api.url).port), new URL(api.url).hostname);
       let text = '';
-      socket.on('data', (chunk) => { text += chunk; });
+      socket.on('data', (chunk: Buffer) => {
+        text += chunk.toString('utf8');
+      });
       socket.on('close', () => resolve(text));
       socket.end('hello\r\n\r\n');
     });
     const requestId = /X-Request-Id: (\S+)/.exec(raw)?.[1];
-    expect(lines.find((l) => l.req?.id === requestId)).toMatchObject({ level: 30, res: { statusCode: 400 }, msg: 'request refused by the HTTP parser' });
+    expect(lines.find((l) => l.req?.id === requestId)).toMatchObject({
+      level: 30,
+      res: { statusCode: 400 },
+      msg: 'request refused by the HTTP parser',
+    });
   });
 });
 
@@ -315,7 +374,9 @@ function operationsOf(document: Json): Operation[] {
       operations.push({
         method: method.toUpperCase(),
         path,
-        queryParams: (operation.parameters ?? []).filter((p: Json) => p.in === 'query').map((p: Json) => ({ name: p.name, format: p.schema?.format })),
+        queryParams: (operation.parameters ?? [])
+          .filter((p: Json) => p.in === 'query')
+          .map((p: Json) => ({ name: p.name, format: p.schema?.format })),
         bodyDates,
         example: structuredClone(bodySchema?.example ?? {}),
       });
@@ -359,15 +420,19 @@ describe('SPEC §16 property: every endpoint in /openapi.json, under hostile inp
     const operations = operationsOf(document);
     expect(operations.length).toBeGreaterThanOrEqual(35);
     const methodsByPath = new Map<string, Set<string>>();
-    for (const operation of operations) methodsByPath.set(operation.path, (methodsByPath.get(operation.path) ?? new Set()).add(operation.method));
+    for (const operation of operations)
+      methodsByPath.set(operation.path, (methodsByPath.get(operation.path) ?? new Set()).add(operation.method));
     const dated = operations.filter((o) => o.queryParams.some((p) => p.format) || o.bodyDates.length > 0);
     const posts = operations.filter((o) => o.method === 'POST');
     // /docs is Swagger UI's page, whose own assets take parameters of their own.
     const strictQuery = operations.filter((o) => o.path !== '/docs');
-    expect(dated.map((o) => `${o.method} ${o.path}`)).toEqual(expect.arrayContaining(['GET /transaction', 'GET /transfer', 'POST /user', 'POST /simulate/settlement']));
+    expect(dated.map((o) => `${o.method} ${o.path}`)).toEqual(
+      expect.arrayContaining(['GET /transaction', 'GET /transfer', 'POST /user', 'POST /simulate/settlement']),
+    );
 
     const id = fc.oneof(fc.constant(`x_${randomString(8)}`), fc.stringMatching(/^[a-z]{1,8}_[A-Za-z0-9]{1,24}$/));
-    const loneSurrogate = fc.tuple(fc.string({ maxLength: 5 }), fc.integer({ min: 0xd800, max: 0xdfff }), fc.string({ maxLength: 5 }))
+    const loneSurrogate = fc
+      .tuple(fc.string({ maxLength: 5 }), fc.integer({ min: 0xd800, max: 0xdfff }), fc.string({ maxLength: 5 }))
       .map(([a, code, b]) => `${a}${String.fromCharCode(code)}${b}`)
       .filter((s) => /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s));
     const caseArb: fc.Arbitrary<Case> = fc.oneof(
@@ -376,38 +441,56 @@ describe('SPEC §16 property: every endpoint in /openapi.json, under hostile inp
           ...operation.queryParams.filter((p) => p.format).map((p) => ({ where: 'query' as const, field: [p.name], format: p.format! })),
           ...operation.bodyDates.map((d) => ({ where: 'body' as const, field: d.path, format: d.format })),
         ];
-        return fc.constantFrom(...fields).chain((f) => fc.constantFrom(...(f.format === 'date' ? IMPOSSIBLE_DATES : IMPOSSIBLE_DATE_TIMES))
-          .map((value) => ({ kind: 'date' as const, operation, where: f.where, field: f.field, value })));
+        return fc
+          .constantFrom(...fields)
+          .chain((f) =>
+            fc
+              .constantFrom(...(f.format === 'date' ? IMPOSSIBLE_DATES : IMPOSSIBLE_DATE_TIMES))
+              .map((value) => ({ kind: 'date' as const, operation, where: f.where, field: f.field, value })),
+          );
       }),
       fc.constantFrom(...posts).chain((operation) => {
         const leaves = stringLeaves(operation.example);
-        return fc.tuple(fc.constantFrom(...(leaves.length > 0 ? leaves : [['note']]), ['extra', 'nested']), loneSurrogate)
+        return fc
+          .tuple(fc.constantFrom(...(leaves.length > 0 ? leaves : [['note']]), ['extra', 'nested']), loneSurrogate)
           .map(([field, value]) => ({ kind: 'surrogate' as const, operation, field, value }));
       }),
-      fc.record({ operation: fc.constantFrom(...posts), depth: fc.integer({ min: INPUT_LIMITS.jsonDepthMax + 1, max: 25_000 }), shape: fc.constantFrom('array' as const, 'object' as const) })
+      fc
+        .record({
+          operation: fc.constantFrom(...posts),
+          depth: fc.integer({ min: INPUT_LIMITS.jsonDepthMax + 1, max: 25_000 }),
+          shape: fc.constantFrom('array' as const, 'object' as const),
+        })
         .map((c) => ({ kind: 'deep' as const, ...c })),
-      fc.record({ operation: fc.constantFrom(...strictQuery), name: fc.stringMatching(/^[a-z][a-z_.]{0,15}$/) })
+      fc
+        .record({ operation: fc.constantFrom(...strictQuery), name: fc.stringMatching(/^[a-z][a-z_.]{0,15}$/) })
         .filter(({ operation, name }) => !operation.queryParams.some((p) => p.name === name))
         .map((c) => ({ kind: 'unknown_param' as const, ...c })),
-      fc.record({ operation: fc.constantFrom(...operations), method: fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE') })
+      fc
+        .record({ operation: fc.constantFrom(...operations), method: fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE') })
         .filter(({ operation, method }) => !methodsByPath.get(operation.path)!.has(method))
         .map((c) => ({ kind: 'method' as const, ...c })),
-      fc.record({
-        operation: fc.constantFrom(...operations),
-        garbage: fc.oneof(
-          fc.integer({ min: 16 * 1024, max: 40 * 1024 }).map((n) => ({ header: `X-Big: ${'a'.repeat(n)}`, status: 431 })),
-          fc.integer({ min: 0, max: 0x1f }).filter((c) => c !== 0x09).map((c) => ({ header: `X-Bad: a${String.fromCharCode(c)}b`, status: 400 })),
-          fc.constantFrom('Bad Name: 1', 'X-A\u0000: 1', ': empty', '(x): 1').map((header) => ({ header, status: 400 })),
-        ),
-        requestLine: fc.boolean(),
-      }).map(({ operation, garbage, requestLine }) => {
-        const target = concretePath(operation.path, 'x');
-        // Either a header the parser refuses, or a request line it cannot read.
-        const bytes = requestLine
-          ? `${operation.method} ${target} HTTP/1.1 trailing\r\nHost: x\r\n\r\n`
-          : `${operation.method} ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${hostile.apiKey}\r\n${garbage.header}\r\n\r\n`;
-        return { kind: 'raw' as const, operation, bytes, status: requestLine ? 400 : garbage.status };
-      }),
+      fc
+        .record({
+          operation: fc.constantFrom(...operations),
+          garbage: fc.oneof(
+            fc.integer({ min: 16 * 1024, max: 40 * 1024 }).map((n) => ({ header: `X-Big: ${'a'.repeat(n)}`, status: 431 })),
+            fc
+              .integer({ min: 0, max: 0x1f })
+              .filter((c) => c !== 0x09)
+              .map((c) => ({ header: `X-Bad: a${String.fromCharCode(c)}b`, status: 400 })),
+            fc.constantFrom('Bad Name: 1', 'X-A\u0000: 1', ': empty', '(x): 1').map((header) => ({ header, status: 400 })),
+          ),
+          requestLine: fc.boolean(),
+        })
+        .map(({ operation, garbage, requestLine }) => {
+          const target = concretePath(operation.path, 'x');
+          // Either a header the parser refuses, or a request line it cannot read.
+          const bytes = requestLine
+            ? `${operation.method} ${target} HTTP/1.1 trailing\r\nHost: x\r\n\r\n`
+            : `${operation.method} ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${hostile.apiKey}\r\n${garbage.header}\r\n\r\n`;
+          return { kind: 'raw' as const, operation, bytes, status: requestLine ? 400 : garbage.status };
+        }),
     );
     const before = await rowsOwnedBy(hostile.organizationId);
     const seen = new Map<string, number>();
@@ -440,11 +523,16 @@ describe('SPEC §16 property: every endpoint in /openapi.json, under hostile inp
           response = await send(operation.method, target, JSON.stringify(body));
           expectParam(response, c.field.join('.'));
         } else if (c.kind === 'deep') {
-          const body = c.shape === 'array' ? `${'['.repeat(c.depth)}${']'.repeat(c.depth)}` : `${'{"a":'.repeat(c.depth)}1${'}'.repeat(c.depth)}`;
+          const body =
+            c.shape === 'array' ? `${'['.repeat(c.depth)}${']'.repeat(c.depth)}` : `${'{"a":'.repeat(c.depth)}1${'}'.repeat(c.depth)}`;
           response = await send(operation.method, target, body);
           expectErrorObject(response, Buffer.byteLength(body) > 64 * 1024 ? 413 : 400);
         } else if (c.kind === 'unknown_param') {
-          response = await send(operation.method, `${target}?${encodeURIComponent(c.name)}=1`, operation.method === 'POST' ? operation.example : undefined);
+          response = await send(
+            operation.method,
+            `${target}?${encodeURIComponent(c.name)}=1`,
+            operation.method === 'POST' ? operation.example : undefined,
+          );
           expectParam(response, c.name);
         } else {
           response = await send(c.method, target, c.method === 'GET' ? undefined : {});

@@ -6,11 +6,12 @@ import { createLedgerActivities } from '../activities/ledger';
 import { createLogger } from '../src/logger';
 import { settlementDateOf } from '../src/ledger/dates';
 import fc from 'fast-check';
-import { applyTransition, getAccount, insertTransaction, markWorkflowStarted, recomputeBalances, statusHistory } from '../src/ledger/repo';
+import { getAccount, recomputeBalances } from '../src/ledger/accounts';
+import { applyTransition, insertTransaction, markWorkflowStarted, statusHistory } from '../src/ledger/transactions';
 import { createAccount } from '../src/orgs/repo';
 import { createWindowTransfer, settleTransfer } from '../src/settlement/repo';
-import { AccountIdKey, OrganizationIdKey, SettlementDateKey, TransactionDirectionKey, TransactionStatusKey } from '../workflows/searchAttributes';
-import { transactionStatusQuery, transferAssignedSignal, transferSettledSignal } from '../workflows/transaction';
+import { AccountIdKey, OrganizationIdKey, SettlementDateKey, TransactionDirectionKey, TransactionStatusKey } from '../src/platform/searchAttributes';
+import { transactionStatusQuery, transferAssignedSignal, transferSettledSignal } from '../src/ledger/contract';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
 
 const HISTORIES_DIR = path.join(__dirname, 'histories');
@@ -452,7 +453,7 @@ describe('SPEC §9 transaction lifecycle', () => {
 });
 
 describe('SPEC §13 operator CLI: ledger commands', () => {
-  async function admin(args: string[]): Promise<{ code: number; json: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  async function admin(args: string[]): Promise<{ code: number; json: any }> {
     const saved = { DATABASE_URL: process.env.DATABASE_URL, TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE: process.env.TEMPORAL_TASK_QUEUE };
     Object.assign(process.env, { DATABASE_URL: stack.config.DATABASE_URL, TEMPORAL_ADDRESS: process.env.LEDGER_TEST_TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE });
     const chunks: string[] = [];
@@ -499,7 +500,7 @@ describe('SPEC §13 operator CLI: ledger commands', () => {
 
 describe('SPEC §14 the OpenAPI document covers the ledger', () => {
   test('every ledger route is documented, the Transaction schema is exactly the seed fields, and the balance formula is written down', async () => {
-    const doc = (await (await fetch(`${stack.url}/openapi.json`)).json()) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const doc = (await (await fetch(`${stack.url}/openapi.json`)).json()) as any;
     for (const [route, method] of [
       ['/intent', 'post'], ['/intent', 'get'], ['/intent/{id}', 'get'], ['/intent/{id}/approve', 'post'], ['/intent/{id}/cancel', 'post'],
       ['/transaction', 'get'], ['/transaction/{id}', 'get'], ['/account', 'get'], ['/account/{id}', 'get'],

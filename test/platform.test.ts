@@ -220,7 +220,7 @@ describe('SPEC §14 operability', () => {
   });
 
   test('/openapi.json is OpenAPI 3.1 version 0.0.1 and /docs renders it', async () => {
-    const document = (await (await fetch(`${stack.url}/openapi.json`)).json()) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const document = (await (await fetch(`${stack.url}/openapi.json`)).json()) as any;
     expect(document.openapi).toBe('3.1.0');
     expect(document.info.version).toBe('0.0.1');
     expect(document.paths['/keys/verify'].post).toBeDefined();
@@ -254,7 +254,7 @@ describe('SPEC §14 readiness fails when a dependency is down', () => {
     try {
       const response = await fetch(`${api.url}/readyz`);
       expect(response.status).toBe(503);
-      const body = (await response.json()) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
+      const body = (await response.json()) as any;
       expect(body.error.code).toBe('unavailable');
       expect(body.checks.temporal).toBe('ok');
       expect(body.checks.postgres).toMatch(/^unavailable/);
@@ -280,7 +280,7 @@ describe('SPEC §14 readiness fails when a dependency is down', () => {
       await server.stop();
       const response = await fetch(`${api.url}/readyz`);
       expect(response.status).toBe(503);
-      const body = (await response.json()) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
+      const body = (await response.json()) as any;
       expect(body.checks.postgres).toBe('ok');
       expect(body.checks.temporal).toMatch(/^unavailable/);
     } finally {

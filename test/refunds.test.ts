@@ -186,7 +186,7 @@ describe('SPEC §11 refunds', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: any = await call('GET', `/refund?intent_id=${intent.id}&limit=2${cursor ? `&cursor=${cursor}` : ''}`); // eslint-disable-line @typescript-eslint/no-explicit-any
+      const page: any = await call('GET', `/refund?intent_id=${intent.id}&limit=2${cursor ? `&cursor=${cursor}` : ''}`);
       expect(page.status).toBe(200);
       seen.push(...page.body.data.map((r: { id: string }) => r.id));
       cursor = page.body.next_cursor;
@@ -207,7 +207,7 @@ describe('SPEC §11 refunds', () => {
   });
 
   test('refunds are in the OpenAPI document', async () => {
-    const document: any = await (await fetch(`${stack.url}/openapi.json`)).json(); // eslint-disable-line @typescript-eslint/no-explicit-any
+    const document: any = await (await fetch(`${stack.url}/openapi.json`)).json();
     expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/refund', '/refund/{id}']));
     expect(document.components.schemas.Refund).toBeDefined();
     expect(document.components.schemas.CreateRefund.example).toBeDefined();

@@ -5,13 +5,12 @@ import { withTransaction } from '../src/db/pool';
 import { randomString } from '../src/ids';
 import { settlementDateOf } from '../src/ledger/dates';
 import { createAccount } from '../src/orgs/repo';
-import { accountSettlementWorkflowId } from '../src/settlement/client';
+import { accountSettlementWorkflowId, settlementProgressQuery } from '../src/settlement/contract';
 import { transferDateOf, windowDateOfScheduledTime } from '../src/settlement/dates';
 import { settlementViolations } from '../src/settlement/invariants';
 import { createWindowTransfer } from '../src/settlement/repo';
 import { ensureSettlementSchedule, settlementScheduleId } from '../src/settlement/schedule';
-import { settlementProgressQuery } from '../workflows/settlement';
-import { apiClient, createTestOrg, createTestUser, eventually, startStack, testInfra, type Stack, type TestOrg } from './support/harness';
+import { apiClient, createTestOrg, createTestUser, eventually, startStack, testInfra, type Stack } from './support/harness';
 
 const REPO_ROOT = path.resolve(__dirname, '..');
 const TRANSFER_SUMMARY_KEYS = ['amount', 'created_at', 'currency', 'date', 'direction', 'id'];
@@ -78,7 +77,7 @@ async function closeWindow(call: Call, body: { date?: string; account_id?: strin
 }
 
 async function transfersOf(call: Call, query: string) {
-  return (await call('GET', `/transfer?${query}`)).body.data as Array<Record<string, any>>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  return (await call('GET', `/transfer?${query}`)).body.data as Array<Record<string, any>>;
 }
 
 /** Waits for the account's settlement workflow of the window to finish (transfer built and settled, members told). */
@@ -229,7 +228,7 @@ describe('SPEC §10 settlement windows and transfers', () => {
     ['spring forward (2026-03-08, 23 h)', '2026-03-08', ['2026-03-08T04:59:59Z', '2026-03-08T05:00:00Z', '2026-03-09T03:59:59Z', '2026-03-09T04:00:00Z']],
     ['fall back (2026-11-01, 25 h)', '2026-11-01', ['2026-11-01T03:59:59Z', '2026-11-01T04:00:00Z', '2026-11-02T04:59:59Z', '2026-11-02T05:00:00Z']],
   ])('window %s holds exactly its Eastern day: 23:59:59 before it and 00:00:00 after it belong to the neighbours', async (_name, day, instants) => {
-    const { org, userId, call } = await setup();
+    const { userId, call } = await setup();
     // Amounts name the instants: 1 = 23:59:59 the day before, 10 = 00:00:00, 100 = 23:59:59, 1000 = 00:00:00 the day after.
     const ids: string[] = [];
     for (const [index, at] of instants.entries()) ids.push(await record(call, userId, 'cash_out', 10 ** index, { at: new Date(at) }));
@@ -361,7 +360,7 @@ describe('SPEC §10 settlement windows and transfers', () => {
     process.stdout.write = ((chunk: string) => {
       printed.push(String(chunk));
       return true;
-    }) as typeof process.stdout.write;
+    });
     let code: number;
     try {
       code = await runAdmin(['--json', 'settlement', 'run', '--date', windowDate, '--account', org.accountId]);

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { DateTime } from 'luxon';
 import { startApi } from '../src/api';
 import { createPool } from '../src/db/pool';
-import type { Clock } from '../src/http/edge';
+import type { Clock } from '../src/http/route';
 import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';
 import { connectTemporal } from '../src/platform/temporal';
@@ -315,7 +315,7 @@ describe('SPEC §11 tokens and authorization', () => {
     });
 
     test('tokens and authorization are in the OpenAPI document', async () => {
-      const document: any = await (await fetch(`${stack.url}/openapi.json`)).json(); // eslint-disable-line @typescript-eslint/no-explicit-any
+      const document: any = await (await fetch(`${stack.url}/openapi.json`)).json();
       expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/token', '/token/{id}', '/authorize']));
       expect(document.components.schemas.Token).toBeDefined();
       expect(document.components.schemas.CreateToken.example).toBeDefined();

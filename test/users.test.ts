@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { withTransaction } from '../src/db/pool';
-import { ApiError } from '../src/http/errors';
+import { ApiError } from '../src/errors';
 import { randomString } from '../src/ids';
 import { REDACT_PATHS } from '../src/logger';
 import { getUserStatus } from '../src/users/repo';
@@ -11,7 +11,7 @@ import type { UserStatus } from '../src/users/schemas';
 import { changeUserStatus } from '../src/users/service';
 import { apiClient, createTestOrg, createTestUser, startStack, testInfra, type Stack, type TestOrg } from './support/harness';
 
-type Body = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Body = Record<string, any>;
 
 /** A valid create body with a fresh tag; `patch` edits a copy (delete a member to leave it out). */
 function userBody(patch: (body: Body) => void = () => undefined): Body {

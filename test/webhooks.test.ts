@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { recordEvent } from '../src/events/outbox';
 import { createLogger } from '../src/logger';
-import { webhookDeliveryWorkflowId } from '../src/webhooks/dispatcher';
+import { webhookDeliveryWorkflowId } from '../src/webhooks/contract';
 import { createEndpoint, INTERRUPTED_ATTEMPT_ERROR } from '../src/webhooks/repo';
 import { retryDelayMs } from '../src/webhooks/http';
 import { generateSecret, openSecret, sealSecret, signPayload } from '../src/webhooks/signing';
@@ -254,12 +254,12 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
     return {
       org,
       call,
-      async endpoint(events?: string[], url = receiver.url): Promise<{ id: string; secret: string }> {
+      endpoint: async (events?: string[], url = receiver.url): Promise<{ id: string; secret: string }> => {
         const created = await call('POST', '/webhook', events ? { url, events } : { url });
         expect(created.status).toBe(200);
         return created.body;
       },
-      async deliveries(endpointId: string) {
+      deliveries: async (endpointId: string) => {
         return (await call('GET', `/webhook/${endpointId}/deliveries`)).body.data as Array<Record<string, unknown>>;
       },
     };

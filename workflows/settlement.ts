@@ -1,10 +1,13 @@
 import {
-  ApplicationFailure, condition, continueAsNew, defineQuery, defineSignal, log, proxyActivities, setHandler,
-  upsertSearchAttributes, workflowInfo,
+  ApplicationFailure, condition, continueAsNew, log, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo,
 } from '@temporalio/workflow';
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import type { createSettlementActivities } from '../activities/settlement';
-import { SettlementDateKey, TransferIdKey } from './searchAttributes';
+import type { SettlementActivities } from '../activities/settlement';
+import { ScheduledStartTimeKey, SettlementDateKey, TransferIdKey } from '../src/platform/searchAttributes';
+import {
+  networkSettledSignal, SETTLEMENT_LIMITS, settlementProgressQuery,
+  type AccountSettlementInput, type AccountSettlementResult, type MemberCursor, type SettlementPhase, type SettlementProgress,
+  type SettlementWindowInput, type SettlementWindowResult,
+} from '../src/settlement/contract';
 
 /**
  * Settlement (SPEC §10), two workflows:
@@ -16,11 +19,6 @@ import { SettlementDateKey, TransferIdKey } from './searchAttributes';
  * The window workflow does not wait for its transfers to settle (that can take days on a real rail), so a
  * buffered next window never waits behind a slow network.
  */
-
-type SettlementActivities = ReturnType<typeof createSettlementActivities>;
-
-/** Set by the Temporal scheduler on every workflow it starts: the firing's nominal time. */
-const ScheduledStartTimeKey = defineSearchAttributeKey('TemporalScheduledStartTime', SearchAttributeType.DATETIME);
 
 // Database work of a whole window: long single statements, kept alive by heartbeats so a killed worker is
 // noticed in seconds; retried until it succeeds because every step is idempotent and must finish.
@@ -34,23 +32,6 @@ const quick = proxyActivities<SettlementActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
-export interface SettlementWindowInput {
-  /** The window to close; absent when started by the schedule, which gives it the firing's nominal time. */
-  windowDate?: string;
-  /** Only this organization's accounts (sandbox simulation closes the caller's own windows only). */
-  organizationId?: string;
-  /** Only this account. */
-  accountId?: string;
-}
-
-export interface SettlementWindowResult {
-  windowDate: string;
-  accountsStarted: number;
-  accountsAlreadyStarted: number;
-}
-
-export const windowProgressQuery = defineQuery<SettlementWindowResult & { done: boolean }>('windowProgress');
-
 export async function settlementWindowWorkflow(input: SettlementWindowInput = {}): Promise<SettlementWindowResult> {
   let windowDate = input.windowDate;
   if (!windowDate) {
@@ -61,8 +42,7 @@ export async function settlementWindowWorkflow(input: SettlementWindowInput = {}
     windowDate = (await quick.windowOfScheduledTime({ scheduledAt: scheduledAt.toISOString() })).windowDate;
   }
   upsertSearchAttributes([{ key: SettlementDateKey, value: windowDate }]);
-  const progress = { windowDate, accountsStarted: 0, accountsAlreadyStarted: 0, done: false };
-  setHandler(windowProgressQuery, () => progress);
+  const progress = { accountsStarted: 0, accountsAlreadyStarted: 0 };
 
   let afterAccountId: string | null = null;
   do {
@@ -73,51 +53,9 @@ export async function settlementWindowWorkflow(input: SettlementWindowInput = {}
     progress.accountsAlreadyStarted += page.alreadyStarted;
     afterAccountId = page.nextAfterAccountId;
   } while (afterAccountId !== null);
-  progress.done = true;
   log.info('settlement window closed', { windowDate, accounts: progress.accountsStarted + progress.accountsAlreadyStarted });
   return { windowDate, accountsStarted: progress.accountsStarted, accountsAlreadyStarted: progress.accountsAlreadyStarted };
 }
-
-/** The network settled this transfer (sandbox: POST /simulate/transfer/{id}/settle). */
-export const networkSettledSignal = defineSignal('networkSettled');
-
-export type SettlementPhase = 'building' | 'notifying_assigned' | 'awaiting_network' | 'settling' | 'notifying_settled' | 'done';
-
-export interface TransferInfo {
-  transferId: string;
-  amountCents: number;
-  direction: 'disbursement' | 'collection';
-  status: 'pending' | 'settled';
-  transactionCount: number;
-}
-
-export type MemberCursor = { createdAt: string; id: string } | null;
-
-export interface AccountSettlementInput {
-  accountId: string;
-  windowDate: string;
-  /** Carried across continue-as-new in very large windows. */
-  resume?: { phase: SettlementPhase; transfer: TransferInfo; cursor: MemberCursor; networkSettled: boolean; notified: number };
-}
-
-export interface AccountSettlementResult {
-  accountId: string;
-  windowDate: string;
-  transferId: string | null;
-  amountCents: number;
-  direction: 'disbursement' | 'collection' | null;
-  transactionCount: number;
-}
-
-export interface SettlementProgress {
-  phase: SettlementPhase;
-  transferId: string | null;
-  transactionCount: number;
-  /** Members signalled in the current notification phase. */
-  notified: number;
-}
-
-export const settlementProgressQuery = defineQuery<SettlementProgress>('settlementProgress');
 
 export async function accountSettlementWorkflow(input: AccountSettlementInput): Promise<AccountSettlementResult> {
   const { accountId, windowDate } = input;
@@ -155,7 +93,7 @@ export async function accountSettlementWorkflow(input: AccountSettlementInput): 
       const batch: Awaited<ReturnType<SettlementActivities['notifyMembers']>> = await bulk.notifyMembers({ transferId: transfer.transferId, kind, after: cursor });
       progress.notified += batch.signalled + batch.notRunning;
       cursor = batch.next;
-      if (cursor !== null && (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > HISTORY_EVENTS_MAX)) {
+      if (cursor !== null && (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > SETTLEMENT_LIMITS.historyEventsMax)) {
         await continueAsNew<typeof accountSettlementWorkflow>({
           accountId, windowDate, resume: { phase, transfer, cursor, networkSettled, notified: progress.notified },
         });
@@ -186,6 +124,3 @@ export async function accountSettlementWorkflow(input: AccountSettlementInput): 
     direction: transfer.direction, transactionCount: transfer.transactionCount,
   };
 }
-
-/** Mirrors SETTLEMENT_LIMITS.historyEventsMax (workflow code cannot import the Node-side module). */
-const HISTORY_EVENTS_MAX = 10_000;

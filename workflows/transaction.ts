@@ -1,46 +1,25 @@
+import { ApplicationFailure, condition, proxyActivities, setHandler, upsertSearchAttributes, log } from '@temporalio/workflow';
+import type { LedgerActivities } from '../activities/ledger';
 import {
-  ApplicationFailure, condition, defineQuery, defineSignal, proxyActivities, setHandler, upsertSearchAttributes, log,
-} from '@temporalio/workflow';
-import type { createLedgerActivities } from '../activities/ledger';
-import { TransactionStatusKey, TransferIdKey } from './searchAttributes';
+  confirmFundsSignal, INVALID_TRANSITION, transactionStatusQuery, transferAssignedSignal, transferSettledSignal,
+  type TransactionStatus, type TransactionWorkflowInput,
+} from '../src/ledger/contract';
+import { TransactionStatusKey, TransferIdKey } from '../src/platform/searchAttributes';
 
 /**
- * One transaction's lifecycle (SPEC §9), exactly the seed's table:
- *   cash_in:  pending → available (the network confirms funds) → settled (its transfer settles)
- *   cash_out: pending → in_transfer (batched into a transfer)   → settled (its transfer settles)
+ * One transaction's lifecycle (SPEC §9; the state machine is src/ledger/contract.ts's TRANSITIONS).
  * Workflow id = transaction id. Every step is an activity that writes status, history, balance effect and
  * event in one Postgres transaction, and is a no-op when the row is already there, so retries, replays
  * and a settlement feature that moved the row itself all converge on the same state.
  */
 
-type Direction = 'cash_in' | 'cash_out';
-type Status = 'pending' | 'available' | 'in_transfer' | 'settled';
-
-export interface TransactionWorkflowInput {
-  transactionId: string;
-  organizationId: string;
-  accountId: string;
-  direction: Direction;
-  /** The settlement date (YYYY-MM-DD), computed outside workflow code. */
-  date: string;
-}
-
-/** The network confirmed a cash_in's funds (sandbox: POST /simulate/transaction/{id}/confirm). */
-export const confirmFundsSignal = defineSignal('confirmFunds');
-/** The settlement feature batched this cash_out into a transfer. */
-export const transferAssignedSignal = defineSignal<[{ transferId: string }]>('transferAssigned');
-/** The transfer containing this transaction settled with the network. */
-export const transferSettledSignal = defineSignal<[{ transferId: string }]>('transferSettled');
-/** The status as this workflow last wrote it. */
-export const transactionStatusQuery = defineQuery<Status>('transactionStatus');
-
-type LedgerActivities = ReturnType<typeof createLedgerActivities>;
+type Status = TransactionStatus;
 
 const { submitPayment, transitionTransaction } = proxyActivities<LedgerActivities>({
   // Each is one short Postgres transaction (or one rail call); retried forever with backoff because a
   // transaction must not be abandoned midway, except for transitions the ledger refuses outright.
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: ['InvalidTransition'] },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: [INVALID_TRANSITION] },
 });
 
 export async function transactionWorkflow(input: TransactionWorkflowInput): Promise<Status> {

@@ -1,11 +1,7 @@
 import { ActivityFailure, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
-import type { WebhookActivities, WebhookDeliveryInput, WebhookDeliveryOutcome } from '../activities/webhooks';
+import type { WebhookActivities } from '../activities/webhooks';
+import { WEBHOOK_INVARIANT, type WebhookDeliveryInput, type WebhookDeliveryResult } from '../src/webhooks/contract';
 import { WEBHOOK_LIMITS } from '../src/webhooks/limits';
-
-export type { WebhookDeliveryInput };
-
-/** `expired`: every attempt in the 3-day window failed. */
-export type WebhookDeliveryResult = { outcome: WebhookDeliveryOutcome | 'expired' };
 
 /**
  * Delivers one event to one endpoint (SPEC §12): at least once, 15 s per attempt, exponential backoff with
@@ -22,7 +18,7 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
       backoffCoefficient: 2,
       maximumInterval: input.retry.maxIntervalMs,
       // No maximumAttempts: the 3-day window is the budget.
-      nonRetryableErrorTypes: ['WebhookInvariant'],
+      nonRetryableErrorTypes: [WEBHOOK_INVARIANT],
     },
   });
   try {

@@ -41,7 +41,7 @@ runMain(async () => {
     let databaseUrl = config.DATABASE_URL;
     if (!databaseUrl) {
       const embedded = await startEmbeddedPostgres(config.DATA_DIR, config.EMBEDDED_PG_PORT);
-      teardown.push(['embedded postgres', embedded.stop]);
+      teardown.push(['embedded postgres', () => embedded.stop()]);
       databaseUrl = embedded.databaseUrl;
     }
     let temporalUi: string | null = null;
@@ -56,7 +56,7 @@ runMain(async () => {
         logFile: path.join(config.DATA_DIR, 'temporal', 'server.log'),
         pidFile: path.join(config.DATA_DIR, 'temporal', 'server.pid'),
       });
-      teardown.push(['temporal dev server', dev.stop]);
+      teardown.push(['temporal dev server', () => dev.stop()]);
       temporalUi = dev.uiUrl;
     }
     const address = temporalAddressOf(config);

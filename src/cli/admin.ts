@@ -1,24 +1,15 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { databaseUrlOf, loadConfig, type Config } from '../config';
-import { createPool, type Pool } from '../db/pool';
-import { ApiError } from '../http/errors';
+import { databaseUrlOf, loadConfig } from '../config';
+import { createPool } from '../db/pool';
+import { ApiError } from '../errors';
 import * as orgs from '../orgs/repo';
 import { registerLedgerCommands } from '../ledger/cli';
 import { registerRefundCommands } from '../refunds/cli';
 import { registerSettlementCommands } from '../settlement/cli';
 import { registerUserCommands } from '../users/cli';
+import type { CliContext, CommandRegistrar } from './registrar';
 
-/**
- * The operator CLI (SPEC §13): the service operator's tool, never HTTP. Each command prints a short human
- * answer, or with --json exactly one JSON object on stdout.
- */
-export interface CliContext {
-  config: Config;
-  pool: Pool;
-  out(human: string, json: unknown): void;
-}
-
-export type CommandRegistrar = (program: Command, context: () => CliContext) => void;
+/** The operator CLI (SPEC §13): the service operator's tool, never HTTP. */
 
 function positiveInt(value: string): number {
   const parsed = Number(value);

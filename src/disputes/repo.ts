@@ -1,7 +1,7 @@
+import { Filters, keysetPage, type ListPage } from '../db/paging';
 import type { Queryable } from '../db/pool';
-import { cursorClause, toPage, transactionsOfSources, type ListPage, type TransactionRow } from '../ledger/repo';
 import type { Transaction } from '../ledger/schemas';
-import { renderLedgerTransactions } from '../refunds/repo';
+import { transactionsOfSources } from '../ledger/transactions';
 import type { Dispute, DisputeListQuery, DisputeStatus } from './schemas';
 
 /** SQL owned by disputes: the disputes table. */
@@ -72,11 +72,11 @@ export async function resolveDispute(db: Queryable, disputeId: string, status: '
 export async function renderDisputes(db: Queryable, rows: DisputeRow[]): Promise<Dispute[]> {
   const byOrg = new Map<string, DisputeRow[]>();
   for (const row of rows) byOrg.set(row.organization_id, [...(byOrg.get(row.organization_id) ?? []), row]);
-  const txns = new Map<string, TransactionRow[]>();
+  const txns = new Map<string, Transaction[]>();
   for (const [orgId, orgRows] of byOrg) {
     for (const [source, list] of await transactionsOfSources(db, orgId, orgRows.map((r) => r.id), 'dispute')) txns.set(source, list);
   }
-  return Promise.all(rows.map(async (row) => renderDispute(row, await renderLedgerTransactions(db, txns.get(row.id) ?? []))));
+  return rows.map((row) => renderDispute(row, txns.get(row.id) ?? []));
 }
 
 /** One dispute; `organizationId` null for the operator CLI, which sees every organization. */
@@ -89,21 +89,9 @@ export async function getDispute(db: Queryable, organizationId: string | null, d
 }
 
 export async function listDisputes(db: Queryable, organizationId: string, query: DisputeListQuery): Promise<ListPage<Dispute>> {
-  const params: unknown[] = [organizationId, query.limit + 1];
-  const where: string[] = [];
-  const add = (sql: string, value: unknown) => {
-    params.push(value);
-    where.push(sql.replace('?', `$${params.length}`));
-  };
-  if (query.status) add('d.status = ?', query.status);
-  if (query.intent_id) add('d.intent_id = ?', query.intent_id);
-  const { clause, params: cursorParams } = cursorClause(query.cursor, 'd', params.length + 1);
-  params.push(...cursorParams);
-  const { rows } = await db.query<DisputeRow>(
-    `SELECT d.* FROM disputes d WHERE d.organization_id = $1 ${where.map((w) => `AND ${w}`).join(' ')} ${clause}
-      ORDER BY d.created_at DESC, d.id DESC LIMIT $2`,
-    params,
-  );
-  const page = toPage(rows, query.limit, (row) => row);
+  const filters = new Filters('d.organization_id', organizationId)
+    .optional('d.status = ?', query.status)
+    .optional('d.intent_id = ?', query.intent_id);
+  const page = await keysetPage<DisputeRow>(db, { select: 'd.*', from: 'disputes d', table: 'disputes', alias: 'd', filters, page: query });
   return { ...page, data: await renderDisputes(db, page.data) };
 }

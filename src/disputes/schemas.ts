@@ -1,4 +1,4 @@
-import { pageQuery, z } from '../http/zod';
+import { pageQuery, z } from '../zod';
 import { transactionSchema } from '../ledger/schemas';
 
 const exampleId = (prefix: string) => `${prefix}_7fJ2kQ9xLmN3pR5tV8wY1zA4`;

@@ -1,5 +1,4 @@
 import type { Queryable } from '../db/pool';
-import { newId } from '../ids';
 
 /** SPEC §12's event types. */
 export type EventType =
@@ -14,9 +13,10 @@ export type EventType =
  * after that transaction: both commit together or neither does.
  */
 export async function recordEvent(db: Queryable, organizationId: string, type: EventType, data: unknown, createdAt?: Date): Promise<string> {
-  const id = newId('evt');
-  await db.query(`INSERT INTO events (id, organization_id, type, data, created_at) VALUES ($1, $2, $3, $4, coalesce($5, now()))`, [
-    id, organizationId, type, JSON.stringify(data), createdAt ?? null,
-  ]);
-  return id;
+  // The id comes from the column's default (migrations/0010): one format for every event, however written.
+  const { rows } = await db.query<{ id: string }>(
+    `INSERT INTO events (organization_id, type, data, created_at) VALUES ($1, $2, $3, coalesce($4, now())) RETURNING id`,
+    [organizationId, type, JSON.stringify(data), createdAt ?? null],
+  );
+  return rows[0]!.id;
 }

@@ -3,14 +3,16 @@ import pinoHttp from 'pino-http';
 import client from 'prom-client';
 import swaggerUi from 'swagger-ui-express';
 import { newId } from '../ids';
-import { edgeFallback, edgeHandler, EDGE_LIMITS, type EdgeDeps, type RouteDef } from './edge';
-import { ApiError, errors } from './errors';
+import { EDGE_LIMITS } from './limits';
+import type { AnyRoute, EdgeDeps } from './route';
+import { edgeFallback, edgeHandler } from './runners';
+import { ApiError, errors } from '../errors';
 import { rejectUnknownQuery } from './input';
 import { allowedMethodsOf } from './methods';
 import { buildOpenApiDocument, expressPath, OPERATIONAL_PATHS } from './openapi';
 import { allRoutes } from './routes';
 
-export interface AppDeps extends EdgeDeps {
+export interface ApiDeps extends EdgeDeps {
   /** Checks behind /readyz; each resolves when its dependency answers. */
   readiness: Record<string, () => Promise<void>>;
 }
@@ -29,10 +31,10 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 
 /** The route a request matched, as metrics and logs label it: its pattern, never its ids. */
 function routeLabel(req: Request): string {
-  return (req.route?.path as string | undefined) ?? 'unmatched';
+  return (req.route as { path?: string } | undefined)?.path ?? 'unmatched';
 }
 
-export function createApp(deps: AppDeps, routes: RouteDef<any, any, any>[] = allRoutes): express.Express { // eslint-disable-line @typescript-eslint/no-explicit-any
+export function createApp(deps: ApiDeps, routes: AnyRoute[] = allRoutes): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', deps.config.TRUST_PROXY);
@@ -61,7 +63,7 @@ export function createApp(deps: AppDeps, routes: RouteDef<any, any, any>[] = all
       logger: deps.log,
       genReqId: (_req, res) => res.locals.requestId as string,
       // Read again when the response finishes: by then the route matched and the caller is known.
-      customProps: (req, res) => ({ route: routeLabel(req as Request), organization_id: res.locals.organizationId }),
+      customProps: (req, res) => ({ route: routeLabel(req as Request), organization_id: res.locals.organizationId as string | undefined }),
       customAttributeKeys: { responseTime: 'duration_ms' },
       serializers: {
         req: (req: { id: string; method: string; url: string; remoteAddress?: string }) => ({ id: req.id, method: req.method, url: req.url }),

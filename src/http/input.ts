@@ -1,5 +1,8 @@
-import type { ZodType } from 'zod';
-import { errors } from './errors';
+import type { Request } from 'express';
+import type { ZodError, ZodType } from 'zod';
+import { errors, type ErrorDetail } from '../errors';
+
+/** Turning a request's raw parts into validated input: every refusal a 400 naming what is wrong. */
 
 /**
  * Checks every request input passes before a schema or a query sees it: what Postgres cannot store (U+0000),
@@ -115,4 +118,38 @@ export function rejectUnknownQuery(schema: ZodType | undefined, query: unknown):
   if (unknown.length === 0) return;
   // `?=1` has a parameter named '' and is named so, not as the body.
   throw errors.validation(unknown.map((name) => ({ param: paramName([name], ''), message: 'is not a parameter of this endpoint' })));
+}
+
+export function zodDetails(error: ZodError, prefix?: string): ErrorDetail[] {
+  return error.issues.map((issue) => {
+    const path = issue.path.map(String).join('.');
+    return { param: prefix ? (path ? `${prefix}.${path}` : prefix) : path || '(body)', message: issue.message };
+  });
+}
+
+export function parseWith<T>(schema: ZodType<T> | undefined, input: unknown, prefix?: string): T {
+  rejectIllFormedParams(input);
+  if (!schema) return undefined as T;
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) throw errors.validation(zodDetails(parsed.error, prefix));
+  return parsed.data;
+}
+
+export function parseJsonBody(req: Request): unknown {
+  const raw = rawBody(req);
+  if (raw.length === 0) return {};
+  const type = req.get('content-type') ?? '';
+  if (!/^application\/([\w.+-]+\+)?json\b/i.test(type)) throw errors.unsupportedMediaType();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw errors.invalidJson();
+  }
+  rejectIllFormedBody(parsed);
+  return parsed;
+}
+
+export function rawBody(req: Request): Buffer {
+  return Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
 }

@@ -1,8 +1,8 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from '@asteasolutions/zod-to-openapi';
 import type { ZodType } from 'zod';
-import type { RouteDef } from './edge';
+import type { AnyRoute } from './route';
 import { registerWebhookDocs } from '../webhooks/openapi';
-import { errorBodySchema, z } from './zod';
+import { errorBodySchema, z } from '../zod';
 
 const EDGE_ERRORS: Record<number, string> = {
   400: 'Invalid request: malformed JSON or JSON nested deeper than 32 levels, a query parameter the endpoint does not declare, a field failing validation (one `details` entry per field; impossible dates, NUL and lone surrogates included), or a missing resource named in the body.',
@@ -130,7 +130,7 @@ error object with a request id and close the connection: headers over 16 KiB are
 **Lists** are newest first with \`?limit=1..100\` (default 25) and \`?cursor=\`.`;
 
 /** Builds the OpenAPI 3.1 document from the same zod schemas and route table the edge validates with. */
-export function buildOpenApiDocument(routes: RouteDef<any, any, any>[], environment: string): object { // eslint-disable-line @typescript-eslint/no-explicit-any
+export function buildOpenApiDocument(routes: AnyRoute[], environment: string): object {
   const registry = new OpenAPIRegistry();
   registry.register('Error', errorBodySchema);
   const bearer = registry.registerComponent('securitySchemes', 'apiKey', {

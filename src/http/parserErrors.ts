@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { newId } from '../ids';
-import { ApiError } from './errors';
+import { ApiError } from '../errors';
 
 /** What Node's HTTP parser refuses before Express sees a request, as SPEC §3 error objects. */
 function parserError(code: string | undefined): ApiError {
@@ -12,8 +12,12 @@ function parserError(code: string | undefined): ApiError {
     case 'ERR_HTTP_REQUEST_TIMEOUT':
       return new ApiError(408, 'invalid_request_error', 'request_timeout', 'The request did not arrive in time.');
     default:
-      return new ApiError(400, 'invalid_request_error', 'malformed_request',
-        'The request is not well-formed HTTP/1.1 (request line, header names or values, or framing).');
+      return new ApiError(
+        400,
+        'invalid_request_error',
+        'malformed_request',
+        'The request is not well-formed HTTP/1.1 (request line, header names or values, or framing).',
+      );
   }
 }
 
@@ -34,15 +38,18 @@ export function answerParserErrors(server: Server, log: Logger): void {
     }
     const requestId = newId('req');
     const apiError = parserError(error.code);
-    log.info({ req: { id: requestId }, res: { statusCode: apiError.status }, parser_error: error.code }, 'request refused by the HTTP parser');
+    log.info(
+      { req: { id: requestId }, res: { statusCode: apiError.status }, parser_error: error.code },
+      'request refused by the HTTP parser',
+    );
     const body = JSON.stringify(apiError.toBody(requestId));
     socket.end(
       `HTTP/1.1 ${apiError.status} ${REASONS[apiError.status]}\r\n` +
-      'Content-Type: application/json; charset=utf-8\r\n' +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-      `X-Request-Id: ${requestId}\r\n` +
-      'Connection: close\r\n\r\n' +
-      body,
+        'Content-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        `X-Request-Id: ${requestId}\r\n` +
+        'Connection: close\r\n\r\n' +
+        body,
     );
   });
 }

@@ -1,4 +1,4 @@
-import type { RouteDef } from './edge';
+import type { AnyRoute } from './route';
 import { keyRoutes } from '../orgs/routes';
 import { userRoutes } from '../users/routes';
 import { ledgerRoutes } from '../ledger/routes';
@@ -9,7 +9,7 @@ import { tokenRoutes } from '../tokens/routes';
 import { settlementRoutes } from '../settlement/routes';
 
 /** Every API route, in one list: the app mounts it and /openapi.json documents it. */
-export const allRoutes: RouteDef<any, any, any>[] = [ // eslint-disable-line @typescript-eslint/no-explicit-any
+export const allRoutes: AnyRoute[] = [
   ...keyRoutes,
   ...userRoutes,
   ...ledgerRoutes,

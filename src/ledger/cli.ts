@@ -1,9 +1,11 @@
-import type { CommandRegistrar } from '../cli/admin';
+import type { CommandRegistrar } from '../cli/registrar';
 import { connectTemporal } from '../platform/temporal';
 import { temporalAddressOf } from '../config';
 import { NotFoundError } from '../orgs/repo';
 import { reconcileOnce } from './lifecycle';
-import * as repo from './repo';
+import { listAccounts, recomputeBalances } from './accounts';
+import { getIntent } from './intents';
+import { getTransactionRow, statusHistory } from './transactions';
 
 /**
  * Operator commands for the ledger: inspect a transaction with its status history, an intent, an
@@ -14,10 +16,10 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
   transaction.command('show').argument('<transaction_id>').description('a transaction with its status history')
     .action(async (transactionId: string) => {
       const { pool, out } = ctx();
-      const row = await repo.getTransactionRow(pool, transactionId);
+      const row = await getTransactionRow(pool, transactionId);
       if (!row) throw new NotFoundError(`no transaction ${transactionId}`);
-      const history = await repo.statusHistory(pool, transactionId);
-      const txn = repo.renderTransaction(row);
+      const history = await statusHistory(pool, transactionId);
+      const txn = row.json;
       out(
         [`${txn.id}  ${txn.direction} ${txn.amount} cents ${txn.currency}  ${txn.status}  (org ${row.organization_id}, account ${txn.account_id})`,
           `type ${txn.type}  source ${txn.source_id ?? '-'}  date ${txn.date}  transfer ${row.transfer_id ?? '-'}`,
@@ -45,7 +47,7 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
     .action(async (intentId: string) => {
       const { pool, out } = ctx();
       const { rows } = await pool.query<{ organization_id: string }>(`SELECT organization_id FROM intents WHERE id = $1`, [intentId]);
-      const intent = rows[0] ? await repo.getIntent(pool, rows[0].organization_id, intentId) : null;
+      const intent = rows[0] ? await getIntent(pool, rows[0].organization_id, intentId) : null;
       if (!intent) throw new NotFoundError(`no intent ${intentId}`);
       out(
         [`${intent.id}  ${intent.direction} ${intent.amount} cents  ${intent.status}${intent.decline_category ? ` (${intent.decline_category})` : ''}  user ${intent.user_id}`,
@@ -59,7 +61,7 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
   account.command('balances').requiredOption('--org <id>').description("an organization's accounts with pending / available / in_transfer (cents)")
     .action(async (options: { org: string }) => {
       const { pool, out } = ctx();
-      const page = await repo.listAccounts(pool, options.org, { limit: 100 });
+      const page = await listAccounts(pool, options.org, { limit: 100 });
       out(
         page.data.map((a) => `${a.id}  ${a.name}  pending ${a.balances.pending}  available ${a.balances.available}  in_transfer ${a.balances.in_transfer}`).join('\n') || '(no accounts)',
         { organization_id: options.org, accounts: page.data },
@@ -68,9 +70,9 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
   account.command('verify').requiredOption('--org <id>').description('recompute every balance from the transactions and compare (exit 1 on a mismatch)')
     .action(async (options: { org: string }) => {
       const { pool, out } = ctx();
-      const page = await repo.listAccounts(pool, options.org, { limit: 100 });
+      const page = await listAccounts(pool, options.org, { limit: 100 });
       const checks = await Promise.all(page.data.map(async (a) => {
-        const recomputed = await repo.recomputeBalances(pool, a.id);
+        const recomputed = await recomputeBalances(pool, a.id);
         const ok = recomputed.pending === a.balances.pending && recomputed.available === a.balances.available && recomputed.in_transfer === a.balances.in_transfer;
         return { account_id: a.id, ok, maintained: a.balances, recomputed };
       }));

@@ -26,9 +26,9 @@ export function settlementDateOf(createdAt: Date, cutoff: string): string {
   const local = DateTime.fromJSDate(createdAt, { zone: SETTLEMENT_ZONE });
   if (!local.isValid) throw new Error(`not a valid moment: ${String(createdAt)}`);
   const day = local.startOf('day');
-  if (hour === 0 && minute === 0) return day.toISODate()!;
+  if (hour === 0 && minute === 0) return day.toISODate();
   const cutoffToday = day.set({ hour, minute });
-  return (local < cutoffToday ? day : day.plus({ days: 1 })).toISODate()!;
+  return (local < cutoffToday ? day : day.plus({ days: 1 })).toISODate();
 }
 
 /** The half-open span [start, end) of window `date`: every moment m in it has settlementDateOf(m) === date. */

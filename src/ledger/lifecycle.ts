@@ -4,9 +4,11 @@ import type { Logger } from 'pino';
 import type { Pool } from '../db/pool';
 import {
   AccountIdKey, OrganizationIdKey, SettlementDateKey, TransactionDirectionKey, TransactionStatusKey,
-} from '../../workflows/searchAttributes';
-import { confirmFundsSignal, transactionWorkflow, type TransactionWorkflowInput } from '../../workflows/transaction';
-import { markWorkflowStarted, transactionsWithoutWorkflow, type TransactionRow } from './repo';
+} from '../platform/searchAttributes';
+import { confirmFundsSignal, TRANSACTION_WORKFLOW_TYPE, type TransactionWorkflowInput } from './contract';
+import { markWorkflowStarted, transactionsWithoutWorkflow, type TransactionRow } from './transactions';
+
+/** The Temporal client side of the transaction lifecycle: starting, signalling and reconciling its workflows. */
 
 /** Limits of the reconciler: how long a fresh row may wait for its api to start it, and batch sizes. */
 export const RECONCILER_LIMITS = {
@@ -19,10 +21,13 @@ export const RECONCILER_LIMITS = {
 
 /** Id, task queue, input and search attributes of one transaction's lifecycle workflow. */
 function lifecycleOptions(taskQueue: string, row: TransactionRow) {
+  const input: TransactionWorkflowInput = {
+    transactionId: row.id, organizationId: row.organization_id, accountId: row.account_id, direction: row.direction, date: row.date,
+  };
   return {
     workflowId: row.id,
     taskQueue,
-    args: [{ transactionId: row.id, organizationId: row.organization_id, accountId: row.account_id, direction: row.direction, date: row.date }] as [TransactionWorkflowInput],
+    args: [input],
     typedSearchAttributes: [
       { key: OrganizationIdKey, value: row.organization_id },
       { key: AccountIdKey, value: row.account_id },
@@ -40,7 +45,7 @@ function lifecycleOptions(taskQueue: string, row: TransactionRow) {
  */
 export async function startTransactionWorkflow(client: Client, taskQueue: string, row: TransactionRow): Promise<'started' | 'already_started'> {
   try {
-    await client.workflow.start(transactionWorkflow, {
+    await client.workflow.start(TRANSACTION_WORKFLOW_TYPE, {
       ...lifecycleOptions(taskQueue, row),
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
       staticSummary: `${row.direction} ${row.amount_cents} cents`,
@@ -53,26 +58,24 @@ export async function startTransactionWorkflow(client: Client, taskQueue: string
 }
 
 /**
- * After the request's commit: start the workflows, then note it on the rows (not awaited: the answer does
+ * After the request's commit: start the workflow, then note it on the row (not awaited: the answer does
  * not wait for that write, and should it be lost the reconciler finds the workflow already started). A
  * failed start is left to the reconciler, never to the client.
  */
-export function afterCommitStart(client: Client, taskQueue: string, log: Logger, pool: Pool, rows: TransactionRow[]): () => Promise<void> {
+export function afterCommitStart(client: Client, taskQueue: string, log: Logger, pool: Pool, row: TransactionRow): () => Promise<void> {
   return async () => {
-    await Promise.all(rows.map(async (row) => {
-      try {
-        await client.withDeadline(Date.now() + RECONCILER_LIMITS.startDeadlineMs, () => startTransactionWorkflow(client, taskQueue, row));
-        markWorkflowStarted(pool, row.id, new Date()).catch((error: unknown) => log.warn({ err: error, transaction_id: row.id }, 'marking workflow_started_at failed'));
-      } catch (error) {
-        log.warn({ err: error, transaction_id: row.id }, 'starting the transaction workflow failed; the reconciler will retry');
-      }
-    }));
+    try {
+      await client.withDeadline(Date.now() + RECONCILER_LIMITS.startDeadlineMs, () => startTransactionWorkflow(client, taskQueue, row));
+      markWorkflowStarted(pool, row.id, new Date()).catch((error: unknown) => log.warn({ err: error, transaction_id: row.id }, 'marking workflow_started_at failed'));
+    } catch (error) {
+      log.warn({ err: error, transaction_id: row.id }, 'starting the transaction workflow failed; the reconciler will retry');
+    }
   };
 }
 
 /** Sandbox: the network confirms a cash_in now. Starts the workflow too if it somehow is not running. */
 export async function signalConfirmFunds(client: Client, taskQueue: string, row: TransactionRow): Promise<void> {
-  await client.workflow.signalWithStart(transactionWorkflow, { ...lifecycleOptions(taskQueue, row), signal: confirmFundsSignal, signalArgs: [] });
+  await client.workflow.signalWithStart(TRANSACTION_WORKFLOW_TYPE, { ...lifecycleOptions(taskQueue, row), signal: confirmFundsSignal, signalArgs: [] });
 }
 
 /**

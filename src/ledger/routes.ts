@@ -1,97 +1,12 @@
-import { defineRoute, retrieveRoute, type RouteContext, type RouteResult } from '../http/edge';
-import { errors } from '../http/errors';
-import { listEnvelope, pageQuery } from '../http/zod';
-import { newId } from '../ids';
-import { recordEvent } from '../events/outbox';
-import { settlementDateOf } from './dates';
-import { afterCommitStart, signalConfirmFunds } from './lifecycle';
-import * as repo from './repo';
+import { defineRoute, retrieveRoute } from '../http/route';
+import { listEnvelope, pageQuery } from '../zod';
+import { getAccount, listAccounts } from './accounts';
+import { getIntent, listIntents } from './intents';
 import {
   accountSchema, createIntentBody, idParams, intentListQuery, intentSchema, transactionListQuery, transactionSchema,
-  type CreateIntentBody, type DeclineCategory,
 } from './schemas';
-
-/** Cursor errors are the client's: a 400 naming the parameter. */
-export async function paged<T>(list: () => Promise<T>): Promise<T> {
-  try {
-    return await list();
-  } catch (error) {
-    if (error instanceof repo.BadCursorError) throw errors.validation([{ param: 'cursor', message: 'not a cursor this API returned' }]);
-    throw error;
-  }
-}
-
-/** Approves: records the transaction (pending) and its events; the workflow starts after commit. */
-async function approve(ctx: RouteContext<unknown, unknown, unknown>, intent: repo.IntentRow, now: Date) {
-  const txn = await repo.insertTransaction(ctx.db, {
-    organizationId: intent.organization_id,
-    accountId: intent.account_id,
-    direction: intent.direction,
-    type: 'intent',
-    sourceId: intent.id,
-    amountCents: intent.amount_cents,
-    date: settlementDateOf(now, ctx.deps.config.SETTLEMENT_CUTOFF),
-    createdAt: now,
-  });
-  const body = repo.renderIntent(intent, [txn]);
-  await recordEvent(ctx.db, intent.organization_id, 'intent.approved', body, now);
-  const { temporal, taskQueue } = ctx.deps.services;
-  return { body, afterCommit: afterCommitStart(temporal, taskQueue, ctx.deps.log, ctx.deps.pool, [txn]) };
-}
-
-async function decline(ctx: RouteContext<unknown, unknown, unknown>, intent: repo.IntentRow, now: Date) {
-  const body = repo.renderIntent(intent, []);
-  await recordEvent(ctx.db, intent.organization_id, 'intent.declined', body, now);
-  return { body };
-}
-
-/**
- * Creates an intent and decides it: declined (the user is not enabled, or `declineCategory` from the
- * caller's own checks), pending (manual), or approved with its transaction. POST /intent and POST
- * /authorize both create intents through here, inside the request's database transaction.
- */
-export async function createIntent(
-  ctx: RouteContext<unknown, unknown, unknown>,
-  input: CreateIntentBody,
-  options: { idempotencyKey: string; declineCategory?: DeclineCategory | null },
-): Promise<RouteResult> {
-  const { caller, db, now } = ctx;
-  const orgId = caller.organization.id;
-  const { userStatus, account } = await repo.lookupIntentParties(db, orgId, input.user_id, input.account_id);
-  if (!account.ok) throw account.reason === 'required' ? errors.accountRequired() : errors.resourceMissing('account_id', input.account_id ?? '');
-  if (userStatus === null) throw errors.resourceMissing('user_id', input.user_id);
-  const declineCategory = userStatus === 'enabled' ? options.declineCategory ?? null : 'user_not_enabled';
-  const intent: repo.IntentRow = {
-    id: newId(caller.environment === 'production' ? 'intent_production' : 'intent_sandbox'),
-    organization_id: orgId,
-    account_id: account.accountId,
-    user_id: input.user_id,
-    idempotency_key: options.idempotencyKey,
-    direction: input.direction,
-    amount_cents: input.amount,
-    currency: 'USD',
-    approval_mode: input.approval_mode,
-    status: declineCategory ? 'declined' : input.approval_mode === 'manual' ? 'pending' : 'approved',
-    decline_category: declineCategory,
-    created_at: now,
-  };
-  if (intent.status !== 'approved') {
-    await repo.insertIntent(db, intent);
-    if (intent.status === 'declined') return decline(ctx, intent, now);
-    return { body: repo.renderIntent(intent, []) };
-  }
-  // Hot path: intent and transaction in one statement, then their two events.
-  const txn = repo.newTransactionRow({
-    organizationId: orgId, accountId: account.accountId, direction: intent.direction, type: 'intent', sourceId: intent.id,
-    amountCents: intent.amount_cents, date: settlementDateOf(now, ctx.deps.config.SETTLEMENT_CUTOFF), createdAt: now,
-  });
-  await repo.insertIntent(db, intent, txn);
-  await recordEvent(db, orgId, 'transaction.created', repo.renderTransaction(txn), now);
-  const rendered = repo.renderIntent(intent, [txn]);
-  await recordEvent(db, orgId, 'intent.approved', rendered, now);
-  const { temporal, taskQueue } = ctx.deps.services;
-  return { body: rendered, afterCommit: afterCommitStart(temporal, taskQueue, ctx.deps.log, ctx.deps.pool, [txn]) };
-}
+import { approveIntent, cancelIntent, confirmCashIn, createIntent } from './service';
+import { getTransaction, listTransactions } from './transactions';
 
 const intentRoutes = [
   defineRoute({
@@ -107,8 +22,8 @@ const intentRoutes = [
     body: createIntentBody,
     idempotency: { requireHeader: true },
     response: { schema: intentSchema, description: 'The intent, approved, declined or pending.' },
-    async handler(ctx) {
-      return createIntent(ctx, ctx.body as CreateIntentBody, { idempotencyKey: ctx.idempotencyKey ?? '' });
+    async handler({ op, body, caller, idempotencyKey }) {
+      return createIntent(op, body, { environment: caller.environment, idempotencyKey: idempotencyKey ?? '' });
     },
   }),
   retrieveRoute({
@@ -118,7 +33,7 @@ const intentRoutes = [
     params: idParams,
     response: { schema: intentSchema, description: 'The intent with its transactions.' },
     resource: 'intent',
-    find: repo.getIntent,
+    find: getIntent,
   }),
   defineRoute({
     method: 'get',
@@ -128,7 +43,7 @@ const intentRoutes = [
     query: intentListQuery,
     response: { schema: listEnvelope(intentSchema).openapi('IntentList'), description: 'A page of intents.' },
     async handler({ caller, db, query }) {
-      return { body: await paged(() => repo.listIntents(db, caller.organization.id, query)) };
+      return { body: await listIntents(db, caller.organization.id, query) };
     },
   }),
   defineRoute({
@@ -140,14 +55,8 @@ const intentRoutes = [
     params: idParams,
     errorStatuses: [404, 409],
     response: { schema: intentSchema, description: 'The intent, now approved (or declined).' },
-    async handler(ctx) {
-      const { caller, db, params, now } = ctx;
-      const intent = await repo.getIntentRow(db, caller.organization.id, params.id, true);
-      if (!intent) throw errors.notFound('intent', params.id);
-      if (intent.status !== 'pending') throw errors.invalidState(`This intent is ${intent.status}; only a pending intent can be approved.`);
-      const enabled = (await repo.userStatus(db, caller.organization.id, intent.user_id)) === 'enabled';
-      if (!enabled) return decline(ctx, await repo.decideIntent(db, intent.id, 'declined', 'user_not_enabled', now), now);
-      return approve(ctx, await repo.decideIntent(db, intent.id, 'approved', null, now), now);
+    async handler({ op, params }) {
+      return approveIntent(op, params.id);
     },
   }),
   defineRoute({
@@ -159,11 +68,8 @@ const intentRoutes = [
     params: idParams,
     errorStatuses: [404, 409],
     response: { schema: intentSchema, description: 'The intent, now canceled.' },
-    async handler({ caller, db, params, now }) {
-      const intent = await repo.getIntentRow(db, caller.organization.id, params.id, true);
-      if (!intent) throw errors.notFound('intent', params.id);
-      if (intent.status !== 'pending') throw errors.invalidState(`This intent is ${intent.status}; only a pending intent can be canceled.`);
-      return { body: repo.renderIntent(await repo.decideIntent(db, intent.id, 'canceled', null, now), []) };
+    async handler({ op, params }) {
+      return cancelIntent(op, params.id);
     },
   }),
 ];
@@ -176,7 +82,7 @@ const transactionRoutes = [
     params: idParams,
     response: { schema: transactionSchema, description: 'The transaction.' },
     resource: 'transaction',
-    find: repo.getTransaction,
+    find: getTransaction,
   }),
   defineRoute({
     method: 'get',
@@ -187,7 +93,7 @@ const transactionRoutes = [
     query: transactionListQuery,
     response: { schema: listEnvelope(transactionSchema).openapi('TransactionList'), description: 'A page of transactions.' },
     async handler({ caller, db, query }) {
-      return { body: await paged(() => repo.listTransactions(db, caller.organization.id, query)) };
+      return { body: await listTransactions(db, caller.organization.id, query) };
     },
   }),
   defineRoute({
@@ -200,14 +106,8 @@ const transactionRoutes = [
     params: idParams,
     errorStatuses: [404, 409],
     response: { schema: transactionSchema, description: 'The transaction as it was when the confirmation was sent.' },
-    async handler({ caller, db, params, deps }) {
-      const row = await repo.getTransactionRow(db, params.id, caller.organization.id);
-      if (!row) throw errors.notFound('transaction', params.id);
-      if (row.direction !== 'cash_in' || row.status !== 'pending') {
-        throw errors.invalidState(`Only a pending cash_in can be confirmed; this is a ${row.status} ${row.direction}.`);
-      }
-      const { temporal, taskQueue } = deps.services;
-      return { body: repo.renderTransaction(row), afterCommit: () => signalConfirmFunds(temporal, taskQueue, row) };
+    async handler({ op, params }) {
+      return confirmCashIn(op, params.id);
     },
   }),
 ];
@@ -222,7 +122,7 @@ const accountRoutes = [
     query: pageQuery,
     response: { schema: listEnvelope(accountSchema).openapi('AccountList'), description: 'A page of accounts.' },
     async handler({ caller, db, query }) {
-      return { body: await paged(() => repo.listAccounts(db, caller.organization.id, query)) };
+      return { body: await listAccounts(db, caller.organization.id, query) };
     },
   }),
   retrieveRoute({
@@ -233,7 +133,7 @@ const accountRoutes = [
     params: idParams,
     response: { schema: accountSchema, description: 'The account.' },
     resource: 'account',
-    find: repo.getAccount,
+    find: getAccount,
   }),
 ];
 

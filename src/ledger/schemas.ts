@@ -1,14 +1,15 @@
-import { calendarDate, dateTime, pageQuery, z } from '../http/zod';
+import { pageQuery, z, dateString, dateTime, idExample } from '../zod';
+import { DIRECTIONS, TRANSACTION_STATUSES } from './contract';
 
 /** Ledger limits: the largest single payment, $10 million, far below 2^53 cents. */
 export const LEDGER_LIMITS = {
   amountCentsMax: 1_000_000_000,
 };
 
-export const directionSchema = z.enum(['cash_in', 'cash_out']).openapi({ description: '`cash_in` (deposit) or `cash_out` (withdrawal).' });
+export const directionSchema = z.enum(DIRECTIONS).openapi({ description: '`cash_in` (deposit) or `cash_out` (withdrawal).' });
 export type Direction = z.infer<typeof directionSchema>;
 
-export const transactionStatusSchema = z.enum(['pending', 'available', 'in_transfer', 'settled']).openapi({
+export const transactionStatusSchema = z.enum(TRANSACTION_STATUSES).openapi({
   description: 'cash_in: pending → available → settled. cash_out: pending → in_transfer → settled. `settled` is final.',
 });
 export type TransactionStatus = z.infer<typeof transactionStatusSchema>;
@@ -16,8 +17,6 @@ export type TransactionStatus = z.infer<typeof transactionStatusSchema>;
 export const transactionTypeSchema = z.enum(['intent', 'refund', 'dispute']);
 export type TransactionType = z.infer<typeof transactionTypeSchema>;
 
-const idExample = (prefix: string) => `${prefix}_7fJ2kQ9xLmN3pR5tV8wY1zA4`;
-const dateString = calendarDate;
 
 export const transferSummarySchema = z
   .object({

@@ -1,5 +1,5 @@
-import { defineRoute } from '../http/edge';
-import { z } from '../http/zod';
+import { defineRoute } from '../http/route';
+import { z } from '../zod';
 
 export const keyVerification = z
   .object({

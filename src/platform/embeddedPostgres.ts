@@ -20,7 +20,7 @@ export async function startEmbeddedPostgres(dataDir: string, port: number): Prom
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   // If this process exits without stopping it, the host sees stdin close and stops Postgres itself.
   process.once('exit', () => child.kill('SIGTERM'));
-  const lines = readline.createInterface({ input: child.stdout! });
+  const lines = readline.createInterface({ input: child.stdout });
   const databaseUrl = await new Promise<string>((resolve, reject) => {
     lines.once('line', (line) => {
       try {

@@ -43,9 +43,9 @@ async function main(): Promise<void> {
     stopping ??= server.stop().then(() => process.exit(0), () => process.exit(1));
     return stopping;
   };
-  process.on('SIGTERM', stop);
-  process.stdin.on('end', stop);
-  process.stdin.on('error', stop);
+  process.on('SIGTERM', () => void stop());
+  process.stdin.on('end', () => void stop());
+  process.stdin.on('error', () => void stop());
   process.stdin.resume();
   const client = server.getPgClient();
   await client.connect();

@@ -1,4 +1,4 @@
-import type { CommandRegistrar } from '../cli/admin';
+import type { CommandRegistrar } from '../cli/registrar';
 import { getDispute } from '../disputes/repo';
 import { NotFoundError } from '../orgs/repo';
 import { getRefund } from './repo';

@@ -1,6 +1,7 @@
+import { Filters, keysetPage, type ListPage } from '../db/paging';
 import type { Queryable } from '../db/pool';
-import { cursorClause, getTransaction, renderTransaction, toPage, transactionsOfSources, type ListPage, type TransactionRow } from '../ledger/repo';
 import type { Transaction } from '../ledger/schemas';
+import { transactionsOfSources } from '../ledger/transactions';
 import type { Refund, RefundListQuery } from './schemas';
 
 /** SQL owned by refunds: the refunds table, and what an intent has left to return (shared with disputes). */
@@ -13,16 +14,6 @@ export interface RefundRow {
   amount_cents: number;
   currency: 'USD';
   created_at: Date;
-}
-
-/**
- * Transactions exactly as GET /transaction/{id} shows them: once batched (in_transfer or settled) they carry
- * their transfer summary, which the ledger's read adds; before that `transfer` is null and the row suffices.
- */
-export async function renderLedgerTransactions(db: Queryable, rows: TransactionRow[]): Promise<Transaction[]> {
-  return Promise.all(rows.map(async (row) => (row.status === 'in_transfer' || row.status === 'settled'
-    ? (await getTransaction(db, row.organization_id, row.id))!
-    : renderTransaction(row))));
 }
 
 export function renderRefund(row: RefundRow, txn: Transaction): Refund {
@@ -61,15 +52,15 @@ export async function insertRefund(db: Queryable, row: Omit<RefundRow, 'currency
 async function withTransactions(db: Queryable, rows: RefundRow[]): Promise<Refund[]> {
   const byOrg = new Map<string, RefundRow[]>();
   for (const row of rows) byOrg.set(row.organization_id, [...(byOrg.get(row.organization_id) ?? []), row]);
-  const txns = new Map<string, TransactionRow[]>();
+  const txns = new Map<string, Transaction[]>();
   for (const [orgId, orgRows] of byOrg) {
     for (const [source, list] of await transactionsOfSources(db, orgId, orgRows.map((r) => r.id), 'refund')) txns.set(source, list);
   }
-  return Promise.all(rows.map(async (row) => {
+  return rows.map((row) => {
     const list = txns.get(row.id) ?? [];
     if (list.length !== 1) throw new Error(`refund ${row.id} has ${list.length} transactions, expected exactly 1`);
-    return renderRefund(row, (await renderLedgerTransactions(db, list))[0]!);
-  }));
+    return renderRefund(row, list[0]!);
+  });
 }
 
 /** One refund of the organization; `organizationId` null for the operator CLI, which sees every organization. */
@@ -83,18 +74,7 @@ export async function getRefund(db: Queryable, organizationId: string | null, re
 }
 
 export async function listRefunds(db: Queryable, organizationId: string, query: RefundListQuery): Promise<ListPage<Refund>> {
-  const params: unknown[] = [organizationId, query.limit + 1];
-  let filter = '';
-  if (query.intent_id) {
-    params.push(query.intent_id);
-    filter = `AND r.intent_id = $${params.length}`;
-  }
-  const { clause, params: cursorParams } = cursorClause(query.cursor, 'r', params.length + 1);
-  params.push(...cursorParams);
-  const { rows } = await db.query<RefundRow>(
-    `SELECT r.* FROM refunds r WHERE r.organization_id = $1 ${filter} ${clause} ORDER BY r.created_at DESC, r.id DESC LIMIT $2`,
-    params,
-  );
-  const page = toPage(rows, query.limit, (row) => row);
+  const filters = new Filters('r.organization_id', organizationId).optional('r.intent_id = ?', query.intent_id);
+  const page = await keysetPage<RefundRow>(db, { select: 'r.*', from: 'refunds r', table: 'refunds', alias: 'r', filters, page: query });
   return { ...page, data: await withTransactions(db, page.data) };
 }

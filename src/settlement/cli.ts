@@ -1,12 +1,12 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { InvalidArgumentError } from 'commander';
-import type { CommandRegistrar } from '../cli/admin';
+import type { CommandRegistrar } from '../cli/registrar';
 import { temporalAddressOf } from '../config';
 import { connectTemporal } from '../platform/temporal';
-import { accountSettlementWorkflowId, startWindowClose } from './client';
+import { startWindowClose } from './client';
+import { accountSettlementWorkflowId, settlementProgressQuery } from './contract';
 import { isCalendarDate } from './dates';
 import * as repo from './repo';
-import { settlementProgressQuery } from '../../workflows/settlement';
 
 /** CLI limits: how often progress is polled and printed, how many transfers the answer lists. */
 const CLI_LIMITS = { pollMs: 1_000, transfersListedMax: 1_000, accountsMax: 100_000 };

@@ -1,19 +1,12 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
-import { AccountIdKey, OrganizationIdKey, SettlementDateKey } from '../../workflows/searchAttributes';
+import { AccountIdKey, OrganizationIdKey, SettlementDateKey } from '../platform/searchAttributes';
 import {
-  accountSettlementWorkflow, networkSettledSignal, settlementWindowWorkflow, type SettlementWindowInput,
-} from '../../workflows/settlement';
+  ACCOUNT_SETTLEMENT_WORKFLOW_TYPE, accountSettlementWorkflowId, networkSettledSignal, SETTLEMENT_WINDOW_WORKFLOW_TYPE,
+  settlementWindowWorkflowId, type AccountSettlementInput, type SettlementWindowInput,
+} from './contract';
 
-/** Deterministic workflow ids: one settlement workflow per (account, window), whoever starts it. */
-export function accountSettlementWorkflowId(accountId: string, windowDate: string): string {
-  return `settlement-${accountId}-${windowDate}`;
-}
-
-export function settlementWindowWorkflowId(input: SettlementWindowInput & { windowDate: string }): string {
-  const scope = input.accountId ?? input.organizationId ?? 'all';
-  return `settlement-window-${input.windowDate}-${scope}`;
-}
+/** The Temporal client side of settlement: starting window closes and account settlements, and the network's signal. */
 
 /**
  * Starts the settlement workflow of (account, window). Starting it again is success: a re-run of the window
@@ -26,10 +19,11 @@ export async function startAccountSettlement(
   input: { accountId: string; organizationId: string; windowDate: string },
 ): Promise<'started' | 'already_started'> {
   try {
-    await client.workflow.start(accountSettlementWorkflow, {
+    const args: [AccountSettlementInput] = [{ accountId: input.accountId, windowDate: input.windowDate }];
+    await client.workflow.start(ACCOUNT_SETTLEMENT_WORKFLOW_TYPE, {
       workflowId: accountSettlementWorkflowId(input.accountId, input.windowDate),
       taskQueue,
-      args: [{ accountId: input.accountId, windowDate: input.windowDate }],
+      args,
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
       typedSearchAttributes: [
         { key: OrganizationIdKey, value: input.organizationId },
@@ -57,10 +51,11 @@ export async function startWindowClose(
 ): Promise<{ workflowId: string; runId: string | null }> {
   const workflowId = settlementWindowWorkflowId(input);
   try {
-    const handle = await client.workflow.start(settlementWindowWorkflow, {
+    const args: [SettlementWindowInput] = [input];
+    const handle = await client.workflow.start(SETTLEMENT_WINDOW_WORKFLOW_TYPE, {
       workflowId,
       taskQueue,
-      args: [input],
+      args,
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
       typedSearchAttributes: [
         { key: SettlementDateKey, value: input.windowDate },

@@ -19,7 +19,7 @@ export function windowDateOfScheduledTime(scheduledAt: Date, cutoff: string): st
   const local = DateTime.fromJSDate(scheduledAt, { zone: SETTLEMENT_ZONE });
   if (!local.isValid) throw new Error(`not a valid moment: ${String(scheduledAt)}`);
   const day = local.startOf('day');
-  return (cutoff === '00:00' ? day.minus({ days: 1 }) : day).toISODate()!;
+  return (cutoff === '00:00' ? day.minus({ days: 1 }) : day).toISODate();
 }
 
 /**

@@ -1,14 +1,14 @@
+import { Filters, keysetPage, type ListPage } from '../db/paging';
 import type { PoolClient, Queryable } from '../db/pool';
 import { recordEvent } from '../events/outbox';
 import { newId } from '../ids';
-import { cursorClause, renderTransaction, toPage, TXN_COLUMNS, type ListPage, type Page, type TransactionRow } from '../ledger/repo';
-import type { Transaction } from '../ledger/schemas';
+import { assignWindowToTransfer, ELIGIBLE_FOR_WINDOW, settleTransferMembers } from '../ledger/transactions';
 import type { Transfer, TransferListQuery } from './schemas';
 
 /**
- * SQL owned by settlement: the transfers table, and the moves of whole windows of transactions into and out
- * of transfers. Every move is one statement over the whole set (the ledger's triggers write history and
- * balances per statement), together with its events, inside the caller's database transaction.
+ * SQL owned by settlement: the transfers table. Its members move into and out of a transfer through the
+ * ledger's set-based transitions (src/ledger/transactions.ts, the transactions table's one writer), one
+ * statement over the whole window inside the caller's database transaction.
  */
 
 export interface TransferRow {
@@ -31,13 +31,6 @@ export interface TransferRow {
 const TRANSFER_COLUMNS = `id, organization_id, account_id, amount_cents, currency, direction, status,
   to_char(window_date, 'YYYY-MM-DD') AS window_date, to_char(date, 'YYYY-MM-DD') AS date, transaction_count,
   created_at, submitted_at, settled_at`;
-
-/** What a window picks up (SPEC §10): confirmed cash_in and unbatched cash_out, recorded on or before D. */
-const ELIGIBLE = `transfer_id IS NULL AND date <= $2::date
-  AND ((direction = 'cash_in' AND status = 'available') OR (direction = 'cash_out' AND status = 'pending'))`;
-
-/** Fresh event ids in SQL for events written in bulk: 'evt_' + 32 hex digits of a CSPRNG UUID. */
-const SQL_EVENT_ID = `'evt_' || replace(gen_random_uuid()::text, '-', '')`;
 
 export function renderTransfer(row: TransferRow): Transfer {
   return {
@@ -96,7 +89,7 @@ export async function createWindowTransfer(
   const existing = await getWindowTransfer(tx, input.accountId, input.windowDate);
   if (existing) return { transfer: existing, created: false };
   const { rows: accounts } = await tx.query<{ organization_id: string; eligible: boolean }>(
-    `SELECT a.organization_id, EXISTS (SELECT 1 FROM transactions WHERE account_id = $1 AND ${ELIGIBLE}) AS eligible
+    `SELECT a.organization_id, EXISTS (SELECT 1 FROM transactions t WHERE t.account_id = $1 AND ${ELIGIBLE_FOR_WINDOW}) AS eligible
        FROM accounts a WHERE a.id = $1`,
     [input.accountId, input.windowDate],
   );
@@ -113,18 +106,7 @@ export async function createWindowTransfer(
      VALUES ($1, $2, $3, 0, 'disbursement', 'pending', $4::date, $5::date, 0, $6)`,
     [transferId, account.organization_id, input.accountId, input.windowDate, input.transferDate, input.now],
   );
-  const { rows: sums } = await tx.query<{ count: number; net_cents: number }>(
-    `WITH moved AS (
-       UPDATE transactions SET transfer_id = $3, updated_at = $4,
-              status = CASE WHEN direction = 'cash_out' THEN 'in_transfer' ELSE status END
-        WHERE account_id = $1 AND ${ELIGIBLE}
-       RETURNING direction, amount_cents)
-     SELECT count(*)::int AS count,
-            coalesce(sum(CASE WHEN direction = 'cash_in' THEN amount_cents ELSE -amount_cents END), 0)::bigint AS net_cents
-       FROM moved`,
-    [input.accountId, input.windowDate, transferId, input.now],
-  );
-  const { count, net_cents: netCents } = sums[0]!;
+  const { count, netCents } = await assignWindowToTransfer(tx, { accountId: input.accountId, windowDate: input.windowDate, transferId, now: input.now });
   const { rows: built } = await tx.query<TransferRow>(
     `UPDATE transfers SET amount_cents = $2, direction = $3, transaction_count = $4 WHERE id = $1 RETURNING ${TRANSFER_COLUMNS}`,
     [transferId, Math.abs(netCents), netCents >= 0 ? 'disbursement' : 'collection', count],
@@ -134,14 +116,6 @@ export async function createWindowTransfer(
   if (transfer.transaction_count !== count || signedAmountCents(transfer) !== netCents || count < 1) {
     throw new Error(`transfer ${transferId}: built ${transfer.direction} ${transfer.amount_cents} of ${count} members, net ${netCents}`);
   }
-  await tx.query(
-    `INSERT INTO events (id, organization_id, type, data, created_at)
-     SELECT ${SQL_EVENT_ID}, t.organization_id, 'transaction.status_changed',
-            transaction_json(t) || jsonb_build_object('previous_status', 'pending'), $2
-       FROM transactions t WHERE t.transfer_id = $1 AND t.direction = 'cash_out'
-      ORDER BY t.created_at, t.id`,
-    [transferId, input.now],
-  );
   await recordEvent(tx, transfer.organization_id, 'transfer.created', renderTransfer(transfer), input.now);
   return { transfer, created: true };
 }
@@ -167,80 +141,23 @@ export async function settleTransfer(tx: PoolClient, transferId: string, now: Da
     return { transfer: current, changed: false };
   }
   // The transfer first: a member may become settled only with its transfer settled (transactions_transfer_guard).
-  const { rows: moved } = await tx.query<{ count: number }>(
-    `WITH moved AS (
-       UPDATE transactions t SET status = 'settled', updated_at = $2 WHERE t.transfer_id = $1 AND t.status <> 'settled'
-       RETURNING t)
-     , written AS (
-       INSERT INTO events (id, organization_id, type, data, created_at)
-       SELECT ${SQL_EVENT_ID}, (m.t).organization_id, 'transaction.status_changed',
-              transaction_json(m.t) || jsonb_build_object('previous_status',
-                CASE (m.t).direction WHEN 'cash_in' THEN 'available' ELSE 'in_transfer' END), $2
-         FROM moved m ORDER BY (m.t).created_at, (m.t).id
-       RETURNING 1)
-     SELECT count(*)::int AS count FROM written`,
-    [transferId, now],
-  );
-  if (moved[0]!.count !== transfer.transaction_count) {
-    throw new Error(`transfer ${transferId}: settled ${moved[0]!.count} of ${transfer.transaction_count} members`);
+  const moved = await settleTransferMembers(tx, transferId, now);
+  if (moved !== transfer.transaction_count) {
+    throw new Error(`transfer ${transferId}: settled ${moved} of ${transfer.transaction_count} members`);
   }
   await recordEvent(tx, transfer.organization_id, 'transfer.settled', renderTransfer(transfer), now);
   return { transfer, changed: true };
 }
 
-/** One page of a transfer's members (newest first), as ids for notifications. */
-export async function memberIdsPage(
-  db: Queryable,
-  input: { transferId: string; direction?: 'cash_out'; after: { createdAt: string; id: string } | null; limit: number },
-): Promise<Array<{ id: string; created_at: Date }>> {
-  const params: unknown[] = [input.transferId, input.limit];
-  let where = '';
-  if (input.direction) {
-    params.push(input.direction);
-    where += ` AND direction = $${params.length}`;
-  }
-  if (input.after) {
-    params.push(input.after.createdAt, input.after.id);
-    where += ` AND (created_at, id) < ($${params.length - 1}::timestamptz, $${params.length})`;
-  }
-  const { rows } = await db.query<{ id: string; created_at: Date }>(
-    `SELECT id, created_at FROM transactions WHERE transfer_id = $1 ${where} ORDER BY created_at DESC, id DESC LIMIT $2`,
-    params,
-  );
-  return rows;
-}
-
-/** A page of a transfer's transactions, newest first. */
-export async function listTransferTransactions(db: Queryable, organizationId: string, transferId: string, page: Page): Promise<ListPage<Transaction>> {
-  const { clause, params } = cursorClause(page.cursor, 'transactions', 4);
-  const { rows } = await db.query<TransactionRow>(
-    `SELECT ${TXN_COLUMNS} FROM transactions WHERE transfer_id = $1 AND organization_id = $2 ${clause}
-      ORDER BY created_at DESC, id DESC LIMIT $3`,
-    [transferId, organizationId, page.limit + 1, ...params],
-  );
-  return toPage(rows, page.limit, (row) => renderTransaction(row));
-}
-
 export async function listTransfers(db: Queryable, organizationId: string, query: TransferListQuery): Promise<ListPage<Transfer>> {
-  const params: unknown[] = [organizationId, query.limit + 1];
-  const where: string[] = [];
-  const add = (sql: string, value: unknown) => {
-    params.push(value);
-    where.push(sql.replace('?', `$${params.length}`));
-  };
-  if (query.date) add('date = ?::date', query.date);
-  if (query.window_date) add('window_date = ?::date', query.window_date);
-  if (query.status) add('status = ?', query.status);
-  if (query.direction) add('direction = ?', query.direction);
-  if (query.account_id) add('account_id = ?', query.account_id);
-  const { clause, params: cursorParams } = cursorClause(query.cursor, 'transfers', params.length + 1);
-  params.push(...cursorParams);
-  const { rows } = await db.query<TransferRow>(
-    `SELECT ${TRANSFER_COLUMNS} FROM transfers WHERE organization_id = $1 ${where.map((w) => `AND ${w}`).join(' ')} ${clause}
-      ORDER BY created_at DESC, id DESC LIMIT $2`,
-    params,
-  );
-  return toPage(rows, query.limit, renderTransfer);
+  const filters = new Filters('tr.organization_id', organizationId)
+    .optional('tr.date = ?::date', query.date)
+    .optional('tr.window_date = ?::date', query.window_date)
+    .optional('tr.status = ?', query.status)
+    .optional('tr.direction = ?', query.direction)
+    .optional('tr.account_id = ?', query.account_id);
+  const page = await keysetPage<TransferRow>(db, { select: TRANSFER_COLUMNS, from: 'transfers tr', table: 'transfers', alias: 'tr', filters, page: query });
+  return { ...page, data: page.data.map(renderTransfer) };
 }
 
 /**
@@ -264,7 +181,7 @@ export async function accountsToSettle(
   const { rows } = await db.query<{ id: string }>(
     `SELECT a.id FROM accounts a
       WHERE a.id > $3 ${where}
-        AND EXISTS (SELECT 1 FROM transactions WHERE account_id = a.id AND ${ELIGIBLE})
+        AND EXISTS (SELECT 1 FROM transactions t WHERE t.account_id = a.id AND ${ELIGIBLE_FOR_WINDOW})
       ORDER BY a.id LIMIT $1`,
     params,
   );

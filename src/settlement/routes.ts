@@ -1,26 +1,11 @@
-import { defineRoute } from '../http/edge';
-import { errors } from '../http/errors';
-import { listEnvelope, pageQuery } from '../http/zod';
-import { settlementDateOf } from '../ledger/dates';
-import { BadCursorError, resolveAccountId } from '../ledger/repo';
+import { defineRoute } from '../http/route';
 import { idParams } from '../ledger/schemas';
-import { signalNetworkSettled, startWindowClose, settlementWindowWorkflowId } from './client';
-import { isCalendarDate } from './dates';
+import { listEnvelope, pageQuery } from '../zod';
 import * as repo from './repo';
 import {
   settlementRunSchema, simulateSettlementBody, transferListQuery, transferSchema, transferWithTransactionsSchema,
-  type SimulateSettlementBody,
 } from './schemas';
-
-/** Cursor errors are the client's: a 400 naming the parameter. */
-async function paged<T>(list: () => Promise<T>): Promise<T> {
-  try {
-    return await list();
-  } catch (error) {
-    if (error instanceof BadCursorError) throw errors.validation([{ param: 'cursor', message: 'not a cursor this API returned' }]);
-    throw error;
-  }
-}
+import { closeWindowNow, settleTransferNow, transferWithTransactions } from './service';
 
 export const settlementRoutes = [
   defineRoute({
@@ -33,11 +18,8 @@ export const settlementRoutes = [
     query: pageQuery,
     errorStatuses: [404],
     response: { schema: transferWithTransactionsSchema, description: 'The transfer and a page of its transactions.' },
-    async handler({ caller, db, params, query }) {
-      const row = await repo.getTransferRow(db, params.id, caller.organization.id);
-      if (!row) throw errors.notFound('transfer', params.id);
-      const transactions = await paged(() => repo.listTransferTransactions(db, caller.organization.id, row.id, query));
-      return { body: { ...repo.renderTransfer(row), transactions } };
+    async handler({ op, params, query }) {
+      return { body: await transferWithTransactions(op, params.id, query) };
     },
   }),
   defineRoute({
@@ -49,7 +31,7 @@ export const settlementRoutes = [
     query: transferListQuery,
     response: { schema: listEnvelope(transferSchema).openapi('TransferList'), description: 'A page of transfers.' },
     async handler({ caller, db, query }) {
-      return { body: await paged(() => repo.listTransfers(db, caller.organization.id, query)) };
+      return { body: await repo.listTransfers(db, caller.organization.id, query) };
     },
   }),
   defineRoute({
@@ -62,22 +44,8 @@ export const settlementRoutes = [
     body: simulateSettlementBody,
     errorStatuses: [400],
     response: { schema: settlementRunSchema, description: 'The window close, started.' },
-    async handler({ caller, db, body, now, deps }) {
-      const input = body as SimulateSettlementBody;
-      if (input.date !== undefined && !isCalendarDate(input.date)) throw errors.validation([{ param: 'date', message: 'not a calendar date' }]);
-      if (input.account_id !== undefined) {
-        const account = await resolveAccountId(db, caller.organization.id, input.account_id);
-        if (!account.ok) throw errors.resourceMissing('account_id', input.account_id);
-      }
-      const windowDate = input.date ?? settlementDateOf(now, deps.config.SETTLEMENT_CUTOFF);
-      const scope = { windowDate, organizationId: caller.organization.id, ...(input.account_id ? { accountId: input.account_id } : {}) };
-      const { temporal, taskQueue } = deps.services;
-      return {
-        body: { id: settlementWindowWorkflowId(scope), window_date: windowDate, account_id: input.account_id ?? null, status: 'started' as const },
-        afterCommit: async () => {
-          await startWindowClose(temporal, taskQueue, scope);
-        },
-      };
+    async handler({ op, body }) {
+      return closeWindowNow(op, body);
     },
   }),
   defineRoute({
@@ -90,12 +58,8 @@ export const settlementRoutes = [
     params: idParams,
     errorStatuses: [404, 409],
     response: { schema: transferSchema, description: 'The transfer as it was when the settlement was sent.' },
-    async handler({ caller, db, params, deps }) {
-      const row = await repo.getTransferRow(db, params.id, caller.organization.id);
-      if (!row) throw errors.notFound('transfer', params.id);
-      if (row.status !== 'pending') throw errors.invalidState(`This transfer is ${row.status}; only a pending transfer can be settled.`);
-      const { temporal } = deps.services;
-      return { body: repo.renderTransfer(row), afterCommit: () => signalNetworkSettled(temporal, row.account_id, row.window_date) };
+    async handler({ op, params }) {
+      return settleTransferNow(op, params.id);
     },
   }),
 ];

@@ -1,6 +1,6 @@
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client, type ScheduleOptions } from '@temporalio/client';
 import { SETTLEMENT_ZONE } from '../ledger/dates';
-import { settlementWindowWorkflow, type SettlementWindowInput } from '../../workflows/settlement';
+import { SETTLEMENT_WINDOW_WORKFLOW_TYPE, type SettlementWindowInput } from './contract';
 
 /**
  * The Temporal Schedule that closes every settlement window (SPEC §10): fires at SETTLEMENT_CUTOFF on the
@@ -45,7 +45,7 @@ function scheduleOptions(input: { taskQueue: string; cutoff: string; scope?: Set
     },
     action: {
       type: 'startWorkflow' as const,
-      workflowType: settlementWindowWorkflow,
+      workflowType: SETTLEMENT_WINDOW_WORKFLOW_TYPE,
       // The scheduler appends the nominal time to this id, so each firing's workflow id is unique and stable.
       workflowId: `settlement-window-${input.taskQueue}`,
       taskQueue: input.taskQueue,

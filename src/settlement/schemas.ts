@@ -1,24 +1,8 @@
-import { calendarDate, listEnvelope, pageQuery, z } from '../http/zod';
+import { listEnvelope, pageQuery, z, dateString, idExample } from '../zod';
 import { transactionSchema } from '../ledger/schemas';
 
-/** Settlement limits: pages of members per notification batch and per API page, workflows per fan-out page. */
-export const SETTLEMENT_LIMITS = {
-  /** Members signalled per page; one heartbeat per page. */
-  notifyPageSize: 500,
-  /** Pages one notify activity handles before handing its cursor back to the workflow. */
-  notifyPagesPerActivity: 20,
-  /** Signals in flight at once from one activity. */
-  notifyConcurrency: 32,
-  /** Accounts whose settlement workflow one fan-out activity starts. */
-  fanOutPageSize: 200,
-  /** Workflow starts in flight at once from one fan-out activity. */
-  fanOutConcurrency: 16,
-  /** Continue-as-new once the settlement workflow's history grows past this many events. */
-  historyEventsMax: 10_000,
-};
+export { SETTLEMENT_LIMITS } from './contract';
 
-const dateString = calendarDate;
-const idExample = (prefix: string) => `${prefix}_7fJ2kQ9xLmN3pR5tV8wY1zA4`;
 
 export const transferDirectionSchema = z.enum(['disbursement', 'collection']).openapi({
   description: '`disbursement`: net payout to the operator (cash_in exceeded cash_out, or exactly 0). `collection`: net withdrawal from the operator (cash_out exceeded cash_in).',

@@ -1,22 +1,8 @@
-import { defineRoute, retrieveRoute } from '../http/edge';
-import { ApiError, errors } from '../http/errors';
-import { newId } from '../ids';
-import * as ledger from '../ledger/repo';
-import { createIntent } from '../ledger/routes';
-import { idParams, intentSchema, type Intent } from '../ledger/schemas';
-import { cardExpired, maskBankAccount, maskCard } from './checks';
-import { getTokenRow, insertToken, markTokenUsed, renderToken } from './repo';
-import { authorizeBody, createTokenBody, TOKEN_LIMITS, tokenSchema, type AuthorizeBody, type CreateTokenBody } from './schemas';
-
-const tokenUsed = (id: string) =>
-  new ApiError(400, 'invalid_request_error', 'token_used',
-    `Token ${id} was already used for an authorization; tokens are single use. Create a new token.`, { param: 'token' });
-const tokenExpired = (id: string) =>
-  new ApiError(400, 'invalid_request_error', 'token_expired',
-    `Token ${id} expired (tokens are valid for 15 minutes). Create a new token.`, { param: 'token' });
-const cardExpiredError = () =>
-  new ApiError(400, 'invalid_request_error', 'card_expired',
-    'The card has expired (it is good through the last day of its expiry month, Eastern time).', { param: 'card.exp_year' });
+import { defineRoute, retrieveRoute } from '../http/route';
+import { idParams, intentSchema } from '../ledger/schemas';
+import { getTokenRow, renderToken } from './repo';
+import { authorizeBody, createTokenBody, tokenSchema } from './schemas';
+import { authorize, createToken, tokenUsed } from './service';
 
 export const tokenRoutes = [
   defineRoute({
@@ -32,16 +18,8 @@ Errors: 400 \`validation_failed\` (a failing check, one \`details\` entry per fi
     // No hash of a card or account number may be stored: requests are told apart by their masked form.
     idempotency: { fingerprint: maskedTokenRequest },
     response: { schema: tokenSchema, description: 'The token, with masked details only.' },
-    async handler({ caller, db, body, now }) {
-      const input = body as CreateTokenBody;
-      const orgId = caller.organization.id;
-      if (input.card && cardExpired(input.card.exp_month, input.card.exp_year, now)) throw cardExpiredError();
-      if ((await ledger.userStatus(db, orgId, input.user_id)) === null) throw errors.resourceMissing('user_id', input.user_id);
-      const common = { id: newId('token'), organizationId: orgId, userId: input.user_id, createdAt: now, expiresAt: new Date(now.getTime() + TOKEN_LIMITS.ttlMs) };
-      const row = input.card
-        ? await insertToken(db, { ...common, type: 'card', card: maskCard(input.card) })
-        : await insertToken(db, { ...common, type: 'bank_account', bankAccount: maskBankAccount(input.bank_account!) });
-      return { body: renderToken(row) };
+    async handler({ op, body }) {
+      return createToken(op, body);
     },
   }),
   retrieveRoute({
@@ -68,21 +46,8 @@ Declines (the token is used up; no transaction): \`user_not_enabled\`, \`card_ex
     body: authorizeBody,
     idempotency: { bodyField: 'token', onFieldReuse: (token) => tokenUsed(token) },
     response: { schema: intentSchema, description: 'The intent, approved or declined.' },
-    async handler(ctx) {
-      const { caller, db, now } = ctx;
-      const input = ctx.body as AuthorizeBody;
-      const token = await getTokenRow(db, caller.organization.id, input.token, true);
-      if (!token) throw errors.resourceMissing('token', input.token);
-      if (token.used_at !== null) throw tokenUsed(token.id);
-      if (token.expires_at.getTime() <= now.getTime()) throw tokenExpired(token.id);
-      const declineCategory = token.type === 'card' && cardExpired(token.exp_month!, token.exp_year!, now) ? 'card_expired' : null;
-      const result = await createIntent(
-        ctx,
-        { direction: input.direction, user_id: token.user_id, amount: input.amount, currency: input.currency, account_id: input.account_id, approval_mode: 'automatic' },
-        { idempotencyKey: token.id, declineCategory },
-      );
-      await markTokenUsed(db, token.id, (result.body as Intent).id, now);
-      return result;
+    async handler({ op, body, caller }) {
+      return authorize(op, body, caller.environment);
     },
   }),
 ];

@@ -1,4 +1,4 @@
-import { z } from '../http/zod';
+import { z } from '../zod';
 import { directionSchema, LEDGER_LIMITS } from '../ledger/schemas';
 import { abaValid, cardBrand, cvcLength, luhnValid } from './checks';
 

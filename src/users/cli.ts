@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import type { CommandRegistrar } from '../cli/admin';
+import type { CommandRegistrar } from '../cli/registrar';
 import { withTransaction } from '../db/pool';
 import { USER_STATUSES, type UserStatus } from './schemas';
 import { changeUserStatus } from './service';

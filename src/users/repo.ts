@@ -1,5 +1,5 @@
+import { Filters, keysetPage, type ListPage, type PageRequest } from '../db/paging';
 import type { Queryable } from '../db/pool';
-import { errors } from '../http/errors';
 import { newId } from '../ids';
 import type { User, UserCreateBody, UserStatus } from './schemas';
 
@@ -12,13 +12,10 @@ interface UserRow {
   status: UserStatus;
   identity_verified: boolean;
   created_at: Date;
-  /** created_at to the microsecond, for the list cursor: a JS Date keeps only milliseconds. */
-  created_at_exact: string;
 }
 
 /** Only the columns the API shows; personal data stays in the table. */
-const PUBLIC_COLUMNS = `id, organization_id, tag, status, identity_verified, created_at,
-  to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at_exact`;
+const PUBLIC_COLUMNS = 'id, organization_id, tag, status, identity_verified, created_at';
 
 export function toUser(row: Pick<UserRow, 'id' | 'tag' | 'status' | 'identity_verified' | 'created_at'>): User {
   return { id: row.id, tag: row.tag, status: row.status, identity_verified: row.identity_verified, created_at: row.created_at.toISOString() };
@@ -93,67 +90,11 @@ export async function insertUser(
   return { user: existing, created: false };
 }
 
-export interface UserCursor {
-  createdAtExact: string;
-  id: string;
-}
-
-export const CURSOR_LENGTH_MAX = 200;
-
-/** Opaque to clients: base64url of the last row's exact created_at and id. */
-export function encodeCursor(cursor: UserCursor): string {
-  return Buffer.from(JSON.stringify({ c: cursor.createdAtExact, i: cursor.id }), 'utf8').toString('base64url');
-}
-
-export function decodeCursor(raw: string): UserCursor {
-  const invalid = () => errors.validation([{ param: 'cursor', message: 'is not a cursor this list returned' }]);
-  if (raw.length > CURSOR_LENGTH_MAX || !/^[A-Za-z0-9_-]+$/.test(raw)) throw invalid();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
-  } catch {
-    throw invalid();
-  }
-  const { c, i } = (parsed ?? {}) as { c?: unknown; i?: unknown };
-  if (typeof c !== 'string' || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/.test(c) || Number.isNaN(Date.parse(c))) throw invalid();
-  if (typeof i !== 'string' || i.length > 100) throw invalid();
-  return { createdAtExact: c, id: i };
-}
-
-/**
- * One page, newest first, by keyset on (created_at DESC, id DESC): a row inserted while a client pages
- * lands before its cursor or after it, never shifting the rows still to come (SPEC §8).
- */
-export async function listUsers(
-  db: Queryable,
-  organizationId: string,
-  page: { limit: number; cursor?: UserCursor; status?: UserStatus },
-): Promise<{ data: User[]; has_more: boolean; next_cursor: string | null }> {
-  // Conditions are left out rather than neutralised with `$n IS NULL OR ...`, so the planner can use the
-  // (organization_id, status, created_at, id) index for a filtered page instead of filtering a scan.
-  const params: unknown[] = [organizationId];
-  const where = ['organization_id = $1'];
-  if (page.status) {
-    params.push(page.status);
-    where.push(`status = $${params.length}`);
-  }
-  if (page.cursor) {
-    params.push(page.cursor.createdAtExact, page.cursor.id);
-    where.push(`(created_at, id) < ($${params.length - 1}::timestamptz, $${params.length}::text)`);
-  }
-  params.push(page.limit + 1);
-  const { rows } = await db.query<UserRow>(
-    `SELECT ${PUBLIC_COLUMNS} FROM users WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
-    params,
-  );
-  const has_more = rows.length > page.limit;
-  const pageRows = rows.slice(0, page.limit);
-  const last = pageRows[pageRows.length - 1];
-  return {
-    data: pageRows.map(toUser),
-    has_more,
-    next_cursor: has_more && last ? encodeCursor({ createdAtExact: last.created_at_exact, id: last.id }) : null,
-  };
+/** One page of the organization's users, newest first (SPEC §8's one paging scheme, src/db/paging.ts). */
+export async function listUsers(db: Queryable, organizationId: string, page: PageRequest & { status?: UserStatus | undefined }): Promise<ListPage<User>> {
+  const filters = new Filters('u.organization_id', organizationId).optional('u.status = ?', page.status);
+  const found = await keysetPage<UserRow>(db, { select: PUBLIC_COLUMNS, from: 'users u', table: 'users', alias: 'u', filters, page });
+  return { ...found, data: found.data.map(toUser) };
 }
 
 /**

@@ -1,5 +1,4 @@
-import { defineRoute, retrieveRoute } from '../http/edge';
-import { errors } from '../http/errors';
+import { defineRoute, retrieveRoute } from '../http/route';
 import * as repo from './repo';
 import { userCreateBody, userCreated, userIdParams, userList, userListQuery, userSchema } from './schemas';
 import { changeUserStatus, createUser } from './service';
@@ -45,8 +44,7 @@ export const userRoutes = [
     query: userListQuery,
     response: { schema: userList, description: 'One page of users.' },
     async handler({ caller, db, query }) {
-      const cursor = query.cursor === undefined ? undefined : repo.decodeCursor(query.cursor);
-      return { body: await repo.listUsers(db, caller.organization.id, { limit: query.limit, cursor, status: query.status }) };
+      return { body: await repo.listUsers(db, caller.organization.id, query) };
     },
   }),
   defineRoute({

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/pool';
 import { recordEvent } from '../events/outbox';
-import { errors } from '../http/errors';
+import { errors } from '../errors';
 import type { Organization } from '../orgs/repo';
 import * as repo from './repo';
 import type { User, UserCreateBody, UserStatus } from './schemas';

@@ -1,10 +1,10 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { Logger } from 'pino';
-import type { WebhookDeliveryInput } from '../../activities/webhooks';
-import type { webhookDeliveryWorkflow } from '../../workflows/webhooks';
+import { forEachBounded } from '../concurrency';
 import type { Config } from '../config';
 import { withTransaction, type Pool } from '../db/pool';
+import { OrganizationIdKey } from '../platform/searchAttributes';
+import { WEBHOOK_DELIVERY_WORKFLOW_TYPE, webhookDeliveryWorkflowId, type WebhookDeliveryInput } from './contract';
 import { WEBHOOK_LIMITS } from './limits';
 import { claimUndispatchedEvents, markDispatched, subscriptionsFor, type Subscription } from './repo';
 
@@ -24,12 +24,6 @@ export interface DispatcherDeps {
   taskQueue: string;
 }
 
-const organizationIdKey = defineSearchAttributeKey('OrganizationId', SearchAttributeType.KEYWORD);
-
-/** Deterministic per (event, endpoint): a dispatcher that starts it again after a crash finds it already there. */
-export function webhookDeliveryWorkflowId(eventId: string, endpointId: string): string {
-  return `webhook-${eventId}-${endpointId}`;
-}
 
 async function startDelivery(deps: DispatcherDeps, subscription: Subscription): Promise<void> {
   const input: WebhookDeliveryInput = {
@@ -38,27 +32,19 @@ async function startDelivery(deps: DispatcherDeps, subscription: Subscription): 
     retry: { initialIntervalMs: deps.config.WEBHOOK_RETRY_INITIAL_MS, maxIntervalMs: deps.config.WEBHOOK_RETRY_MAX_MS },
   };
   try {
-    await deps.temporal.workflow.start<typeof webhookDeliveryWorkflow>('webhookDeliveryWorkflow', {
+    await deps.temporal.workflow.start(WEBHOOK_DELIVERY_WORKFLOW_TYPE, {
       taskQueue: deps.taskQueue,
       workflowId: webhookDeliveryWorkflowId(subscription.event_id, subscription.endpoint_id),
       // Also rejects ids of deliveries that already finished: a re-dispatch never sends an event twice.
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       args: [input],
-      typedSearchAttributes: [{ key: organizationIdKey, value: subscription.organization_id }],
+      typedSearchAttributes: [{ key: OrganizationIdKey, value: subscription.organization_id }],
     });
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
   }
 }
 
-/** Runs `work` over `items` with at most `concurrency` in flight; the first failure rejects. */
-async function forEachBounded<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-    while (next < items.length) await work(items[next++]!);
-  });
-  await Promise.all(lanes);
-}
 
 /** One pass: claims up to a batch of events and dispatches them. Answers how many events it claimed. */
 export async function dispatchPendingEvents(deps: DispatcherDeps): Promise<number> {

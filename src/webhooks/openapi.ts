@@ -1,5 +1,5 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
-import { z } from '../http/zod';
+import { z } from '../zod';
 import { webhookEventPayload } from './schemas';
 
 /** OpenAPI 3.1 `webhooks`: the request this service sends to every endpoint, from the same zod schema. */

@@ -1,3 +1,4 @@
+import { Filters, keysetPage, type ListPage, type PageRequest } from '../db/paging';
 import type { Queryable } from '../db/pool';
 import { randomString, newId } from '../ids';
 import { WEBHOOK_LIMITS } from './limits';
@@ -28,16 +29,6 @@ export interface DeliveryRow {
   created_at: Date;
 }
 
-export interface Page<T> {
-  data: T[];
-  has_more: boolean;
-  next_cursor: string | null;
-}
-
-export class CursorError extends Error {
-  override name = 'CursorError';
-}
-
 export class EndpointLimitError extends Error {
   override name = 'EndpointLimitError';
 }
@@ -59,12 +50,6 @@ export function endpointView(row: EndpointRow): WebhookEndpointView {
 
 export function deliveryView(row: DeliveryRow): WebhookDeliveryView {
   return { ...row, created_at: row.created_at.toISOString() };
-}
-
-function page<T extends { id: string }>(rows: T[], limit: number): Page<T> {
-  const has_more = rows.length > limit;
-  const data = has_more ? rows.slice(0, limit) : rows;
-  return { data, has_more, next_cursor: has_more ? data[data.length - 1]!.id : null };
 }
 
 export async function createEndpoint(
@@ -94,25 +79,10 @@ export async function getEndpoint(db: Queryable, organizationId: string, id: str
   return rows[0] ?? null;
 }
 
-/** Newest first, keyset on (created_at, id): rows inserted while paging are neither skipped nor repeated. */
-export async function listEndpoints(db: Queryable, organizationId: string, options: { limit: number; cursor?: string }): Promise<Page<EndpointRow>> {
-  const { rows } = await db.query<EndpointRow>(
-    `WITH c AS (SELECT created_at, id FROM webhook_endpoints WHERE id = $2 AND organization_id = $1)
-     SELECT ${ENDPOINT_COLUMNS_OF_W}
-       FROM webhook_endpoints w
-      WHERE w.organization_id = $1 AND w.deleted_at IS NULL
-        AND ($2::text IS NULL OR (w.created_at, w.id) < (SELECT created_at, id FROM c))
-      ORDER BY w.created_at DESC, w.id DESC
-      LIMIT $3`,
-    [organizationId, options.cursor ?? null, options.limit + 1],
-  );
-  if (options.cursor !== undefined && rows.length === 0) await assertCursor(db, 'webhook_endpoints', organizationId, options.cursor);
-  return page(rows, options.limit);
-}
-
-async function assertCursor(db: Queryable, table: 'webhook_endpoints' | 'webhook_deliveries', organizationId: string, cursor: string): Promise<void> {
-  const { rows } = await db.query(`SELECT 1 FROM ${table} WHERE id = $1 AND organization_id = $2`, [cursor, organizationId]);
-  if (rows.length === 0) throw new CursorError(`unknown cursor ${cursor}`);
+/** Newest first (SPEC §8's one paging scheme, src/db/paging.ts); deleted endpoints are not listed. */
+export async function listEndpoints(db: Queryable, organizationId: string, page: PageRequest): Promise<ListPage<EndpointRow>> {
+  const filters = new Filters('w.organization_id', organizationId).where('w.deleted_at IS NULL');
+  return keysetPage<EndpointRow>(db, { select: ENDPOINT_COLUMNS_OF_W, from: 'webhook_endpoints w', table: 'webhook_endpoints', alias: 'w', filters, page });
 }
 
 /** Soft delete: the row keeps its delivery history's owner; the secret is erased and nothing more is sent. */
@@ -125,24 +95,12 @@ export async function deleteEndpoint(db: Queryable, organizationId: string, id: 
   return (rowCount ?? 0) > 0;
 }
 
-export async function listDeliveries(
-  db: Queryable,
-  organizationId: string,
-  endpointId: string,
-  options: { limit: number; cursor?: string },
-): Promise<Page<DeliveryRow>> {
-  const { rows } = await db.query<DeliveryRow>(
-    `WITH c AS (SELECT created_at, id FROM webhook_deliveries WHERE id = $3 AND organization_id = $1)
-     SELECT d.id, d.endpoint_id, d.event_id, d.event_type, d.attempt, d.outcome, d.response_status_code, d.duration_ms, d.error, d.created_at
-       FROM webhook_deliveries d
-      WHERE d.organization_id = $1 AND d.endpoint_id = $2
-        AND ($3::text IS NULL OR (d.created_at, d.id) < (SELECT created_at, id FROM c))
-      ORDER BY d.created_at DESC, d.id DESC
-      LIMIT $4`,
-    [organizationId, endpointId, options.cursor ?? null, options.limit + 1],
-  );
-  if (options.cursor !== undefined && rows.length === 0) await assertCursor(db, 'webhook_deliveries', organizationId, options.cursor);
-  return page(rows, options.limit);
+export async function listDeliveries(db: Queryable, organizationId: string, endpointId: string, page: PageRequest): Promise<ListPage<DeliveryRow>> {
+  const filters = new Filters('d.organization_id', organizationId).add('d.endpoint_id = ?', endpointId);
+  return keysetPage<DeliveryRow>(db, {
+    select: 'd.id, d.endpoint_id, d.event_id, d.event_type, d.attempt, d.outcome, d.response_status_code, d.duration_ms, d.error, d.created_at',
+    from: 'webhook_deliveries d', table: 'webhook_deliveries', alias: 'd', filters, page,
+  });
 }
 
 // ---- delivery (activity side) ----

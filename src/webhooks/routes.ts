@@ -1,21 +1,11 @@
-import { defineRoute, retrieveRoute } from '../http/edge';
-import { errors } from '../http/errors';
-import { listEnvelope, pageQuery } from '../http/zod';
+import { defineRoute, retrieveRoute } from '../http/route';
+import { errors } from '../errors';
+import { listEnvelope, pageQuery } from '../zod';
+import { deleteEndpoint, deliveryView, endpointView, getEndpoint, listDeliveries, listEndpoints } from './repo';
 import {
-  createEndpoint, CursorError, deleteEndpoint, deliveryView, EndpointLimitError, endpointView, getEndpoint, listDeliveries, listEndpoints,
-} from './repo';
-import {
-  ALL_EVENTS, createdWebhookEndpoint, createWebhookBody, deletedWebhookEndpoint, WEBHOOK_LIMITS, webhookDelivery, webhookEndpoint, webhookIdParams,
+  createdWebhookEndpoint, createWebhookBody, deletedWebhookEndpoint, webhookDelivery, webhookEndpoint, webhookIdParams,
 } from './schemas';
-import { generateSecret, sealSecret } from './signing';
-import { checkTargetAtRegistration } from './ssrf';
-
-function withCursorErrors<T>(work: () => Promise<T>): Promise<T> {
-  return work().catch((error: unknown) => {
-    if (error instanceof CursorError) throw errors.validation([{ param: 'cursor', message: 'is not a cursor of this list' }]);
-    throw error;
-  });
-}
+import { registerEndpoint } from './service';
 
 const TAG = 'Webhooks';
 
@@ -31,24 +21,8 @@ export const webhookRoutes = [
     body: createWebhookBody,
     response: { schema: createdWebhookEndpoint, description: 'The endpoint, with its signing secret (shown once).' },
     errorStatuses: [400, 409],
-    async handler({ caller, db, body, deps }) {
-      const refusal = await checkTargetAtRegistration(deps.config, body.url);
-      if (refusal) throw errors.validation([{ param: 'url', message: refusal }]);
-      const secret = generateSecret();
-      try {
-        const row = await createEndpoint(db, {
-          organizationId: caller.organization.id,
-          url: body.url,
-          events: body.events ?? [ALL_EVENTS],
-          secretSealed: sealSecret(secret, deps.config.WEBHOOK_SECRET_KEY),
-        });
-        return { body: { ...endpointView(row), secret } };
-      } catch (error) {
-        if (error instanceof EndpointLimitError) {
-          throw errors.invalidState(`An organization may have at most ${WEBHOOK_LIMITS.endpointsPerOrganizationMax} webhook endpoints; delete one first.`);
-        }
-        throw error;
-      }
+    async handler({ op, body }) {
+      return registerEndpoint(op, body);
     },
   }),
   defineRoute({
@@ -61,7 +35,7 @@ export const webhookRoutes = [
     response: { schema: listEnvelope(webhookEndpoint).openapi('WebhookEndpointList'), description: 'A page of endpoints.' },
     errorStatuses: [400],
     async handler({ caller, db, query }) {
-      const found = await withCursorErrors(() => listEndpoints(db, caller.organization.id, query));
+      const found = await listEndpoints(db, caller.organization.id, query);
       return { body: { ...found, data: found.data.map(endpointView) } };
     },
   }),
@@ -105,7 +79,7 @@ export const webhookRoutes = [
     async handler({ caller, db, params, query }) {
       const endpoint = await getEndpoint(db, caller.organization.id, params.id);
       if (!endpoint) throw errors.notFound('webhook endpoint', params.id);
-      const found = await withCursorErrors(() => listDeliveries(db, caller.organization.id, endpoint.id, query));
+      const found = await listDeliveries(db, caller.organization.id, endpoint.id, query);
       return { body: { ...found, data: found.data.map(deliveryView) } };
     },
   }),

@@ -1,5 +1,5 @@
 import type { EventType } from '../events/outbox';
-import { z } from '../http/zod';
+import { z } from '../zod';
 import { WEBHOOK_LIMITS } from './limits';
 
 export { WEBHOOK_LIMITS };
@@ -76,6 +76,7 @@ export const createdWebhookEndpoint = webhookEndpoint
     }),
   })
   .openapi('WebhookEndpointWithSecret');
+export type CreatedWebhookEndpoint = z.infer<typeof createdWebhookEndpoint>;
 
 export const deletedWebhookEndpoint = z
   .object({ id: z.string(), deleted: z.literal(true) })

@@ -14,7 +14,7 @@ import { createScratchDatabase } from './scratch';
 const STALE_DATABASE_MS = 6 * 60 * 60_000;
 
 declare global {
-  // eslint-disable-next-line no-var
+   
   var __ledgerTemporal: DevServer | undefined;
 }
 

@@ -1,7 +1,7 @@
 import type { Client, Connection } from '@temporalio/client';
 import { loadConfig, type Config } from '../../src/config';
 import { createPool, type Pool } from '../../src/db/pool';
-import { systemClock, type Clock } from '../../src/http/edge';
+import { systemClock, type Clock } from '../../src/http/route';
 import { randomString } from '../../src/ids';
 import { createLogger } from '../../src/logger';
 import { startApi, type RunningApi } from '../../src/api';
@@ -90,7 +90,7 @@ export async function createTestOrg(
   return { organizationId: created.organization.id, accountId: created.account.id, apiKey: created.key.api_key, keyId: created.key.id };
 }
 
-export interface ApiResponse<T = any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+export interface ApiResponse<T = any> {
   status: number;
   headers: Headers;
   body: T;
@@ -99,7 +99,7 @@ export interface ApiResponse<T = any> { // eslint-disable-line @typescript-eslin
 
 /** A small HTTP client for one API key: `call('POST', '/user', body, { 'X-Idempotency-Key': 'k' })`. */
 export function apiClient(baseUrl: string, apiKey: string | null) {
-  return async function call<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  return async function call<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
     const init: RequestInit = { method, headers: { ...(apiKey ? { Authorization: `Bearer ${apiKey}` } : {}), ...headers } };
     if (body !== undefined) {
       init.body = typeof body === 'string' ? body : JSON.stringify(body);

@@ -6,7 +6,7 @@ import { eventually, testInfra, type ApiResponse } from './harness';
 
 /** Helpers shared by the refund, dispute and token suites. */
 
-type Call = <T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<ApiResponse<T>>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Call = <T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<ApiResponse<T>>;
 
 export const idempotencyKey = () => ({ 'X-Idempotency-Key': `k-${randomString(16)}` });
 

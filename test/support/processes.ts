@@ -22,8 +22,8 @@ export function spawnProject(command: string, args: string[], env: Record<string
     output += chunk.toString('utf8');
     for (const listener of listeners) listener();
   };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.once('exit', (code, signal) => {
       resolve({ code, signal });
@@ -68,7 +68,7 @@ export async function stopGracefully(spawned: Spawned, graceMs = 30_000): Promis
 }
 
 /** Runs the operator CLI to completion: `admin(['org', 'create', '--name', 'X', '--json'], env)`. */
-export async function runAdmin(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; json: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+export async function runAdmin(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; json: any }> {
   const child = spawn(TSX, [path.join(REPO, 'src', 'bin', 'admin.ts'), ...args], { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';

@@ -1,10 +1,10 @@
 import { proxyActivities, sleep } from '@temporalio/workflow';
-import type { createLedgerActivities } from '../../../activities/ledger';
-import type { TransactionWorkflowInput } from '../../../workflows/transaction';
+import type { LedgerActivities } from '../../../activities/ledger';
+import type { TransactionWorkflowInput } from '../../../src/ledger/contract';
 
 // A deliberately incompatible edit of workflows/transaction.ts (a timer added before the first activity),
 // used to prove that the replay test fails on such a change.
-const { submitPayment } = proxyActivities<ReturnType<typeof createLedgerActivities>>({ startToCloseTimeout: '30 seconds' });
+const { submitPayment } = proxyActivities<LedgerActivities>({ startToCloseTimeout: '30 seconds' });
 
 export async function transactionWorkflow(input: TransactionWorkflowInput): Promise<string> {
   await sleep('1 second');

@@ -8,17 +8,18 @@ extendZodWithOpenApi(z);
 export { z };
 
 /**
- * A real calendar day, YYYY-MM-DD (zod's ISO date knows month lengths and leap years). Year 0000 is refused
- * too: Postgres has no year 0, and a date it cannot read must be a 400 here, not a failed query.
+ * A real calendar day, YYYY-MM-DD: the one date schema of every request and response. zod's ISO date knows
+ * month lengths and leap years (2024-02-30 is refused); year 0000 is refused too, as Postgres has no year 0
+ * and a date it cannot read must be a 400 naming the field, not a failed query.
  */
-export const calendarDate = z
+export const dateString = z
   .iso.date({ error: 'must be a real calendar date written YYYY-MM-DD' })
   .refine((value) => !value.startsWith('0000'), { error: 'must be a date in year 0001 or later' })
   .openapi({ format: 'date', example: '2026-11-21' });
 
 /**
- * An ISO 8601 instant with its offset (`Z` or ±HH:MM), on a real calendar day; the offset within ±14:00
- * (the widest any time zone uses), which Postgres also reads. Year 0000 is refused as for dates.
+ * An ISO 8601 instant with its offset (`Z` or ±HH:MM) on a real calendar day; the offset within ±14:00 (the
+ * widest any time zone uses), which Postgres also reads. Year 0000 is refused as for dates.
  */
 export const dateTime = z
   .iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time with offset on a real calendar day, e.g. 2026-11-21T15:04:05Z' })
@@ -29,10 +30,13 @@ export const dateTime = z
   }, { error: 'must have an offset between -14:00 and +14:00' })
   .openapi({ format: 'date-time', example: '2026-11-21T15:04:05Z' });
 
+/** An example id of the given prefix, for the OpenAPI document. */
+export const idExample = (prefix: string) => `${prefix}_7fJ2kQ9xLmN3pR5tV8wY1zA4`;
+
 /** `?limit=1..100` (25) and `?cursor=`: the one paging scheme of every list (SPEC §8). */
 export const pageQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(25).openapi({ description: 'Page size, 1 to 100.' }),
-  cursor: z.string().max(200).optional().openapi({ description: 'The next_cursor of the previous page.' }),
+  cursor: z.string().max(200).optional().openapi({ description: 'The `next_cursor` of the previous page: the id of its last item.' }),
 });
 
 export function listEnvelope<T extends z.ZodType>(item: T) {

@@ -1,0 +1,38 @@
+/**
+ * Import rules for src/, workflows/ and activities/, checked by `npm run lint` (dependency-cruiser).
+ * Type-only imports count: a circle through `import type` is still a circle a reader has to untangle.
+ * @type {import('dependency-cruiser').IConfiguration}
+ */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'No module may reach itself through its imports (type-only imports included).',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'workflows-import-activities-as-types-only',
+      severity: 'error',
+      comment:
+        'Workflow code runs in the deterministic Temporal sandbox and sees activities only through proxyActivities: ' +
+        'import activities with `import type`, and put shared signals, inputs and names in the feature contract module.',
+      from: { path: '^workflows/' },
+      to: { path: '^activities/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'activities-do-not-import-workflows',
+      severity: 'error',
+      comment: 'Activities never import workflow modules: what both sides share belongs in the feature contract module.',
+      from: { path: '^activities/' },
+      to: { path: '^workflows/' },
+    },
+  ],
+  options: {
+    includeOnly: '^(src|workflows|activities)/',
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js', '.json'] },
+  },
+};

@@ -1,0 +1,44 @@
+import { errors } from '../errors';
+import { recordEvent } from '../events/outbox';
+import { newId } from '../ids';
+import { recordTransaction } from '../ledger/service';
+import { transactionsOfSources } from '../ledger/transactions';
+import { lockReturnableIntent } from '../refunds/service';
+import type { Op, Outcome } from '../services';
+import { disputeOfIntent, getDisputeRow, insertDispute, renderDispute, resolveDispute as markResolved } from './repo';
+import type { CreateDisputeBody, Dispute, ResolveDisputeBody } from './schemas';
+
+/** Sandbox network disputes (SPEC §11): opening one takes back what is left of an intent; winning one returns it. */
+
+export async function openDispute(op: Op, input: CreateDisputeBody): Promise<Outcome<Dispute>> {
+  const { intent, leftCents } = await lockReturnableIntent(op, input.intent_id, 'disputed');
+  const existing = await disputeOfIntent(op.db, intent.id);
+  if (existing) throw errors.invalidState(`Intent ${intent.id} is already disputed (${existing.id}, ${existing.status}).`);
+  if (leftCents <= 0) throw errors.invalidState(`Intent ${intent.id} was fully refunded; there is nothing left to dispute.`);
+  const dispute = await insertDispute(op.db, {
+    id: newId('dispute'), organization_id: op.organizationId, intent_id: intent.id, account_id: intent.account_id, amount_cents: leftCents,
+    code: input.code, created_at: op.now,
+  });
+  const { row, afterCommit } = await recordTransaction(op, {
+    accountId: intent.account_id, direction: 'cash_out', type: 'dispute', sourceId: dispute.id, amountCents: leftCents,
+  });
+  const body = renderDispute(dispute, [row.json]);
+  await recordEvent(op.db, op.organizationId, 'dispute.created', body, op.now);
+  return { body, afterCommit };
+}
+
+export async function resolveDispute(op: Op, disputeId: string, input: ResolveDisputeBody): Promise<Outcome<Dispute>> {
+  const open = await getDisputeRow(op.db, op.organizationId, disputeId, true);
+  if (!open) throw errors.notFound('dispute', disputeId);
+  if (open.status !== 'created') throw errors.invalidState(`Dispute ${open.id} was already ${open.status}; only a created dispute can be resolved.`);
+  const resolved = await markResolved(op.db, open.id, input.result, op.now);
+  const recorded = resolved.status === 'won'
+    ? await recordTransaction(op, {
+      accountId: resolved.account_id, direction: 'cash_in', type: 'dispute', sourceId: resolved.id, amountCents: resolved.amount_cents,
+    })
+    : null;
+  const txns = (await transactionsOfSources(op.db, op.organizationId, [resolved.id], 'dispute')).get(resolved.id) ?? [];
+  const body = renderDispute(resolved, txns);
+  await recordEvent(op.db, op.organizationId, 'dispute.resolved', body, op.now);
+  return { body, ...(recorded ? { afterCommit: recorded.afterCommit } : {}) };
+}

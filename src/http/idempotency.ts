@@ -1,0 +1,196 @@
+import { createHash } from 'node:crypto';
+import type { Request } from 'express';
+import type { QueryResult } from 'pg';
+import type { Queryable } from '../db/pool';
+import { errors } from '../errors';
+import { canonicalJson } from './canonicalJson';
+import { EDGE_LIMITS } from './limits';
+import type { AnyRoute, EdgeDeps } from './route';
+import { beginWrite, checkout, type Checkout } from './writeTransaction';
+
+/**
+ * Idempotency of every POST (SPEC §5): which earlier request a request duplicates, the locks that make a
+ * duplicate wait for its original, and the stored answers it replays.
+ */
+
+interface IdempotencyIdentity {
+  /** 'header' for X-Idempotency-Key (shared by every endpoint, so reuse elsewhere is caught), else per endpoint. */
+  scope: string;
+  key: string;
+}
+
+export interface IdempotencyRequest {
+  identities: IdempotencyIdentity[];
+  /** The concrete endpoint (`POST /intent/intent_…/approve`) and a hash of it with the exact body. */
+  endpoint: string;
+  requestHash: string;
+  /** The unique body field's value, when the route has one and the body carries it. */
+  fieldValue: string | null;
+}
+
+const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;
+
+function sha256Hex(...parts: (string | Buffer)[]): string {
+  const hash = createHash('sha256');
+  for (const part of parts) hash.update(part).update('\n');
+  return hash.digest('hex');
+}
+
+/**
+ * SPEC §5: a POST is a duplicate when its X-Idempotency-Key matches, OR its unique body field matches, or,
+ * with neither, its exact body to the same endpoint matches. A request carries every identity it has.
+ */
+export function idempotencyRequest(route: AnyRoute, req: Request, body: unknown): IdempotencyRequest {
+  const endpoint = `${req.method} ${route.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(req.params[name] ?? '')))}`;
+  // The body as data, keys sorted: a retry that serialises the same object differently is the same request.
+  const fingerprint = route.idempotency?.fingerprint;
+  const requestHash = sha256Hex(endpoint, canonicalJson(fingerprint ? fingerprint(body) : body));
+  const identities: IdempotencyIdentity[] = [];
+  const header = req.get('x-idempotency-key');
+  if (header !== undefined) {
+    if (header.length < 1 || header.length > EDGE_LIMITS.idempotencyKeyLengthMax || !PRINTABLE_ASCII.test(header)) {
+      throw errors.validation([{ param: 'X-Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters' }]);
+    }
+    identities.push({ scope: 'header', key: header });
+  } else if (route.idempotency?.requireHeader) {
+    throw errors.validation([{ param: 'X-Idempotency-Key', message: 'this endpoint requires an X-Idempotency-Key header' }]);
+  }
+  const field = route.idempotency?.bodyField;
+  const value = field && body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>)[field] : undefined;
+  if (field && typeof value === 'string' && value.length > 0) {
+    // The field is validated after this lookup; an overlong value is keyed by its hash so it still fits the index.
+    const key = value.length <= EDGE_LIMITS.idempotencyKeyLengthMax ? value : `sha256:${sha256Hex(value)}`;
+    identities.push({ scope: `POST ${route.path}#${field}`, key });
+  }
+  if (identities.length === 0 && !fingerprint) identities.push({ scope: `${endpoint}#body`, key: requestHash });
+  return { identities, endpoint, requestHash, fieldValue: typeof value === 'string' ? value : null };
+}
+
+/** A 64-bit advisory-lock id per (organization, identity), written as a decimal literal (safe to inline). */
+export function advisoryLockId(organizationId: string, identity: IdempotencyIdentity): string {
+  return createHash('sha256').update(`idempotency\n${organizationId}\n${identity.scope}\n${identity.key}`).digest().readBigInt64BE(0).toString();
+}
+
+export interface StoredResponse {
+  scope: string;
+  status_code: number;
+  response_body: string;
+  endpoint: string;
+  request_hash: string;
+}
+
+export async function storedResponses(db: Queryable, organizationId: string, request: IdempotencyRequest, now: Date): Promise<StoredResponse[]> {
+  const { rows } = await db.query<StoredResponse>(
+    `SELECT scope, status_code, response_body, endpoint, request_hash FROM idempotency_keys
+      WHERE organization_id = $1 AND (scope, key) IN (SELECT * FROM unnest($2::text[], $3::text[]))
+        AND created_at > $4::timestamptz - $5::interval`,
+    [organizationId, request.identities.map((i) => i.scope), request.identities.map((i) => i.key), now,
+      `${EDGE_LIMITS.idempotencyRetentionHours} hours`],
+  );
+  return rows;
+}
+
+/**
+ * The stored answer this request replays, by precedence header → body field → exact body; 422 on key reuse
+ * with another endpoint or body; the route's own error when a single-use body field comes with another body.
+ */
+export function replayOf(route: AnyRoute, request: IdempotencyRequest, stored: StoredResponse[]): StoredResponse | undefined {
+  for (const identity of request.identities) {
+    const found = stored.find((row) => row.scope === identity.scope);
+    if (!found) continue;
+    const sameRequest = found.endpoint === request.endpoint && found.request_hash === request.requestHash;
+    if (identity.scope === 'header' && !sameRequest) throw errors.idempotencyKeyReused();
+    if (identity.scope !== 'header' && !sameRequest && route.idempotency?.onFieldReuse && request.fieldValue !== null) {
+      throw route.idempotency.onFieldReuse(request.fieldValue);
+    }
+    return found;
+  }
+  return undefined;
+}
+
+/**
+ * Idempotency locks held by this app's requests: a duplicate arriving at the same app awaits the original
+ * instead of polling Postgres. Per app (its deps), like a process; other apps are seen only through Postgres.
+ */
+const inflightByApp = new WeakMap<EdgeDeps, Map<string, Promise<void>>>();
+
+export function inflightOf(deps: EdgeDeps): Map<string, Promise<void>> {
+  let inflight = inflightByApp.get(deps);
+  if (!inflight) {
+    inflight = new Map();
+    inflightByApp.set(deps, inflight);
+  }
+  return inflight;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function settledWithin(promise: Promise<void>, ms: number): Promise<void> {
+  if (ms <= 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise, new Promise<void>((resolve) => { timer = setTimeout(resolve, ms); })]);
+  clearTimeout(timer);
+}
+
+/**
+ * Takes every identity's advisory lock inside a new transaction, or finds the original's stored answer.
+ * While the original executes, a duplicate waits WITHOUT a connection (try-lock and back off), so
+ * duplicates cannot starve the pool; past the deadline it answers 409 in progress.
+ */
+export async function lockOrReplay(
+  deps: EdgeDeps, organizationId: string, request: IdempotencyRequest, lockIds: string[], now: Date,
+): Promise<{ tx: Checkout } | { stored: StoredResponse[] }> {
+  const { pool } = deps;
+  const inflight = inflightOf(deps);
+  const deadlineMs = Date.now() + EDGE_LIMITS.idempotencyWaitMs;
+  const locks = lockIds.length > 0 ? lockIds.map((id, i) => `pg_try_advisory_xact_lock(${id}) AS l${i}`).join(', ') : 'true AS unlocked';
+  const lockSql = beginWrite(`SELECT ${locks}; SAVEPOINT operation`);
+  let pauseMs = EDGE_LIMITS.idempotencyPollMsMin;
+  for (let attempt = 0; ; attempt++) {
+    if (attempt > 0) {
+      // Usually the original has finished by now: its stored answer is read without taking any lock.
+      const stored = await storedResponses(pool, organizationId, request, now);
+      if (stored.length > 0) return { stored };
+    }
+    const local = lockIds.map((id) => inflight.get(id)).find((promise) => promise !== undefined);
+    if (local) {
+      await settledWithin(local, deadlineMs - Date.now());
+    } else {
+      const tx = await checkout(pool);
+      let locked = false;
+      try {
+        const results = (await tx.client.query(lockSql)) as unknown as QueryResult<Record<string, boolean>>[];
+        const row = results[3]!.rows[0]!;
+        locked = lockIds.every((_, i) => row[`l${i}`] === true);
+      } catch (error) {
+        await tx.abandon();
+        throw error;
+      }
+      if (locked) return { tx };
+      await tx.abandon();
+    }
+    const remainingMs = deadlineMs - Date.now();
+    if (remainingMs <= 0) throw errors.idempotencyInProgress();
+    if (!local) {
+      await sleep(Math.min(pauseMs, remainingMs));
+      pauseMs = Math.min(pauseMs * 2, EDGE_LIMITS.idempotencyPollMsMax);
+    }
+  }
+}
+
+/** Stores the answer under every identity of the request, in the request's own transaction. */
+export async function storeResponse(
+  db: Queryable, organizationId: string, request: IdempotencyRequest, answer: { status: number; text: string }, now: Date,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO idempotency_keys (organization_id, scope, key, endpoint, request_hash, status_code, response_body, created_at)
+     SELECT $1, scope, key, $4, $5, $6, $7, $8 FROM unnest($2::text[], $3::text[]) AS i (scope, key)
+     ON CONFLICT (organization_id, scope, key) DO UPDATE
+       SET endpoint = EXCLUDED.endpoint, request_hash = EXCLUDED.request_hash, status_code = EXCLUDED.status_code,
+           response_body = EXCLUDED.response_body, created_at = EXCLUDED.created_at`,
+    [organizationId, request.identities.map((i) => i.scope), request.identities.map((i) => i.key),
+      request.endpoint, request.requestHash, answer.status, answer.text, now],
+  );
+}

@@ -1,0 +1,92 @@
+import { Filters, keysetPage, type ListPage, type PageRequest } from '../db/paging';
+import type { Queryable } from '../db/pool';
+import type { Account } from './schemas';
+
+/** Reads of settlement accounts and their balances (maintained by the ledger's triggers, schema.sql). */
+
+interface AccountRow {
+  id: string;
+  name: string;
+  created_at: Date;
+  pending_cents: number;
+  available_cents: number;
+  in_transfer_cents: number;
+}
+
+const ACCOUNT_COLUMNS = `a.id, a.name, a.created_at, coalesce(b.pending_cents, 0) AS pending_cents,
+  coalesce(b.available_cents, 0) AS available_cents, coalesce(b.in_transfer_cents, 0) AS in_transfer_cents`;
+const ACCOUNT_FROM = 'accounts a LEFT JOIN account_balance_totals b ON b.account_id = a.id';
+
+function renderAccount(row: AccountRow): Account {
+  return {
+    id: row.id,
+    type: 'settlement',
+    name: row.name,
+    currency: 'USD',
+    balances: { pending: row.pending_cents, available: row.available_cents, in_transfer: row.in_transfer_cents },
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+export async function getAccount(db: Queryable, organizationId: string, accountId: string): Promise<Account | null> {
+  const { rows } = await db.query<AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM ${ACCOUNT_FROM} WHERE a.id = $1 AND a.organization_id = $2`, [accountId, organizationId]);
+  return rows[0] ? renderAccount(rows[0]) : null;
+}
+
+export async function listAccounts(db: Queryable, organizationId: string, page: PageRequest): Promise<ListPage<Account>> {
+  const found = await keysetPage<AccountRow>(db, {
+    select: ACCOUNT_COLUMNS, from: ACCOUNT_FROM, table: 'accounts', alias: 'a', filters: new Filters('a.organization_id', organizationId), page,
+  });
+  return { ...found, data: found.data.map(renderAccount) };
+}
+
+/** SPEC §7: account_id optional with one account, required with several; unknown ones are resource_missing. */
+export async function resolveAccountId(db: Queryable, organizationId: string, accountId: string | undefined): Promise<
+  { ok: true; accountId: string } | { ok: false; reason: 'missing' | 'required' }
+> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM accounts WHERE organization_id = $1 AND ($2::text IS NULL OR id = $2) ORDER BY id LIMIT 2`,
+    [organizationId, accountId ?? null],
+  );
+  if (rows.length === 1) return { ok: true, accountId: rows[0]!.id };
+  return { ok: false, reason: accountId !== undefined ? 'missing' : 'required' };
+}
+
+/** The user's status and the account an intent would use, in one round trip (SPEC §6, §7). */
+export async function lookupIntentParties(db: Queryable, organizationId: string, userId: string, accountId: string | undefined): Promise<{
+  userStatus: string | null;
+  account: { ok: true; accountId: string } | { ok: false; reason: 'missing' | 'required' };
+}> {
+  const { rows } = await db.query<{ user_status: string | null; account_ids: string[] }>(
+    `SELECT (SELECT status FROM users WHERE id = $2 AND organization_id = $1) AS user_status,
+            ARRAY(SELECT id FROM accounts WHERE organization_id = $1 AND ($3::text IS NULL OR id = $3) ORDER BY id LIMIT 2) AS account_ids`,
+    [organizationId, userId, accountId ?? null],
+  );
+  const { user_status: userStatus, account_ids: accountIds } = rows[0]!;
+  if (accountIds.length === 1) return { userStatus, account: { ok: true, accountId: accountIds[0]! } };
+  return { userStatus, account: { ok: false, reason: accountId !== undefined ? 'missing' : 'required' } };
+}
+
+export interface Balances {
+  pending: number;
+  available: number;
+  in_transfer: number;
+}
+
+/**
+ * The balances recomputed from the transactions themselves, by the documented formula. The maintained
+ * balances must always equal these (tests and `account verify` check it).
+ */
+export async function recomputeBalances(db: Queryable, accountId: string): Promise<Balances> {
+  const { rows } = await db.query<Balances>(
+    `SELECT
+       coalesce(sum(amount_cents) FILTER (WHERE direction = 'cash_in' AND status = 'pending'), 0)::bigint AS pending,
+       (coalesce(sum(amount_cents) FILTER (WHERE direction = 'cash_in' AND status = 'available' AND transfer_id IS NULL), 0)
+        - coalesce(sum(amount_cents) FILTER (WHERE direction = 'cash_out' AND status = 'pending'), 0))::bigint AS available,
+       (coalesce(sum(amount_cents) FILTER (WHERE direction = 'cash_in' AND status = 'available' AND transfer_id IS NOT NULL), 0)
+        - coalesce(sum(amount_cents) FILTER (WHERE direction = 'cash_out' AND status = 'in_transfer'), 0))::bigint AS in_transfer
+     FROM transactions WHERE account_id = $1`,
+    [accountId],
+  );
+  return rows[0]!;
+}

@@ -1,0 +1,85 @@
+import { Filters, keysetPage, type ListPage } from '../db/paging';
+import type { Queryable } from '../db/pool';
+import type { Direction } from './contract';
+import type { DeclineCategory, Intent, IntentListQuery, IntentStatus, Transaction } from './schemas';
+import { transactionsOfSources } from './transactions';
+
+/** The intents table's one writer, and its reads. The database refuses a decided intent changing again (intents_guard). */
+
+export interface IntentRow {
+  id: string;
+  organization_id: string;
+  account_id: string;
+  user_id: string;
+  idempotency_key: string;
+  direction: Direction;
+  amount_cents: number;
+  currency: 'USD';
+  approval_mode: 'automatic' | 'manual';
+  status: IntentStatus;
+  decline_category: DeclineCategory | null;
+  created_at: Date;
+}
+
+export function renderIntent(row: IntentRow, transactions: Transaction[]): Intent {
+  return {
+    id: row.id,
+    idempotency_key: row.idempotency_key,
+    direction: row.direction,
+    user_id: row.user_id,
+    account_id: row.account_id,
+    amount: row.amount_cents,
+    currency: row.currency,
+    approval_mode: row.approval_mode,
+    status: row.status,
+    decline_category: row.decline_category,
+    transactions,
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+/** Records an intent as the caller built it, so what is rendered is exactly what is stored. Events are the caller's. */
+export async function insertIntent(db: Queryable, intent: IntentRow): Promise<void> {
+  await db.query(
+    `INSERT INTO intents (id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, approval_mode,
+                          status, decline_category, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`,
+    [intent.id, intent.organization_id, intent.account_id, intent.user_id, intent.idempotency_key, intent.direction,
+      intent.amount_cents, intent.approval_mode, intent.status, intent.decline_category, intent.created_at],
+  );
+}
+
+export async function getIntentRow(db: Queryable, organizationId: string, intentId: string, forUpdate = false): Promise<IntentRow | null> {
+  const { rows } = await db.query<IntentRow>(
+    `SELECT * FROM intents WHERE id = $1 AND organization_id = $2 ${forUpdate ? 'FOR UPDATE' : ''}`,
+    [intentId, organizationId],
+  );
+  return rows[0] ?? null;
+}
+
+export async function decideIntent(db: Queryable, intentId: string, status: IntentStatus, declineCategory: IntentRow['decline_category'], now: Date): Promise<IntentRow> {
+  const { rows } = await db.query<IntentRow>(
+    `UPDATE intents SET status = $2, decline_category = $3, updated_at = $4 WHERE id = $1 RETURNING *`,
+    [intentId, status, declineCategory, now],
+  );
+  return rows[0]!;
+}
+
+async function renderIntents(db: Queryable, organizationId: string, rows: IntentRow[]): Promise<Intent[]> {
+  const txns = await transactionsOfSources(db, organizationId, rows.map((row) => row.id), 'intent');
+  return rows.map((row) => renderIntent(row, txns.get(row.id) ?? []));
+}
+
+export async function getIntent(db: Queryable, organizationId: string, intentId: string): Promise<Intent | null> {
+  const row = await getIntentRow(db, organizationId, intentId);
+  return row ? (await renderIntents(db, organizationId, [row]))[0]! : null;
+}
+
+export async function listIntents(db: Queryable, organizationId: string, query: IntentListQuery): Promise<ListPage<Intent>> {
+  const filters = new Filters('i.organization_id', organizationId)
+    .optional('i.status = ?', query.status)
+    .optional('i.direction = ?', query.direction)
+    .optional('i.user_id = ?', query.user_id);
+  const page = await keysetPage<IntentRow>(db, { select: 'i.*', from: 'intents i', table: 'intents', alias: 'i', filters, page: query });
+  return { ...page, data: await renderIntents(db, organizationId, page.data) };
+}

@@ -1,0 +1,115 @@
+import { errors } from '../errors';
+import { recordEvent } from '../events/outbox';
+import { newId } from '../ids';
+import type { Environment } from '../orgs/keys';
+import type { Op, Outcome } from '../services';
+import { getUserStatus } from '../users/repo';
+import { lookupIntentParties } from './accounts';
+import { settlementDateOf } from './dates';
+import { decideIntent, getIntentRow, insertIntent, renderIntent, type IntentRow } from './intents';
+import { afterCommitStart, signalConfirmFunds } from './lifecycle';
+import type { CreateIntentBody, DeclineCategory, Intent, Transaction, TransactionType } from './schemas';
+import { getTransactionRow, insertTransaction, type TransactionRow } from './transactions';
+
+/**
+ * The ledger's operations (SPEC §8, §9) behind POST /intent, /authorize, refunds and disputes. Each runs inside
+ * the caller's database transaction (op.db); workflows start only after it commits.
+ */
+
+/**
+ * The one way a transaction comes to exist: the row in `pending` and its transaction.created event now,
+ * its lifecycle workflow after commit (and by the reconciler should that start be lost).
+ */
+export async function recordTransaction(
+  op: Op,
+  input: { accountId: string; direction: TransactionRow['direction']; type: TransactionType; sourceId: string; amountCents: number },
+): Promise<{ row: TransactionRow; afterCommit: () => Promise<void> }> {
+  const row = await insertTransaction(op.db, {
+    ...input,
+    organizationId: op.organizationId,
+    date: settlementDateOf(op.now, op.deps.config.SETTLEMENT_CUTOFF),
+    createdAt: op.now,
+  });
+  const { services, log, pool } = op.deps;
+  return { row, afterCommit: afterCommitStart(services.temporal, services.taskQueue, log, pool, row) };
+}
+
+async function approve(op: Op, intent: IntentRow): Promise<Outcome<Intent>> {
+  const { row, afterCommit } = await recordTransaction(op, {
+    accountId: intent.account_id, direction: intent.direction, type: 'intent', sourceId: intent.id, amountCents: intent.amount_cents,
+  });
+  const body = renderIntent(intent, [row.json]);
+  await recordEvent(op.db, op.organizationId, 'intent.approved', body, op.now);
+  return { body, afterCommit };
+}
+
+async function decline(op: Op, intent: IntentRow): Promise<Outcome<Intent>> {
+  const body = renderIntent(intent, []);
+  await recordEvent(op.db, op.organizationId, 'intent.declined', body, op.now);
+  return { body };
+}
+
+/**
+ * Creates an intent and decides it: declined (the user is not enabled, or `declineCategory` from the
+ * caller's own checks), pending (manual), or approved with its transaction. POST /intent and POST
+ * /authorize both create intents through here.
+ */
+export async function createIntent(
+  op: Op,
+  input: CreateIntentBody,
+  options: { environment: Environment; idempotencyKey: string; declineCategory?: DeclineCategory | null },
+): Promise<Outcome<Intent>> {
+  const { userStatus, account } = await lookupIntentParties(op.db, op.organizationId, input.user_id, input.account_id);
+  if (!account.ok) throw account.reason === 'required' ? errors.accountRequired() : errors.resourceMissing('account_id', input.account_id ?? '');
+  if (userStatus === null) throw errors.resourceMissing('user_id', input.user_id);
+  const declineCategory = userStatus === 'enabled' ? options.declineCategory ?? null : 'user_not_enabled';
+  const intent: IntentRow = {
+    id: newId(options.environment === 'production' ? 'intent_production' : 'intent_sandbox'),
+    organization_id: op.organizationId,
+    account_id: account.accountId,
+    user_id: input.user_id,
+    idempotency_key: options.idempotencyKey,
+    direction: input.direction,
+    amount_cents: input.amount,
+    currency: 'USD',
+    approval_mode: input.approval_mode,
+    status: declineCategory ? 'declined' : input.approval_mode === 'manual' ? 'pending' : 'approved',
+    decline_category: declineCategory,
+    created_at: op.now,
+  };
+  await insertIntent(op.db, intent);
+  if (intent.status === 'approved') return approve(op, intent);
+  if (intent.status === 'declined') return decline(op, intent);
+  return { body: renderIntent(intent, []) };
+}
+
+async function pendingIntent(op: Op, intentId: string, action: 'approved' | 'canceled'): Promise<IntentRow> {
+  const intent = await getIntentRow(op.db, op.organizationId, intentId, true);
+  if (!intent) throw errors.notFound('intent', intentId);
+  if (intent.status !== 'pending') throw errors.invalidState(`This intent is ${intent.status}; only a pending intent can be ${action}.`);
+  return intent;
+}
+
+/** Approves a pending (manual) intent; a user no longer `enabled` declines it instead. */
+export async function approveIntent(op: Op, intentId: string): Promise<Outcome<Intent>> {
+  const intent = await pendingIntent(op, intentId, 'approved');
+  const enabled = (await getUserStatus(op.db, op.organizationId, intent.user_id)) === 'enabled';
+  if (!enabled) return decline(op, await decideIntent(op.db, intent.id, 'declined', 'user_not_enabled', op.now));
+  return approve(op, await decideIntent(op.db, intent.id, 'approved', null, op.now));
+}
+
+export async function cancelIntent(op: Op, intentId: string): Promise<Outcome<Intent>> {
+  const intent = await pendingIntent(op, intentId, 'canceled');
+  return { body: renderIntent(await decideIntent(op.db, intent.id, 'canceled', null, op.now), []) };
+}
+
+/** Sandbox: the network confirms a pending cash_in now; the move to `available` happens in its workflow. */
+export async function confirmCashIn(op: Op, transactionId: string): Promise<Outcome<Transaction>> {
+  const row = await getTransactionRow(op.db, transactionId, op.organizationId);
+  if (!row) throw errors.notFound('transaction', transactionId);
+  if (row.direction !== 'cash_in' || row.status !== 'pending') {
+    throw errors.invalidState(`Only a pending cash_in can be confirmed; this is a ${row.status} ${row.direction}.`);
+  }
+  const { temporal, taskQueue } = op.deps.services;
+  return { body: row.json, afterCommit: () => signalConfirmFunds(temporal, taskQueue, row) };
+}

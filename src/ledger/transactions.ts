@@ -1,0 +1,264 @@
+import { Filters, keysetPage, type ListPage, type PageRequest } from '../db/paging';
+import type { Queryable } from '../db/pool';
+import { recordEvent } from '../events/outbox';
+import { newId } from '../ids';
+import { transitionKind, type Direction, type TransactionStatus } from './contract';
+import type { Transaction, TransactionListQuery, TransactionType } from './schemas';
+
+/**
+ * The transactions table's one writer, and its reads. Every write here commits with its history row and
+ * balance effect (the 0005 triggers, schema.sql) and its outbox events, inside the caller's database
+ * transaction. The Transaction the API shows is rendered by the database (transaction_json, schema.sql) and
+ * read with every row, so a response and an event can never disagree.
+ */
+
+export interface TransactionRow {
+  id: string;
+  organization_id: string;
+  account_id: string;
+  direction: Direction;
+  type: TransactionType;
+  source_id: string | null;
+  amount_cents: number;
+  status: TransactionStatus;
+  /** The settlement date, as text so node-postgres never turns a calendar date into a local-time Date. */
+  date: string;
+  transfer_id: string | null;
+  created_at: Date;
+  workflow_started_at: Date | null;
+  /** The seed's Transaction exactly as the API shows it (transaction_json). */
+  json: Transaction;
+}
+
+/** Every query reads transactions as `t`. */
+const COLUMNS = `t.id, t.organization_id, t.account_id, t.direction, t.type, t.source_id, t.amount_cents, t.status,
+  to_char(t.date, 'YYYY-MM-DD') AS date, t.transfer_id, t.created_at, t.workflow_started_at, transaction_json(t) AS json`;
+
+/** What a window picks up (SPEC §10): confirmed cash_in and unbatched cash_out, recorded on or before D (`$2`). */
+export const ELIGIBLE_FOR_WINDOW = `t.transfer_id IS NULL AND t.date <= $2::date
+  AND ((t.direction = 'cash_in' AND t.status = 'available') OR (t.direction = 'cash_out' AND t.status = 'pending'))`;
+
+export interface NewTransaction {
+  organizationId: string;
+  accountId: string;
+  direction: Direction;
+  type: TransactionType;
+  sourceId: string | null;
+  amountCents: number;
+  date: string;
+  createdAt: Date;
+}
+
+/**
+ * Records a transaction in `pending` with its transaction.created event, in one statement inside the
+ * caller's database transaction. Its workflow is started after commit (src/ledger/service.ts), and by the
+ * reconciler if that never happens.
+ */
+export async function insertTransaction(db: Queryable, input: NewTransaction): Promise<TransactionRow> {
+  const { rows } = await db.query<TransactionRow>(
+    `WITH t AS (
+       INSERT INTO transactions AS t (id, organization_id, account_id, direction, type, source_id, amount_cents, status, date, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $9) RETURNING ${COLUMNS}
+     ), created AS (
+       INSERT INTO events (organization_id, type, data, created_at) SELECT organization_id, 'transaction.created', json::jsonb, created_at FROM t
+     )
+     SELECT * FROM t`,
+    [newId('txn'), input.organizationId, input.accountId, input.direction, input.type, input.sourceId, input.amountCents, input.date, input.createdAt],
+  );
+  return rows[0]!;
+}
+
+export async function getTransactionRow(db: Queryable, transactionId: string, organizationId?: string): Promise<TransactionRow | null> {
+  const { rows } = await db.query<TransactionRow>(
+    `SELECT ${COLUMNS} FROM transactions t WHERE t.id = $1 ${organizationId ? 'AND t.organization_id = $2' : ''}`,
+    organizationId ? [transactionId, organizationId] : [transactionId],
+  );
+  return rows[0] ?? null;
+}
+
+export async function getTransaction(db: Queryable, organizationId: string, transactionId: string): Promise<Transaction | null> {
+  return (await getTransactionRow(db, transactionId, organizationId))?.json ?? null;
+}
+
+/** The transactions each source (an intent, refund or dispute, per `type`) created, oldest first. */
+export async function transactionsOfSources(db: Queryable, organizationId: string, sourceIds: string[], type: TransactionType): Promise<Map<string, Transaction[]>> {
+  const bySource = new Map<string, Transaction[]>();
+  if (sourceIds.length === 0) return bySource;
+  const { rows } = await db.query<{ source_id: string; json: Transaction }>(
+    `SELECT t.source_id, transaction_json(t) AS json FROM transactions t
+      WHERE t.organization_id = $1 AND t.type = $3 AND t.source_id = ANY($2) ORDER BY t.created_at, t.id`,
+    [organizationId, sourceIds, type],
+  );
+  for (const row of rows) bySource.set(row.source_id, [...(bySource.get(row.source_id) ?? []), row.json]);
+  return bySource;
+}
+
+async function pageOfTransactions(db: Queryable, filters: Filters, page: PageRequest): Promise<ListPage<Transaction>> {
+  const found = await keysetPage<{ id: string; json: Transaction }>(db, {
+    select: 't.id, transaction_json(t) AS json', from: 'transactions t', table: 'transactions', alias: 't', filters, page,
+  });
+  return { ...found, data: found.data.map((row) => row.json) };
+}
+
+export async function listTransactions(db: Queryable, organizationId: string, query: TransactionListQuery): Promise<ListPage<Transaction>> {
+  const filters = new Filters('t.organization_id', organizationId)
+    .optional('t.status = ?', query.status)
+    .optional('t.direction = ?', query.direction)
+    .optional('t.type = ?', query.type)
+    .optional('t.account_id = ?', query.account_id)
+    .optional('t.date = ?::date', query.date)
+    .optional('t.transfer_id = ?', query.transfer_id)
+    .optional('t.created_at >= ?::timestamptz', query['created_at.gte'])
+    .optional('t.created_at < ?::timestamptz', query['created_at.lt']);
+  return pageOfTransactions(db, filters, query);
+}
+
+/** A page of a transfer's transactions, newest first. */
+export async function listTransferTransactions(db: Queryable, organizationId: string, transferId: string, page: PageRequest): Promise<ListPage<Transaction>> {
+  return pageOfTransactions(db, new Filters('t.organization_id', organizationId).add('t.transfer_id = ?', transferId), page);
+}
+
+export class InvalidTransitionError extends Error {
+  override name = 'InvalidTransitionError';
+  constructor(readonly transactionId: string, readonly from: TransactionStatus, readonly to: TransactionStatus, readonly direction: Direction) {
+    super(`transaction ${transactionId} (${direction}) cannot go from ${from} to ${to}`);
+  }
+}
+
+export interface TransitionResult {
+  /** The status the transaction is in now. */
+  status: TransactionStatus;
+  /** False when the transaction already was at (or past) the target: the call was a no-op. */
+  changed: boolean;
+  /** The transfer the transaction belongs to, if any (cash_in may be batched while still available). */
+  transferId: string | null;
+  transaction: Transaction;
+}
+
+/**
+ * The one way a single transaction changes status, inside the caller's database transaction: the status,
+ * the history row and the balance effect (both by trigger) and the transaction.status_changed event commit
+ * together. Idempotent per (transaction id, target status): a transaction already at or past the target is
+ * left alone. A move outside the state machine (src/ledger/contract.ts) throws InvalidTransitionError.
+ * `transferId` is required for in_transfer and settled (a transaction is in one transfer, ever; the trigger
+ * refuses a second).
+ */
+export async function applyTransition(
+  db: Queryable,
+  input: { transactionId: string; toStatus: TransactionStatus; transferId?: string | null; now: Date },
+): Promise<TransitionResult> {
+  const { rows } = await db.query<TransactionRow>(`SELECT ${COLUMNS} FROM transactions t WHERE t.id = $1 FOR UPDATE`, [input.transactionId]);
+  const row = rows[0];
+  if (!row) throw new Error(`no transaction ${input.transactionId}`);
+  const kind = transitionKind(row.direction, row.status, input.toStatus);
+  if (kind === 'illegal') throw new InvalidTransitionError(row.id, row.status, input.toStatus, row.direction);
+  if (kind === 'replay') return { status: row.status, changed: false, transferId: row.transfer_id, transaction: row.json };
+  const { rows: updated } = await db.query<TransactionRow>(
+    `UPDATE transactions AS t SET status = $2, transfer_id = $3, updated_at = $4 WHERE t.id = $1 RETURNING ${COLUMNS}`,
+    [row.id, input.toStatus, input.transferId ?? row.transfer_id, input.now],
+  );
+  const next = updated[0]!;
+  await recordEvent(db, next.organization_id, 'transaction.status_changed', { ...next.json, previous_status: row.status }, input.now);
+  return { status: next.status, changed: true, transferId: next.transfer_id, transaction: next.json };
+}
+
+/**
+ * Settlement's set-based transitions, one statement each over a whole window: every eligible transaction of
+ * the account joins `transferId` (cash_out → in_transfer; cash_in stays available), with each cash_out's
+ * transaction.status_changed event. Returns the members' count and signed net (cash_in − cash_out).
+ */
+export async function assignWindowToTransfer(
+  db: Queryable,
+  input: { accountId: string; windowDate: string; transferId: string; now: Date },
+): Promise<{ count: number; netCents: number }> {
+  const { rows } = await db.query<{ count: number; net_cents: number }>(
+    `WITH moved AS (
+       UPDATE transactions AS t SET transfer_id = $3, updated_at = $4,
+              status = CASE WHEN t.direction = 'cash_out' THEN 'in_transfer' ELSE t.status END
+        WHERE t.account_id = $1 AND ${ELIGIBLE_FOR_WINDOW}
+       RETURNING t.direction, t.amount_cents)
+     SELECT count(*)::int AS count,
+            coalesce(sum(CASE WHEN direction = 'cash_in' THEN amount_cents ELSE -amount_cents END), 0)::bigint AS net_cents
+       FROM moved`,
+    [input.accountId, input.windowDate, input.transferId, input.now],
+  );
+  // The transfer summary inside each event reads the transfer row, so the events follow the move.
+  await db.query(
+    `INSERT INTO events (organization_id, type, data, created_at)
+     SELECT t.organization_id, 'transaction.status_changed', transaction_json(t)::jsonb || jsonb_build_object('previous_status', 'pending'), $2
+       FROM transactions t WHERE t.transfer_id = $1 AND t.direction = 'cash_out'
+      ORDER BY t.created_at, t.id`,
+    [input.transferId, input.now],
+  );
+  return { count: rows[0]!.count, netCents: rows[0]!.net_cents };
+}
+
+/** Every member of a settled transfer becomes `settled`, with its transaction.status_changed event. Returns how many moved. */
+export async function settleTransferMembers(db: Queryable, transferId: string, now: Date): Promise<number> {
+  const { rows } = await db.query<{ count: number }>(
+    `WITH moved AS (
+       UPDATE transactions t SET status = 'settled', updated_at = $2 WHERE t.transfer_id = $1 AND t.status <> 'settled'
+       RETURNING t)
+     , written AS (
+       INSERT INTO events (organization_id, type, data, created_at)
+       SELECT (m.t).organization_id, 'transaction.status_changed',
+              transaction_json(m.t)::jsonb || jsonb_build_object('previous_status',
+                CASE (m.t).direction WHEN 'cash_in' THEN 'available' ELSE 'in_transfer' END), $2
+         FROM moved m ORDER BY (m.t).created_at, (m.t).id
+       RETURNING 1)
+     SELECT count(*)::int AS count FROM written`,
+    [transferId, now],
+  );
+  return rows[0]!.count;
+}
+
+/** One page of a transfer's members (newest first), as ids for notifications. */
+export async function memberIdsPage(
+  db: Queryable,
+  input: { transferId: string; direction?: 'cash_out'; after: { createdAt: string; id: string } | null; limit: number },
+): Promise<Array<{ id: string; created_at: Date }>> {
+  const params: unknown[] = [input.transferId, input.limit];
+  let where = '';
+  if (input.direction) {
+    params.push(input.direction);
+    where += ` AND direction = $${params.length}`;
+  }
+  if (input.after) {
+    params.push(input.after.createdAt, input.after.id);
+    where += ` AND (created_at, id) < ($${params.length - 1}::timestamptz, $${params.length})`;
+  }
+  const { rows } = await db.query<{ id: string; created_at: Date }>(
+    `SELECT id, created_at FROM transactions WHERE transfer_id = $1 ${where} ORDER BY created_at DESC, id DESC LIMIT $2`,
+    params,
+  );
+  return rows;
+}
+
+/** Marks the workflow as running; the reconciler skips such rows. */
+export async function markWorkflowStarted(db: Queryable, transactionId: string, now: Date): Promise<void> {
+  await db.query(`UPDATE transactions SET workflow_started_at = coalesce(workflow_started_at, $2) WHERE id = $1`, [transactionId, now]);
+}
+
+/** Transactions whose workflow may never have started: the api died between commit and start. */
+export async function transactionsWithoutWorkflow(db: Queryable, olderThan: Date, limit: number): Promise<TransactionRow[]> {
+  const { rows } = await db.query<TransactionRow>(
+    `SELECT ${COLUMNS} FROM transactions t WHERE t.workflow_started_at IS NULL AND t.created_at < $1 ORDER BY t.created_at LIMIT $2`,
+    [olderThan, limit],
+  );
+  return rows;
+}
+
+export interface StatusHistoryRow {
+  from_status: TransactionStatus | null;
+  to_status: TransactionStatus;
+  transfer_id: string | null;
+  changed_at: Date;
+}
+
+export async function statusHistory(db: Queryable, transactionId: string): Promise<StatusHistoryRow[]> {
+  const { rows } = await db.query<StatusHistoryRow>(
+    `SELECT from_status, to_status, transfer_id, changed_at FROM transaction_status_history WHERE transaction_id = $1 ORDER BY id`,
+    [transactionId],
+  );
+  return rows;
+}

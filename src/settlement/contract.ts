@@ -1,0 +1,91 @@
+// Settlement's contract with Temporal: workflow types, ids, inputs, results, signals and queries shared by
+// the settlement workflows, their activities, the clients that start and signal them, and the CLI. Pure (no
+// Node modules, no I/O): workflow code imports it.
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+
+export const SETTLEMENT_WINDOW_WORKFLOW_TYPE = 'settlementWindowWorkflow';
+export const ACCOUNT_SETTLEMENT_WORKFLOW_TYPE = 'accountSettlementWorkflow';
+
+/** Limits of settlement's workflows and activities, every one explicit. */
+export const SETTLEMENT_LIMITS = {
+  /** Members signalled per page; one heartbeat per page. */
+  notifyPageSize: 500,
+  /** Pages one notify activity handles before handing its cursor back to the workflow. */
+  notifyPagesPerActivity: 20,
+  /** Signals in flight at once from one activity. */
+  notifyConcurrency: 32,
+  /** Accounts whose settlement workflow one fan-out activity starts. */
+  fanOutPageSize: 200,
+  /** Workflow starts in flight at once from one fan-out activity. */
+  fanOutConcurrency: 16,
+  /** Continue-as-new once the settlement workflow's history grows past this many events. */
+  historyEventsMax: 10_000,
+};
+
+export interface SettlementWindowInput {
+  /** The window to close; absent when started by the schedule, which gives it the firing's nominal time. */
+  windowDate?: string;
+  /** Only this organization's accounts (sandbox simulation closes the caller's own windows only). */
+  organizationId?: string;
+  /** Only this account. */
+  accountId?: string;
+}
+
+export interface SettlementWindowResult {
+  windowDate: string;
+  accountsStarted: number;
+  accountsAlreadyStarted: number;
+}
+
+/** The network settled this transfer (sandbox: POST /simulate/transfer/{id}/settle; a real rail's callback). */
+export const networkSettledSignal = defineSignal('networkSettled');
+
+export type SettlementPhase = 'building' | 'notifying_assigned' | 'awaiting_network' | 'settling' | 'notifying_settled' | 'done';
+
+export interface TransferInfo {
+  transferId: string;
+  amountCents: number;
+  direction: 'disbursement' | 'collection';
+  status: 'pending' | 'settled';
+  transactionCount: number;
+}
+
+/** Where a notification pass over a transfer's members stands: the last member signalled (newest first). */
+export type MemberCursor = { createdAt: string; id: string } | null;
+
+export interface AccountSettlementInput {
+  accountId: string;
+  windowDate: string;
+  /** Carried across continue-as-new in very large windows. */
+  resume?: { phase: SettlementPhase; transfer: TransferInfo; cursor: MemberCursor; networkSettled: boolean; notified: number };
+}
+
+export interface AccountSettlementResult {
+  accountId: string;
+  windowDate: string;
+  transferId: string | null;
+  amountCents: number;
+  direction: 'disbursement' | 'collection' | null;
+  transactionCount: number;
+}
+
+export interface SettlementProgress {
+  phase: SettlementPhase;
+  transferId: string | null;
+  transactionCount: number;
+  /** Members signalled in the current notification phase. */
+  notified: number;
+}
+
+export const settlementProgressQuery = defineQuery<SettlementProgress>('settlementProgress');
+
+/** Deterministic workflow ids: one settlement workflow per (account, window), whoever starts it. */
+export function accountSettlementWorkflowId(accountId: string, windowDate: string): string {
+  return `settlement-${accountId}-${windowDate}`;
+}
+
+/** One close of window D per scope (an account, an organization, or all). */
+export function settlementWindowWorkflowId(input: SettlementWindowInput & { windowDate: string }): string {
+  const scope = input.accountId ?? input.organizationId ?? 'all';
+  return `settlement-window-${input.windowDate}-${scope}`;
+}
