@@ -213,6 +213,17 @@ describe('SPEC §16 bad input: every failure is a 400 naming the field, and chan
     expectErrorObject(wrong, 405);
     expect(wrong.body.error.code).toBe('method_not_allowed');
     expect(wrong.headers.get('allow')).toBe('GET, HEAD, POST');
+    // Swagger UI's page answers GET only; it used to serve the page to any method.
+    const redirect = await fetch(`${stack.url}/docs`, { redirect: 'manual' });
+    expect({ status: redirect.status, location: redirect.headers.get('location') }).toEqual({ status: 301, location: '/docs/' });
+    const page = await fetch(`${stack.url}/docs/`, { redirect: 'manual' });
+    expect({ status: page.status, type: page.headers.get('content-type') }).toEqual({
+      status: 200,
+      type: expect.stringMatching(/^text\/html/) as string,
+    });
+    const postDocs = await apiClient(stack.url, null)('POST', '/docs/', {});
+    expectErrorObject(postDocs, 405);
+    expect(postDocs.headers.get('allow')).toBe('GET, HEAD');
     const unknown = await call('DELETE', '/users');
     expectErrorObject(unknown, 404);
     const anonymous = await apiClient(stack.url, null)('GET', '/user');

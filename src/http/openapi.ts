@@ -255,8 +255,13 @@ function registerOperationalDocs(registry: OpenAPIRegistry): void {
     path: '/docs',
     operationId: 'getApiReference',
     summary: 'The API reference page',
-    description: 'This document rendered as HTML (Swagger UI).',
-    responses: { 200: ok('An HTML page.', z.string(), 'text/html') },
+    description: 'This document rendered as HTML (Swagger UI) at `/docs/`; `/docs` redirects there, so the page finds its assets.',
+    responses: {
+      301: {
+        description: 'Moved to `/docs/`, the HTML page.',
+        headers: { ...REQUEST_ID_HEADER, Location: { description: '`/docs/`', schema: { type: 'string' } } },
+      },
+    },
   });
 }
 
