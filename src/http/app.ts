@@ -10,6 +10,7 @@ import { ApiError, errors } from '../errors';
 import { rejectUnknownQuery } from './input';
 import { allowedMethodsOf } from './methods';
 import { buildOpenApiDocument, expressPath, OPERATIONAL_PATHS } from './openapi';
+import { requireHost } from './parserErrors';
 import { allRoutes } from './routes';
 
 export interface ApiDeps extends EdgeDeps {
@@ -73,6 +74,8 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[] = allRoutes): expres
       customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : 'info'),
     }),
   );
+
+  app.use(requireHost);
 
   // The operational endpoints take no parameters: one sent is a mistake worth telling, as on the API.
   const noQuery = (req: Request, _res: Response, next: NextFunction) => {

@@ -122,10 +122,11 @@ idempotency key, which replays the answer if the request did complete. 401 carri
 declare (\`validation_failed\`, so a typo never returns unfiltered data); a date that is not a real calendar
 day (\`2024-02-30\`) or a date-time without an offset; a string holding U+0000 or a lone UTF-16 surrogate
 (\`"\\ud800"\`); a JSON body nested deeper than 32 levels (\`invalid_json\`). A wrong method on a known
-path is 405 \`method_not_allowed\` with \`Allow\`. Requests the HTTP parser itself refuses answer the same
-error object with a request id and close the connection: headers over 16 KiB are 431
-\`headers_too_large\`; a malformed request line or a control character in a header is 400
-\`malformed_request\`.
+path is 405 \`method_not_allowed\` with \`Allow\`. Requests the HTTP server itself refuses answer the same
+error object with a request id: headers over 16 KiB are 431 \`headers_too_large\`; a malformed request
+line or a control character in a header is 400 \`malformed_request\` (and closes the connection), as is an
+HTTP/1.1 request without \`Host\` and \`CONNECT\`; an \`Expect\` other than \`100-continue\` is 417
+\`expectation_failed\`.
 
 **Lists** are newest first with \`?limit=1..100\` (default 25) and \`?cursor=\`.`;
 
