@@ -5,7 +5,7 @@ import { errors, type ErrorDetail } from '../errors';
 /** Turning a request's raw parts into validated input: every refusal a 400 naming what is wrong. */
 
 /**
- * Checks every request input passes before a schema or a query sees it: what Postgres cannot store (U+0000),
+ * Limits of the checks every request input passes before a schema or a query sees it: what Postgres cannot store (U+0000),
  * what is not text at all (a lone UTF-16 surrogate, which JSON's `\ud800` escape can spell), what would
  * cost a recursive walk its call stack (deep nesting), and query parameters the endpoint does not know
  * (a typo would otherwise return unfiltered data).
@@ -82,7 +82,7 @@ export function inputProblem(input: unknown, depthMax = INPUT_LIMITS.jsonDepthMa
 
 function paramName(path: string[], whole = '(body)'): string {
   const joined = path.join('.') || whole;
-  // A lone surrogate in a key would make the error body itself ill-formed; it is named by its place instead.
+  // A lone surrogate in a key on the path would make the error body itself ill-formed: it shows as U+FFFD.
   const printable = joined.replace(LONE_SURROGATES, '\uFFFD');
   return printable.length <= INPUT_LIMITS.paramLengthMax ? printable : `${printable.slice(0, INPUT_LIMITS.paramLengthMax)}…`;
 }
