@@ -190,6 +190,8 @@ describe('SPEC §16 bad input: every failure is a 400 naming the field, and chan
     // A well-formed pair (an emoji) is text like any other.
     expect(JSON.stringify('😀')).toBe('"😀"');
     expectParam(await call('POST', '/webhook', '{"url":"https://example.com/\\ud800"}'), 'url');
+    // In a key, the object holding it is named.
+    expectParam(await call('POST', '/webhook', '{"url":"https://example.com/","meta":{"k\\udc00":1}}'), 'meta');
     expect(await rowsOwnedBy(org.organizationId)).toBe(before);
   });
 
