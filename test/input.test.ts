@@ -4,6 +4,8 @@ import fc from 'fast-check';
 import { startApi, type RunningApi } from '../src/api';
 import { canonicalJson } from '../src/http/canonicalJson';
 import { INPUT_LIMITS } from '../src/http/input';
+import { allRoutes } from '../src/http/routes';
+import { z } from '../src/zod';
 import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';
 import { apiClient, createTestOrg, startStack, type ApiResponse, type Stack, type TestOrg } from './support/harness';
@@ -208,6 +210,17 @@ describe('SPEC §16 bad input: every failure is a 400 naming the field, and chan
     expectParam(await call('POST', '/webhook?dry_run=true', { url: 'https://example.com/hook' }), 'dry_run');
     expect(await rowsOwnedBy(org.organizationId)).toBe(before);
     expect((await call('GET', '/intent?limit=5&status=pending')).status).toBe(200);
+  });
+
+  test('every query schema is a zod object, so its keys are the parameters the edge lets through', () => {
+    const withQuery = allRoutes.filter((route) => route.query !== undefined);
+    expect(withQuery.length).toBeGreaterThan(5);
+    for (const route of withQuery) {
+      expect({ route: `${route.method} ${route.path}`, object: route.query instanceof z.ZodObject }).toEqual({
+        route: `${route.method} ${route.path}`,
+        object: true,
+      });
+    }
   });
 
   test('405 with Allow for a wrong method on a known path; 401 carries WWW-Authenticate: Bearer', async () => {
