@@ -168,24 +168,17 @@ END $$;
 -- Name: ledger_contribution(text, text, boolean, bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.ledger_contribution(p_direction text, p_status text, p_in_transfer boolean, p_amount bigint, OUT pending bigint, OUT available bigint, OUT in_transfer bigint, OUT settled_in bigint, OUT settled_out bigint) RETURNS record
-    LANGUAGE plpgsql IMMUTABLE
+CREATE FUNCTION public.ledger_contribution(p_direction text, p_status text, p_in_transfer boolean, p_amount bigint) RETURNS TABLE(pending bigint, available bigint, in_transfer bigint, settled_in bigint, settled_out bigint)
+    LANGUAGE sql IMMUTABLE
     AS $$
-BEGIN
-  pending := 0; available := 0; in_transfer := 0; settled_in := 0; settled_out := 0;
-  IF p_direction = 'cash_in' THEN
-    IF p_status = 'pending' THEN pending := p_amount;
-    ELSIF p_status = 'available' AND NOT p_in_transfer THEN available := p_amount;
-    ELSIF p_status = 'available' THEN in_transfer := p_amount;
-    ELSIF p_status = 'settled' THEN settled_in := p_amount;
-    END IF;
-  ELSE
-    IF p_status = 'pending' THEN available := -p_amount;
-    ELSIF p_status = 'in_transfer' THEN in_transfer := -p_amount;
-    ELSIF p_status = 'settled' THEN settled_out := p_amount;
-    END IF;
-  END IF;
-END $$;
+  SELECT CASE WHEN p_direction = 'cash_in' AND p_status = 'pending' THEN p_amount ELSE 0 END::bigint,
+         CASE WHEN p_direction = 'cash_in' AND p_status = 'available' AND NOT p_in_transfer THEN p_amount
+              WHEN p_direction = 'cash_out' AND p_status = 'pending' THEN -p_amount ELSE 0 END::bigint,
+         CASE WHEN p_direction = 'cash_in' AND p_status = 'available' AND p_in_transfer THEN p_amount
+              WHEN p_direction = 'cash_out' AND p_status = 'in_transfer' THEN -p_amount ELSE 0 END::bigint,
+         CASE WHEN p_direction = 'cash_in' AND p_status = 'settled' THEN p_amount ELSE 0 END::bigint,
+         CASE WHEN p_direction = 'cash_out' AND p_status = 'settled' THEN p_amount ELSE 0 END::bigint
+$$;
 
 --
 -- Name: payment_tokens_guard(); Type: FUNCTION; Schema: public; Owner: -
@@ -295,12 +288,22 @@ CREATE TABLE public.transactions (
 CREATE FUNCTION public.transaction_json(t public.transactions) RETURNS json
     LANGUAGE sql STABLE
     AS $$
+  SELECT transaction_json(t, transfer_summary_json(t.status, t.transfer_id))
+$$;
+
+--
+-- Name: transaction_json(public.transactions, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.transaction_json(t public.transactions, p_transfer jsonb) RETURNS json
+    LANGUAGE sql STABLE
+    AS $$
   SELECT json_build_object(
     'id', t.id, 'amount', t.amount_cents, 'direction', t.direction, 'currency', t.currency, 'status', t.status,
     'type', t.type, 'source_id', t.source_id, 'account_id', t.account_id,
     'created_at', to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
     'date', to_char(t.date, 'YYYY-MM-DD'),
-    'transfer', transfer_summary_json(t.status, t.transfer_id))
+    'transfer', CASE WHEN t.status IN ('in_transfer', 'settled') THEN p_transfer END)
 $$;
 
 --
@@ -363,51 +366,75 @@ BEGIN
 END $$;
 
 --
--- Name: transactions_ledger(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: transactions_history_insert(); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.transactions_ledger() RETURNS trigger
+CREATE FUNCTION public.transactions_history_insert() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 DECLARE
-  legal boolean;
+  bad record;
 BEGIN
-  IF TG_OP = 'INSERT' THEN
-    IF NEW.status <> 'pending' THEN
-      RAISE EXCEPTION 'transaction %: recorded as %, must start pending', NEW.id, NEW.status USING ERRCODE = 'check_violation';
-    END IF;
-    INSERT INTO transaction_status_history (transaction_id, organization_id, from_status, to_status, transfer_id, changed_at)
-    VALUES (NEW.id, NEW.organization_id, NULL, 'pending', NULL, NEW.created_at);
-    -- The balance effect is applied once per statement (transactions_balances_*), see below.
-    RETURN NEW;
+  -- One aggregate pass: transition tables have no statistics, so a LIMIT here could plan a loop per row.
+  SELECT count(*) FILTER (WHERE status <> 'pending') AS n, min(id) FILTER (WHERE status <> 'pending') AS id,
+         min(status) FILTER (WHERE status <> 'pending') AS status
+    INTO bad FROM new_rows;
+  IF bad.n > 0 THEN
+    RAISE EXCEPTION 'transaction %: recorded as %, must start pending', bad.id, bad.status USING ERRCODE = 'check_violation';
   END IF;
+  INSERT INTO transaction_status_history (transaction_id, organization_id, from_status, to_status, transfer_id, changed_at)
+  SELECT id, organization_id, NULL, 'pending', NULL, created_at FROM new_rows;
+  RETURN NULL;
+END $$;
 
-  IF NEW.id <> OLD.id OR NEW.organization_id <> OLD.organization_id OR NEW.account_id <> OLD.account_id
-     OR NEW.direction <> OLD.direction OR NEW.type <> OLD.type OR NEW.source_id IS DISTINCT FROM OLD.source_id
-     OR NEW.amount_cents <> OLD.amount_cents OR NEW.currency <> OLD.currency OR NEW.date <> OLD.date
-     OR NEW.created_at <> OLD.created_at THEN
-    RAISE EXCEPTION 'transaction %: only status, transfer_id and bookkeeping columns may change', OLD.id
+--
+-- Name: transactions_history_update(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.transactions_history_update() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  bad record;
+BEGIN
+  SELECT count(*) FILTER (WHERE n_id IS NULL) AS lost, min(o_id) FILTER (WHERE n_id IS NULL) AS lost_id,
+         count(*) FILTER (WHERE immutable_changed) AS frozen, min(o_id) FILTER (WHERE immutable_changed) AS frozen_id,
+         count(*) FILTER (WHERE transfer_moved) AS moved, min(o_id) FILTER (WHERE transfer_moved) AS moved_id,
+         min(o_transfer) FILTER (WHERE transfer_moved) AS moved_from,
+         count(*) FILTER (WHERE illegal) AS illegal, min(o_id || ': ' || o_direction || ' cannot go from ' || o_status || ' to ' || n_status)
+           FILTER (WHERE illegal) AS illegal_what
+    INTO bad
+    FROM (SELECT o.id AS o_id, n.id AS n_id, o.direction AS o_direction, o.status AS o_status, n.status AS n_status,
+                 o.transfer_id AS o_transfer,
+                 n.organization_id <> o.organization_id OR n.account_id <> o.account_id OR n.direction <> o.direction
+                   OR n.type <> o.type OR n.source_id IS DISTINCT FROM o.source_id OR n.amount_cents <> o.amount_cents
+                   OR n.currency <> o.currency OR n.date <> o.date OR n.created_at <> o.created_at AS immutable_changed,
+                 o.transfer_id IS NOT NULL AND n.transfer_id IS DISTINCT FROM o.transfer_id AS transfer_moved,
+                 n.status <> o.status AND NOT (
+                      (o.direction = 'cash_in' AND o.status = 'pending' AND n.status = 'available')
+                   OR (o.direction = 'cash_in' AND o.status = 'available' AND n.status = 'settled')
+                   OR (o.direction = 'cash_out' AND o.status = 'pending' AND n.status = 'in_transfer')
+                   OR (o.direction = 'cash_out' AND o.status = 'in_transfer' AND n.status = 'settled')) AS illegal
+            FROM old_rows o LEFT JOIN new_rows n ON n.id = o.id) x;
+  IF bad.lost > 0 OR bad.frozen > 0 THEN
+    RAISE EXCEPTION 'transaction %: only status, transfer_id and bookkeeping columns may change', coalesce(bad.lost_id, bad.frozen_id)
       USING ERRCODE = 'check_violation';
   END IF;
   -- A transaction is in at most one transfer, ever.
-  IF OLD.transfer_id IS NOT NULL AND NEW.transfer_id IS DISTINCT FROM OLD.transfer_id THEN
-    RAISE EXCEPTION 'transaction %: already in transfer %', OLD.id, OLD.transfer_id USING ERRCODE = 'check_violation';
+  IF bad.moved > 0 THEN
+    RAISE EXCEPTION 'transaction %: already in transfer %', bad.moved_id, bad.moved_from USING ERRCODE = 'check_violation';
   END IF;
-  IF NEW.status <> OLD.status THEN
-    legal := (OLD.direction = 'cash_in' AND OLD.status = 'pending' AND NEW.status = 'available')
-          OR (OLD.direction = 'cash_in' AND OLD.status = 'available' AND NEW.status = 'settled')
-          OR (OLD.direction = 'cash_out' AND OLD.status = 'pending' AND NEW.status = 'in_transfer')
-          OR (OLD.direction = 'cash_out' AND OLD.status = 'in_transfer' AND NEW.status = 'settled');
-    IF NOT legal THEN
-      RAISE EXCEPTION 'transaction %: % cannot go from % to %', OLD.id, OLD.direction, OLD.status, NEW.status
-        USING ERRCODE = 'check_violation';
-    END IF;
-    INSERT INTO transaction_status_history (transaction_id, organization_id, from_status, to_status, transfer_id, changed_at)
-    -- The writer's clock when it stamped updated_at (the api and activities do), else the database's.
-    VALUES (NEW.id, NEW.organization_id, OLD.status, NEW.status, NEW.transfer_id,
-            CASE WHEN NEW.updated_at IS DISTINCT FROM OLD.updated_at THEN NEW.updated_at ELSE now() END);
+  IF bad.illegal > 0 THEN
+    RAISE EXCEPTION 'transaction %', bad.illegal_what USING ERRCODE = 'check_violation';
   END IF;
-  RETURN NEW;
+  INSERT INTO transaction_status_history (transaction_id, organization_id, from_status, to_status, transfer_id, changed_at)
+  -- The writer's clock when it stamped updated_at (the api and activities do), else the database's.
+  SELECT n.id, n.organization_id, o.status, n.status, n.transfer_id,
+         CASE WHEN n.updated_at IS DISTINCT FROM o.updated_at THEN n.updated_at ELSE now() END
+    FROM old_rows o JOIN new_rows n ON n.id = o.id
+   WHERE n.status <> o.status
+   ORDER BY n.created_at, n.id;
+  RETURN NULL;
 END $$;
 
 --
@@ -1442,10 +1469,16 @@ CREATE TRIGGER transactions_balances_insert AFTER INSERT ON public.transactions 
 CREATE TRIGGER transactions_balances_update AFTER UPDATE ON public.transactions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.transactions_balances_update();
 
 --
--- Name: transactions transactions_ledger; Type: TRIGGER; Schema: public; Owner: -
+-- Name: transactions transactions_history_insert; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER transactions_ledger AFTER INSERT OR UPDATE ON public.transactions FOR EACH ROW EXECUTE FUNCTION public.transactions_ledger();
+CREATE TRIGGER transactions_history_insert AFTER INSERT ON public.transactions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.transactions_history_insert();
+
+--
+-- Name: transactions transactions_history_update; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER transactions_history_update AFTER UPDATE ON public.transactions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.transactions_history_update();
 
 --
 -- Name: transactions transactions_no_delete; Type: TRIGGER; Schema: public; Owner: -
@@ -1635,20 +1668,6 @@ ALTER TABLE ONLY public.refunds
 
 ALTER TABLE ONLY public.refunds
     ADD CONSTRAINT refunds_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
-
---
--- Name: transaction_status_history transaction_status_history_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.transaction_status_history
-    ADD CONSTRAINT transaction_status_history_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
-
---
--- Name: transaction_status_history transaction_status_history_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.transaction_status_history
-    ADD CONSTRAINT transaction_status_history_transaction_id_fkey FOREIGN KEY (transaction_id) REFERENCES public.transactions(id);
 
 --
 -- Name: transactions transactions_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
