@@ -185,6 +185,9 @@ async function startEdge(options: { env?: Record<string, string>; clock?: Clock;
   const server = await new Promise<Server>((resolve) => {
     const listening = app.listen(0, host, () => resolve(listening));
   });
+  // As startApi does: idle connections outlive fetch's 4 s keep-alive, so a busy test process never reuses
+  // one the server has just closed (ECONNRESET on the next request).
+  server.keepAliveTimeout = 65_000;
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
