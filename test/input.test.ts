@@ -370,6 +370,33 @@ describe('SPEC §14 operability: one info log line per request', () => {
   });
 });
 
+describe('SPEC §14 operability: the OpenAPI document', () => {
+  test('a unique operationId and a declared tag on every operation; limit and retry headers on 401, 429, 503; operational endpoints', async () => {
+    const document = (await apiClient(stack.url, null)('GET', '/openapi.json')).body;
+    const declaredTags = new Set((document.tags as { name: string }[]).map((t) => t.name));
+    const operations = Object.entries<Json>(document.paths).flatMap(([path, item]) =>
+      Object.entries<Json>(item).map(([method, operation]) => ({ at: `${method.toUpperCase()} ${path}`, operation })),
+    );
+    const ids = operations.map(({ operation }) => operation.operationId as string);
+    expect(ids.every((id) => /^[a-z][A-Za-z]+$/.test(id))).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const { at, operation } of operations) {
+      expect({ at, tags: operation.tags }).toEqual({ at, tags: [expect.any(String)] });
+      expect(declaredTags.has(operation.tags[0])).toBe(true);
+      const headers = (status: string) => Object.keys(operation.responses[status]?.headers ?? {}).sort();
+      if (operation.responses['429'])
+        expect(headers('429')).toEqual(['Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-Request-Id']);
+      if (operation.responses['503']) expect(headers('503')).toEqual(expect.arrayContaining(['Retry-After', 'X-Request-Id']));
+      if (operation.responses['401']) expect(headers('401')).toEqual(['WWW-Authenticate', 'X-Request-Id']);
+    }
+    expect(operations.filter(({ operation }) => operation.responses['429']).length).toBeGreaterThan(30);
+    for (const path of ['/healthz', '/readyz', '/metrics', '/openapi.json', '/docs']) {
+      expect({ path, security: document.paths[path]?.get?.security }).toEqual({ path, security: [] });
+    }
+    expect(document.paths['/readyz'].get.responses['503'].headers['Retry-After']).toBeDefined();
+  });
+});
+
 // ---------------------------------------------------------------------------------------------------------
 // The property: every endpoint /openapi.json lists, under each class of hostile input.
 // ---------------------------------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ export const OPERATIONAL_PATHS = [
 
 /**
  * A stable operationId from the method and path: `createUser`, `retrieveUser`, `listUsers`, `approveIntent`,
- * `listWebhookDeliveries`, `simulateTransferSettle`. A route may name its own.
+ * `listWebhookDeliveries`, `retrieveTransferReport`, `simulateTransferSettle`. A route may name its own.
  */
 export function operationIdOf(method: string, path: string): string {
   const segments = path.split('/').filter(Boolean);
@@ -78,6 +78,9 @@ export function operationIdOf(method: string, path: string): string {
   if (literals[0] === 'simulate') return `simulate${literals.slice(1).map(title).join('')}`;
   if (method === 'get') {
     if (endsWithId) return `retrieve${literals.map(title).join('')}`;
+    // Under an id, a singular noun is one thing of that resource (`/transfer/{id}/report`), a plural a list.
+    const underId = segments.at(-2)?.startsWith('{') ?? false;
+    if (underId && !literals.at(-1)!.endsWith('s')) return `retrieve${literals.map(title).join('')}`;
     return `list${literals.map((word, i) => title(i === literals.length - 1 ? plural(word) : word)).join('')}`;
   }
   if (method === 'delete') return `delete${literals.map(title).join('')}`;
