@@ -33,6 +33,8 @@ export interface KeyCacheStats {
   resyncs: number;
   /** Times the cache was switched off because its listener failed or fell silent. */
   drops: number;
+  /** Lookups answered from memory. */
+  hits: number;
   /** The listener's Postgres backend, for tests that kill it. */
   listenerPid: number | null;
   keys: number;
@@ -64,7 +66,7 @@ export class KeyCache {
   private reconnect: NodeJS.Timeout | null = null;
   private reconnectDelayMs: number = EDGE_LIMITS.keyCacheReconnectMsMin;
   private closed = false;
-  private readonly counters = { resyncs: 0, drops: 0 };
+  private readonly counters = { resyncs: 0, drops: 0, hits: 0 };
   private listenerPid: number | null = null;
 
   constructor(
@@ -86,7 +88,9 @@ export class KeyCache {
   }
 
   get(keyHashHex: string): CachedKey | undefined {
-    return this.on() ? this.keys.get(keyHashHex) : undefined;
+    const entry = this.on() ? this.keys.get(keyHashHex) : undefined;
+    if (entry) this.counters.hits++;
+    return entry;
   }
 
   /** Taken before a database lookup; `put` keeps the answer only if nothing was heard meanwhile. */
