@@ -69,10 +69,12 @@ export async function insertTransaction(db: Queryable, input: NewTransaction): P
 }
 
 export async function getTransactionRow(db: Queryable, transactionId: string, organizationId?: string): Promise<TransactionRow | null> {
-  const { rows } = await db.query<TransactionRow>(
-    `SELECT ${COLUMNS} FROM transactions t WHERE t.id = $1 ${organizationId ? 'AND t.organization_id = $2' : ''}`,
-    organizationId ? [transactionId, organizationId] : [transactionId],
-  );
+  const { rows } = await db.query<TransactionRow>({
+    // Named: GET /transaction/{id} is the hottest read; each connection parses and plans it once.
+    name: organizationId ? 'transaction_of_organization' : 'transaction_by_id',
+    text: `SELECT ${COLUMNS} FROM transactions t WHERE t.id = $1 ${organizationId ? 'AND t.organization_id = $2' : ''}`,
+    values: organizationId ? [transactionId, organizationId] : [transactionId],
+  });
   return rows[0] ?? null;
 }
 
