@@ -69,7 +69,7 @@ function autocannonProcess(url: string, headers: Record<string, string>, seconds
   args.push(url);
   return new Promise((resolve, reject) => {
     execFile(path.join(REPO_ROOT, 'node_modules', '.bin', 'autocannon'), args, { maxBuffer: 16 * 1024 * 1024 }, (error, stdout) => {
-      if (error) reject(error);
+      if (error) reject(new Error(`autocannon failed: ${error.message}`));
       else resolve(JSON.parse(stdout) as autocannon.Result);
     });
   });
