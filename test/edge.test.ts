@@ -562,12 +562,18 @@ describe('SPEC §3 errors', () => {
 
 describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
   describe('API keys', () => {
-    test('a revoked key gets 401 from the moment it is revoked', async () => {
+    test('a revoked key gets 401 within 1 s of being revoked (SPEC §4 with issue 13: api processes cache keys)', async () => {
       const org = await createTestOrg(main.pool);
       const second = await createKey(main.pool, org.organizationId, 'sandbox');
       expect((await client(main.url, second.api_key)('GET', '/test/ping')).status).toBe(200);
+      const revokedAtMs = Date.now();
       await revokeKey(main.pool, second.id);
-      expectError(await client(main.url, second.api_key)('GET', '/test/ping'), 401, 'authentication_error', 'unauthenticated');
+      const refused = await eventually(async () => {
+        const response = await client(main.url, second.api_key)('GET', '/test/ping');
+        return response.status === 401 ? response : undefined;
+      }, 1_000, 'the revoked key to be refused');
+      expect(Date.now() - revokedAtMs).toBeLessThan(1_000);
+      expectError(refused, 401, 'authentication_error', 'unauthenticated');
       expect((await client(main.url, org.apiKey)('GET', '/test/ping')).status).toBe(200);
     });
 
@@ -890,14 +896,27 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
       return eventually(async () => (cache.stats().on ? cache : undefined), 10_000, 'the key cache to be on');
     }
 
+    /**
+     * Asks until one request of `call` is answered from the cache's memory (a busy box can delay a heartbeat
+     * past its proof's age, and then the cache rightly sends a request to the database instead).
+     */
+    async function servedFromMemory(edge: EdgeServer, call: () => Promise<ApiResponse>) {
+      const cache = edge.admission.keys!;
+      await eventually(async () => {
+        const hits = cache.stats().hits;
+        expect((await call()).status).toBe(200);
+        return cache.stats().hits > hits ? true : undefined;
+      }, 10_000, 'a request answered from memory');
+    }
+
     test('a key revoked through one process stops working in another within 1 s', async () => {
       const cache = await cacheOn(other);
       const org = await createTestOrg(main.pool);
       const key = await createKey(main.pool, org.organizationId, 'sandbox');
-      for (const url of [main.url, other.url, other.url]) expect((await client(url, key.api_key)('GET', '/test/ping')).status).toBe(200);
-      const hitsBefore = cache.stats().hits;
-      expect((await client(other.url, key.api_key)('GET', '/test/ping')).status).toBe(200);
-      expect(cache.stats().hits).toBe(hitsBefore + 1); // answered from memory: what must be forgotten
+      expect((await client(main.url, key.api_key)('GET', '/test/ping')).status).toBe(200);
+      // Answered from memory in the other process: what it must forget.
+      await servedFromMemory(other, () => client(other.url, key.api_key)('GET', '/test/ping'));
+      expect(cache.stats().keys).toBeGreaterThan(0);
 
       const revokedAtMs = Date.now();
       await revokeKey(main.pool, key.id);
@@ -938,10 +957,9 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
       const org = await createTestOrg(main.pool);
       const key = await createKey(main.pool, org.organizationId, 'sandbox');
       const call = client(other.url, key.api_key);
-      expect((await call('GET', '/test/ping')).status).toBe(200);
+      await servedFromMemory(other, () => call('GET', '/test/ping'));
       const before = cache.stats();
-      expect((await call('GET', '/test/ping')).status).toBe(200);
-      expect(cache.stats().hits).toBe(before.hits + 1);
+      expect(before.listenerPid).not.toBeNull();
 
       // The listener dies inside the revoking transaction, before its NOTIFY is sent: nobody hears it, and only
       // switching the cache off keeps the revoked key from being admitted from memory.
@@ -970,11 +988,7 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
         return stats.on && stats.resyncs > before.resyncs ? stats : undefined;
       }, 10_000, 'a new listener');
       expect(after.listenerPid).not.toBe(before.listenerPid);
-      const live = client(other.url, org.apiKey);
-      expect((await live('GET', '/test/ping')).status).toBe(200);
-      const hits = cache.stats().hits;
-      expect((await live('GET', '/test/ping')).status).toBe(200);
-      expect(cache.stats().hits).toBe(hits + 1);
+      await servedFromMemory(other, () => client(other.url, org.apiKey)('GET', '/test/ping'));
       expectError(await call('GET', '/test/ping'), 401, 'authentication_error', 'unauthenticated');
     });
 
