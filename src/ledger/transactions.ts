@@ -79,7 +79,14 @@ export async function getTransactionRow(db: Queryable, transactionId: string, or
 }
 
 export async function getTransaction(db: Queryable, organizationId: string, transactionId: string): Promise<Transaction | null> {
-  return (await getTransactionRow(db, transactionId, organizationId))?.json ?? null;
+  // Only the rendered Transaction: GET /transaction/{id} is the hottest read, and the row's other columns
+  // would be converted (dates, to_char) on both sides for nothing.
+  const { rows } = await db.query<{ json: Transaction }>({
+    name: 'transaction_json_of_organization',
+    text: `SELECT transaction_json(t) AS json FROM transactions t WHERE t.id = $1 AND t.organization_id = $2`,
+    values: [transactionId, organizationId],
+  });
+  return rows[0]?.json ?? null;
 }
 
 /** The transactions each source (an intent, refund or dispute, per `type`) created, oldest first. */
