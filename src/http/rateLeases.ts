@@ -22,6 +22,8 @@ export interface RateState {
 
 interface Lease {
   id: string;
+  organizationId: string;
+  kind: RateKind;
   limit: number;
   granted: number;
   used: number;
@@ -118,6 +120,8 @@ export class RateLimiter {
       const nowMs = now.getTime();
       const lease: Lease = {
         id: answer.lease_id,
+        organizationId,
+        kind,
         limit: answer.rate_limit,
         granted: answer.granted,
         used: 0,
@@ -144,6 +148,8 @@ export class RateLimiter {
     end(lease);
     counter.wantSlots = nextWant(lease);
     if (counter.lease === lease) counter.lease = null;
+    // A quiet (organization, kind) keeps nothing in memory: the map stays as large as the busy ones.
+    if (counter.lease === null && counter.renewing === null) this.counters.delete(counterKey(lease.organizationId, lease.kind));
     const settled = this.pool
       .query(`SELECT rate_limit_settle($1, $2, $3, $4)`, [lease.id, lease.used, dateOrNull(lease.firstMs), dateOrNull(lease.lastMs)])
       .then(
