@@ -192,7 +192,11 @@ export class KeyCache {
           GROUP BY ip HAVING count(*) >= $1 LIMIT $2`,
         [EDGE_LIMITS.authFailuresPerWindow, EDGE_LIMITS.keyCacheEntriesMax],
       );
-      if (this.client !== client || this.closed) return;
+      if (this.client !== client || this.closed) {
+        // Closed (or dropped) while connecting: this connection is nobody's.
+        await client.end().catch(() => undefined);
+        return;
+      }
       this.keys.clear();
       this.blocked.clear();
       this.version++;
