@@ -7,7 +7,7 @@ import path from 'node:path';
  * measures its figures beside a baseline in the same run), and writes a JSON summary of what ran, for how
  * long and with what exit code to bench/results/. `npm run bench -- edge ledger` runs only those.
  */
-const BENCHES = ['edge', 'ledger', 'settlementDb', 'settlement'] as const;
+const BENCHES = ['edge', 'ledger', 'settlementDb', 'settlement', 'report'] as const;
 const REPO_ROOT = path.resolve(__dirname, '..');
 
 function runOne(name: string): Promise<{ name: string; exitCode: number | null; seconds: number }> {
