@@ -4,8 +4,10 @@ import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { Config } from './config';
 import type { Pool } from './db/pool';
+import { createAdmission } from './http/admission';
 import { createApp } from './http/app';
 import { purgeEdgeState } from './http/housekeeping';
+import { answerParserErrors } from './http/parserErrors';
 import { systemClock, type Clock } from './http/route';
 import { temporalHealthy } from './platform/temporal';
 
@@ -25,11 +27,13 @@ export async function startApi(options: {
 }): Promise<RunningApi> {
   const { config, pool, log, temporal } = options;
   const clock = options.clock ?? systemClock;
+  const admission = createAdmission(pool, log);
   const app = createApp({
     config,
     pool,
     log,
     clock,
+    admission,
     services: { temporal, taskQueue: config.TEMPORAL_TASK_QUEUE },
     readiness: {
       postgres: async () => {
@@ -41,8 +45,12 @@ export async function startApi(options: {
   });
   const server = await new Promise<Server>((resolve, reject) => {
     const listening = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(listening)));
+  }).catch(async (error: unknown) => {
+    await admission.close();
+    throw error;
   });
   server.keepAliveTimeout = 65_000;
+  answerParserErrors(server, log);
   const housekeeping = setInterval(() => {
     purgeEdgeState(pool, clock.now()).catch((error: unknown) => log.warn({ err: error }, 'edge housekeeping failed'));
   }, HOUSEKEEPING_INTERVAL_MS);
@@ -57,6 +65,7 @@ export async function startApi(options: {
         server.close(() => resolve());
         server.closeIdleConnections();
       });
+      await admission.close();
     },
   };
 }
