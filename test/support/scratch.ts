@@ -30,11 +30,15 @@ export async function createScratchDatabase(adminUrl: string, name: string): Pro
   return { databaseUrl, drop: () => onAdmin(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
-/** A Temporal dev server of our own (in memory, no UI, a free port) with the ledger's search attributes. */
-export async function startScratchTemporal(cliPath: string, logFile: string): Promise<{
+/**
+ * A Temporal dev server of our own (no UI, a free port) with the ledger's search attributes. In memory unless
+ * `dbFile` names a SQLite file: then it keeps its state there as `npm start`'s does (same flags and pragmas),
+ * which is what the benches measure, since that is the server users run.
+ */
+export async function startScratchTemporal(cliPath: string, logFile: string, options: { dbFile?: string } = {}): Promise<{
   dev: DevServer; connection: Connection; client: Client; stop(): Promise<void>;
 }> {
-  const dev = await startTemporalDevServer({ cliPath, port: await freePort(), uiPort: null, dbFile: null, namespace: 'default', logFile });
+  const dev = await startTemporalDevServer({ cliPath, port: await freePort(), uiPort: null, dbFile: options.dbFile ?? null, namespace: 'default', logFile });
   const { connection, client } = await connectTemporal(dev.address, 'default');
   await registerSearchAttributes(connection, 'default');
   return {
