@@ -29,7 +29,9 @@ export type WorkerSidecar = (deps: SidecarDeps) => { stop(): Promise<void> } | n
 const transactionReconciler: WorkerSidecar = (deps) =>
   deps.config.TRANSACTION_RECONCILER === 'off'
     ? null
-    : startReconciler({ pool: deps.pool, client: deps.temporal, taskQueue: deps.taskQueue, log: deps.log });
+    // No TEMPORAL_ADDRESS: the embedded dev server, whose SQLite state a power loss can roll back by a few
+    // seconds (src/platform/devServer.ts); the start-up sweep starts whatever workflows it lost.
+    : startReconciler({ pool: deps.pool, client: deps.temporal, taskQueue: deps.taskQueue, log: deps.log, sweep: deps.config.TEMPORAL_ADDRESS === undefined });
 export const workerSidecars: WorkerSidecar[] = [transactionReconciler, startWebhookDispatcher];
 
 export interface LedgerWorker {
