@@ -27,7 +27,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = 2;
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const ADMIN_URL = process.env.BENCH_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const DATABASE = 'ledger_bench_edge';
+// Unique per run (two runs side by side must not drop each other's), dropped at the end.
+const DATABASE = `ledger_bench_edge_${Date.now()}_${process.pid}`;
 
 const PAYLOAD = { object: 'ping', ok: true, service: 'payments-ledger' };
 
@@ -72,7 +73,8 @@ async function load(url: string, headers: Record<string, string>, seconds: numbe
 
 async function main(): Promise<void> {
   log(`creating database ${DATABASE}`);
-  const { databaseUrl } = await createScratchDatabase(ADMIN_URL, DATABASE);
+  const scratch = await createScratchDatabase(ADMIN_URL, DATABASE);
+  const { databaseUrl } = scratch;
   log('migrated');
 
   const config = loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', PORT: '0' });
@@ -145,6 +147,7 @@ async function main(): Promise<void> {
   await edge.close();
   await plain.close();
   await pool.end();
+  await scratch.drop();
 }
 
 main().then(
