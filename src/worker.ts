@@ -1,11 +1,12 @@
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { createActivities } from '../activities';
 import type { Config } from './config';
 import type { Pool } from './db/pool';
 import { startReconciler } from './ledger/lifecycle';
+import { settlementTaskQueue } from './settlement/contract';
 import { startWebhookDispatcher } from './webhooks/dispatcher';
 
 export const WORKFLOWS_PATH = path.resolve(__dirname, '..', 'workflows', 'index.ts');
@@ -35,7 +36,10 @@ const transactionReconciler: WorkerSidecar = (deps) =>
 export const workerSidecars: WorkerSidecar[] = [transactionReconciler, startWebhookDispatcher];
 
 export interface LedgerWorker {
+  /** Polls the lifecycle task queue (transactions, webhooks, and settlement runs started there before it had its own). */
   worker: Worker;
+  /** Polls settlement's own task queue, so a window never waits behind a backlog of lifecycle tasks. */
+  settlementWorker: Worker;
   /** Resolves when the worker has stopped (after `shutdown`, once in-flight tasks drained). */
   running: Promise<void>;
   shutdown(): Promise<void>;
@@ -59,17 +63,24 @@ export async function startWorker(options: {
 }): Promise<LedgerWorker> {
   const taskQueue = options.taskQueue ?? options.config.TEMPORAL_TASK_QUEUE;
   const connection = await NativeConnection.connect({ address: options.address });
-  const worker = await Worker.create({
+  // Bundled once for both workers (bundling takes seconds); tests hand in a prebuilt bundle.
+  const workflowBundle = options.workflowBundlePath
+    ? { codePath: options.workflowBundlePath }
+    : { code: (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: bundlerLogger(options.log) })).code };
+  const activities = createActivities({ config: options.config, pool: options.pool, log: options.log, temporal: options.temporal });
+  const create = (queue: string) => Worker.create({
     connection,
     namespace: options.config.TEMPORAL_NAMESPACE,
-    taskQueue,
-    ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: createActivities({ config: options.config, pool: options.pool, log: options.log, temporal: options.temporal }),
+    taskQueue: queue,
+    workflowBundle,
+    activities,
     shutdownGraceTime: '10s',
     maxConcurrentActivityTaskExecutions: 50,
     ...options.tuning,
   });
-  const running = worker.run().finally(() => connection.close());
+  const worker = await create(taskQueue);
+  const settlementWorker = await create(settlementTaskQueue(taskQueue));
+  const running = Promise.all([worker.run(), settlementWorker.run()]).then(() => undefined).finally(() => connection.close());
   const sidecarDeps: SidecarDeps = { config: options.config, pool: options.pool, log: options.log, temporal: options.temporal, taskQueue };
   const sidecars = (options.sidecars ?? workerSidecars).map((start) => start(sidecarDeps)).filter((sidecar) => sidecar !== null);
   const stopSidecars = () => Promise.all(sidecars.map((sidecar) => sidecar.stop()));
@@ -78,14 +89,21 @@ export async function startWorker(options: {
   let stopping: Promise<void> | undefined;
   return {
     worker,
+    settlementWorker,
     running,
     shutdown() {
       stopping ??= (async () => {
         await stopSidecars();
-        if (worker.getState() === 'RUNNING') worker.shutdown();
+        for (const each of [worker, settlementWorker]) if (each.getState() === 'RUNNING') each.shutdown();
         await running;
       })();
       return stopping;
     },
   };
+}
+
+/** The workflow bundler's messages through the worker's logger, at debug: they are webpack's progress lines. */
+function bundlerLogger(log: Logger) {
+  const at = (level: 'debug' | 'warn' | 'error') => (message: string, meta?: Record<string, unknown>) => log[level](meta ?? {}, message);
+  return { trace: at('debug'), debug: at('debug'), info: at('debug'), warn: at('warn'), error: at('error'), log: (_level: string, message: string) => log.debug(message) };
 }

@@ -1,11 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { createActivities } from '../activities';
 import { runAdmin } from '../src/cli/admin';
 import { withTransaction } from '../src/db/pool';
 import { randomString } from '../src/ids';
+import { createLogger } from '../src/logger';
 import { settlementDateOf } from '../src/ledger/dates';
 import { createAccount } from '../src/orgs/repo';
-import { accountSettlementWorkflowId, settlementProgressQuery } from '../src/settlement/contract';
+import { accountSettlementWorkflowId, settlementProgressQuery, settlementTaskQueue } from '../src/settlement/contract';
 import { transferDateOf, windowDateOfScheduledTime } from '../src/settlement/dates';
 import { settlementViolations } from '../src/settlement/invariants';
 import { createWindowTransfer } from '../src/settlement/repo';
@@ -320,7 +323,8 @@ describe('SPEC §10 settlement windows and transfers', () => {
       expect(described.spec.timezone).toBe('America/New_York');
       expect(described.policies.overlap).toBe('BUFFER_ALL');
       expect(described.policies.catchupWindow).toBe(7 * 24 * 3600 * 1000);
-      expect(described.action).toMatchObject({ type: 'startWorkflow', workflowType: 'settlementWindowWorkflow', taskQueue: stack.config.TEMPORAL_TASK_QUEUE });
+      // Settlement runs on its own task queue, so a window never waits behind a backlog of lifecycle tasks.
+      expect(described.action).toMatchObject({ type: 'startWorkflow', workflowType: 'settlementWindowWorkflow', taskQueue: settlementTaskQueue(stack.config.TEMPORAL_TASK_QUEUE) });
       // Midnight opening 2026-03-09 (EDT, the day after spring forward) closes 2026-03-08, months ago.
       await handle.backfill({ start: new Date('2026-03-09T03:59:00Z'), end: new Date('2026-03-09T04:01:00Z') });
       const [transfer] = await eventually(async () => {
@@ -405,6 +409,44 @@ describe('SPEC §10 settlement windows and transfers', () => {
     // Amount and members are fixed once built; settled is final; transfers are never deleted.
     await refused(`UPDATE transfers SET amount_cents = amount_cents + 1 WHERE id = $1`, [transferId]);
     await refused(`DELETE FROM transfers WHERE id = $1`, [transferId]);
+  });
+});
+
+describe('SPEC §10 settlement has a task queue of its own', () => {
+  test('a window closes, settles and tells its members while no lifecycle task is served at all', async () => {
+    // No worker on the lifecycle queue: every transaction workflow this stack starts waits unserved, the
+    // worst lifecycle backlog there is. Only settlement's queue is polled.
+    const backlog = await startStack({ worker: false, env: { SANDBOX_SETTLE_SECONDS: '0' } });
+    const infra = testInfra();
+    const connection = await NativeConnection.connect({ address: infra.temporalAddress });
+    const settlementOnly = await Worker.create({
+      connection,
+      namespace: backlog.config.TEMPORAL_NAMESPACE,
+      taskQueue: settlementTaskQueue(backlog.config.TEMPORAL_TASK_QUEUE),
+      workflowBundle: { codePath: infra.workflowBundlePath },
+      activities: createActivities({ config: backlog.config, pool: backlog.pool, log: createLogger('silent'), temporal: backlog.temporal }),
+    });
+    const running = settlementOnly.run();
+    try {
+      const { org, userId, call } = await setup(backlog);
+      const outIds = [await record(call, userId, 'cash_out', 250), await record(call, userId, 'cash_out', 150)];
+      const windowDate = today();
+      await closeWindow(call, { account_id: org.accountId });
+      const result = await settlementDone(org.accountId, windowDate, backlog);
+      expect(result).toMatchObject({ amountCents: 400, direction: 'collection', transactionCount: 2 });
+      for (const id of outIds) {
+        expect((await call('GET', `/transaction/${id}`)).body.status).toBe('settled');
+        // The members' own workflows have not run a single task: the settlement never waited for them.
+        const described = await backlog.temporal.workflow.getHandle(id).describe();
+        expect(described.status.name).toBe('RUNNING');
+        expect(described.historyLength).toBeLessThanOrEqual(5);
+      }
+    } finally {
+      settlementOnly.shutdown();
+      await running;
+      await connection.close();
+      await backlog.stop();
+    }
   });
 });
 

@@ -183,11 +183,12 @@ export async function assignWindowToTransfer(
        FROM moved`,
     [input.accountId, input.windowDate, input.transferId, input.now],
   );
-  // The transfer summary inside each event reads the transfer row, so the events follow the move.
+  // The events follow the move; every member shares its transfer's summary, read once.
   await db.query(
     `INSERT INTO events (organization_id, type, data, created_at)
-     SELECT t.organization_id, 'transaction.status_changed', transaction_json(t)::jsonb || jsonb_build_object('previous_status', 'pending'), $2
-       FROM transactions t WHERE t.transfer_id = $1 AND t.direction = 'cash_out'
+     SELECT t.organization_id, 'transaction.status_changed', transaction_json(t, s.summary)::jsonb || jsonb_build_object('previous_status', 'pending'), $2
+       FROM transactions t, (SELECT transfer_summary_json('in_transfer', $1) AS summary) s
+      WHERE t.transfer_id = $1 AND t.direction = 'cash_out'
       ORDER BY t.created_at, t.id`,
     [input.transferId, input.now],
   );
@@ -203,9 +204,9 @@ export async function settleTransferMembers(db: Queryable, transferId: string, n
      , written AS (
        INSERT INTO events (organization_id, type, data, created_at)
        SELECT (m.t).organization_id, 'transaction.status_changed',
-              transaction_json(m.t)::jsonb || jsonb_build_object('previous_status',
+              transaction_json(m.t, s.summary)::jsonb || jsonb_build_object('previous_status',
                 CASE (m.t).direction WHEN 'cash_in' THEN 'available' ELSE 'in_transfer' END), $2
-         FROM moved m ORDER BY (m.t).created_at, (m.t).id
+         FROM moved m, (SELECT transfer_summary_json('settled', $1) AS summary) s ORDER BY (m.t).created_at, (m.t).id
        RETURNING 1)
      SELECT count(*)::int AS count FROM written`,
     [transferId, now],

@@ -3,7 +3,7 @@ import { WorkflowIdReusePolicy } from '@temporalio/common';
 import { AccountIdKey, OrganizationIdKey, SettlementDateKey } from '../platform/searchAttributes';
 import {
   ACCOUNT_SETTLEMENT_WORKFLOW_TYPE, accountSettlementWorkflowId, networkSettledSignal, SETTLEMENT_WINDOW_WORKFLOW_TYPE,
-  settlementWindowWorkflowId, type AccountSettlementInput, type SettlementWindowInput,
+  settlementTaskQueue, settlementWindowWorkflowId, type AccountSettlementInput, type SettlementWindowInput,
 } from './contract';
 
 /** The Temporal client side of settlement: starting window closes and account settlements, and the network's signal. */
@@ -42,11 +42,12 @@ export async function startAccountSettlement(
 /**
  * Closes window D now (POST /simulate/settlement, `settlement run`): starts the fan-out workflow for D and the
  * given scope. A close of the same window and scope still running is joined, not duplicated; one that has
- * finished runs again (harmless: every (account, D) settles once).
+ * finished runs again (harmless: every (account, D) settles once). It runs on settlement's own task queue,
+ * derived from the deployment's lifecycle queue, and starts its account settlements there too.
  */
 export async function startWindowClose(
   client: Client,
-  taskQueue: string,
+  lifecycleTaskQueue: string,
   input: SettlementWindowInput & { windowDate: string },
 ): Promise<{ workflowId: string; runId: string | null }> {
   const workflowId = settlementWindowWorkflowId(input);
@@ -54,7 +55,7 @@ export async function startWindowClose(
     const args: [SettlementWindowInput] = [input];
     const handle = await client.workflow.start(SETTLEMENT_WINDOW_WORKFLOW_TYPE, {
       workflowId,
-      taskQueue,
+      taskQueue: settlementTaskQueue(lifecycleTaskQueue),
       args,
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
       typedSearchAttributes: [

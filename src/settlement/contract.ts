@@ -4,6 +4,14 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 
 export const SETTLEMENT_WINDOW_WORKFLOW_TYPE = 'settlementWindowWorkflow';
+
+/**
+ * Settlement's own task queue beside the lifecycle queue it is derived from, so a window close and its
+ * transfers never wait behind a backlog of lifecycle tasks. Every worker polls both.
+ */
+export function settlementTaskQueue(lifecycleTaskQueue: string): string {
+  return `${lifecycleTaskQueue}-settlement`;
+}
 export const ACCOUNT_SETTLEMENT_WORKFLOW_TYPE = 'accountSettlementWorkflow';
 
 /** Limits of settlement's workflows and activities, every one explicit. */

@@ -1,6 +1,6 @@
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client, type ScheduleOptions } from '@temporalio/client';
 import { SETTLEMENT_ZONE } from '../ledger/dates';
-import { SETTLEMENT_WINDOW_WORKFLOW_TYPE, type SettlementWindowInput } from './contract';
+import { SETTLEMENT_WINDOW_WORKFLOW_TYPE, settlementTaskQueue, type SettlementWindowInput } from './contract';
 
 /**
  * The Temporal Schedule that closes every settlement window (SPEC §10): fires at SETTLEMENT_CUTOFF on the
@@ -48,7 +48,8 @@ function scheduleOptions(input: { taskQueue: string; cutoff: string; scope?: Set
       workflowType: SETTLEMENT_WINDOW_WORKFLOW_TYPE,
       // The scheduler appends the nominal time to this id, so each firing's workflow id is unique and stable.
       workflowId: `settlement-window-${input.taskQueue}`,
-      taskQueue: input.taskQueue,
+      // Named after the lifecycle queue (so an existing schedule is updated, not duplicated), run on settlement's own.
+      taskQueue: settlementTaskQueue(input.taskQueue),
       args: [input.scope ?? {}] as [SettlementWindowInput],
     },
     policies: { ...SETTLEMENT_SCHEDULE_POLICIES },
