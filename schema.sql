@@ -931,6 +931,7 @@ CREATE TABLE public.transfers (
     CONSTRAINT transfers_check CHECK (((status = 'settled'::text) = (settled_at IS NOT NULL))),
     CONSTRAINT transfers_check1 CHECK (((direction = 'disbursement'::text) OR (amount_cents > 0))),
     CONSTRAINT transfers_currency_check CHECK ((currency = 'USD'::text)),
+    CONSTRAINT transfers_date_not_before_window CHECK ((date >= window_date)),
     CONSTRAINT transfers_direction_check CHECK ((direction = ANY (ARRAY['disbursement'::text, 'collection'::text]))),
     CONSTRAINT transfers_id_check CHECK ((id ~ '^transfer_[A-Za-z0-9_-]{16,}$'::text)),
     CONSTRAINT transfers_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'settled'::text]))),

@@ -8,7 +8,7 @@ import { memberIdsPage } from '../src/ledger/transactions';
 import { railFor, type PaymentRail } from '../src/rails';
 import { startAccountSettlement } from '../src/settlement/client';
 import { SETTLEMENT_LIMITS, type MemberCursor, type TransferInfo } from '../src/settlement/contract';
-import { transferDateOf, windowDateOfScheduledTime } from '../src/settlement/dates';
+import { handOffTimeOf, transferDateOf, windowDateOfScheduledTime } from '../src/settlement/dates';
 import * as repo from '../src/settlement/repo';
 import type { ActivityDeps } from './deps';
 
@@ -72,7 +72,7 @@ export function createSettlementActivities(deps: ActivityDeps, rail: PaymentRail
      * null when nothing is eligible.
      */
     async createTransfer(input: { accountId: string; windowDate: string }): Promise<TransferInfo | null> {
-      const transferDate = transferDateOf(input.windowDate, deps.config.SETTLEMENT_CUTOFF);
+      const transferDate = transferDateOf(input.windowDate, deps.config.SETTLEMENT_CUTOFF, deps.config.SETTLEMENT_CALENDAR);
       const started = Date.now();
       const result = await keepAlive(() => withTransaction(deps.pool, (tx) =>
         repo.createWindowTransfer(tx, { accountId: input.accountId, windowDate: input.windowDate, transferDate, now: new Date() })));
@@ -123,6 +123,16 @@ export function createSettlementActivities(deps: ActivityDeps, rail: PaymentRail
         }
         return { signalled, notRunning, next: cursor };
       }, () => cursor);
+    },
+
+    /**
+     * When the transfer may go to the rail (SPEC §15): the start of its settlement date, Eastern time. Read from
+     * the row, so it is the date the transfer was built with whatever the calendar setting is today.
+     */
+    async transferHandOff(input: { transferId: string }): Promise<{ date: string; handOffAt: string }> {
+      const transfer = await repo.getTransferRow(deps.pool, input.transferId);
+      if (!transfer) throw ApplicationFailure.nonRetryable(`no transfer ${input.transferId}`, 'TransferMissing');
+      return { date: transfer.date, handOffAt: handOffTimeOf(transfer.date).toISOString() };
     },
 
     /** Hands the transfer to the payment rail; says how its settlement will be known. */

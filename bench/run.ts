@@ -16,7 +16,7 @@ import path from 'node:path';
  * Sizes are the benches' defaults (a few minutes in all); the larger figures are the same benches with a
  * size variable, e.g. `BENCH_INTENTS=10000 npm run bench -- ledger` (bench/ledger.ts says which).
  */
-const BENCHES = ['edge', 'ledger', 'settlementDb', 'settlement'] as const;
+const BENCHES = ['edge', 'ledger', 'settlementDb', 'settlement', 'report'] as const;
 const REPO_ROOT = path.resolve(__dirname, '..');
 const RESULTS_DIR = path.join(REPO_ROOT, 'bench', 'results');
 

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import proxyAddr from 'proxy-addr';
 import { z } from 'zod';
+import { SETTLEMENT_CALENDARS } from './settlement/calendar';
 
 export const REPO_ROOT = path.resolve(__dirname, '..');
 
@@ -47,6 +48,8 @@ const schema = z.object({
   LEDGER_ENVIRONMENT: z.enum(['sandbox', 'production']).default('sandbox'),
   TRUST_PROXY: trustProxy.default(false),
   SETTLEMENT_CUTOFF: cutoff.default('00:00'),
+  // SPEC §15: the days transfers are dated and handed to the rail.
+  SETTLEMENT_CALENDAR: z.enum(SETTLEMENT_CALENDARS).default('federal_reserve'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SANDBOX_CONFIRM_SECONDS: seconds.default(30),
   SANDBOX_SETTLE_SECONDS: seconds.default(60),

@@ -9,7 +9,7 @@ import { createLogger } from '../src/logger';
 import { settlementDateOf } from '../src/ledger/dates';
 import { createAccount } from '../src/orgs/repo';
 import { accountSettlementWorkflowId, settlementProgressQuery, settlementTaskQueue } from '../src/settlement/contract';
-import { transferDateOf, windowDateOfScheduledTime } from '../src/settlement/dates';
+import { transferDateOf, windowCloseDateOf, windowDateOfScheduledTime } from '../src/settlement/dates';
 import { settlementViolations } from '../src/settlement/invariants';
 import { createWindowTransfer } from '../src/settlement/repo';
 import { ensureSettlementSchedule, settlementScheduleId } from '../src/settlement/schedule';
@@ -307,7 +307,8 @@ describe('SPEC §10 settlement windows and transfers', () => {
     expect(windowDateOfScheduledTime(new Date('2026-11-01T05:30:00Z'), '01:30')).toBe('2026-11-01'); // 01:30 EDT
     expect(windowDateOfScheduledTime(new Date('2026-11-01T06:30:00Z'), '01:30')).toBe('2026-11-01'); // 01:30 EST, again
     expect(transferDateOf('2026-03-08', '00:00')).toBe('2026-03-09');
-    expect(transferDateOf('2026-03-08', '17:00')).toBe('2026-03-08');
+    expect(windowCloseDateOf('2026-03-08', '17:00')).toBe('2026-03-08');
+    expect(transferDateOf('2026-03-08', '17:00')).toBe('2026-03-09'); // closes on a Sunday: dated Monday (SPEC §15)
   });
 
   test('the schedule is created idempotently (America/New_York, BUFFER_ALL, 7-day catch-up) and a backfilled firing closes the window of its nominal time, not of the clock', async () => {
@@ -416,7 +417,9 @@ describe('SPEC §10 settlement has a task queue of its own', () => {
   test('a window closes, settles and tells its members while no lifecycle task is served at all', async () => {
     // No worker on the lifecycle queue: every transaction workflow this stack starts waits unserved, the
     // worst lifecycle backlog there is. Only settlement's queue is polled.
-    const backlog = await startStack({ worker: false, env: { SANDBOX_SETTLE_SECONDS: '0' } });
+    // The API's clock as the suite pins it: the members are recorded in a past window, whose transfer goes to
+    // the rail at once (one closing today would wait for its business day: SPEC §15).
+    const backlog = await startStack({ worker: false, env: { SANDBOX_SETTLE_SECONDS: '0' }, clock: { now: () => pinnedNow ?? new Date() } });
     const infra = testInfra();
     const connection = await NativeConnection.connect({ address: infra.temporalAddress });
     const settlementOnly = await Worker.create({
@@ -429,9 +432,10 @@ describe('SPEC §10 settlement has a task queue of its own', () => {
     const running = settlementOnly.run();
     try {
       const { org, userId, call } = await setup(backlog);
-      const outIds = [await record(call, userId, 'cash_out', 250), await record(call, userId, 'cash_out', 150)];
-      const windowDate = today();
-      await closeWindow(call, { account_id: org.accountId });
+      const windowDate = '2026-06-09';
+      const at = new Date(`${windowDate}T16:30:00Z`);
+      const outIds = [await record(call, userId, 'cash_out', 250, { at }), await record(call, userId, 'cash_out', 150, { at })];
+      await closeWindow(call, { date: windowDate, account_id: org.accountId });
       const result = await settlementDone(org.accountId, windowDate, backlog);
       expect(result).toMatchObject({ amountCents: 400, direction: 'collection', transactionCount: 2 });
       for (const id of outIds) {
@@ -506,7 +510,11 @@ describe('SPEC §10 settlement survives killed workers', () => {
   test('SIGKILLing the worker process at random points during a settlement and restarting it ends with every invariant intact', async () => {
     const taskQueue = `chaos-${randomString(10)}`;
     const workerEnv = { SANDBOX_CONFIRM_SECONDS: '0', SANDBOX_SETTLE_SECONDS: '2' };
-    const api = await startStack({ worker: false, env: { TEMPORAL_TASK_QUEUE: taskQueue, ...workerEnv } });
+    // Recorded in a past window whose settlement date has passed, so the network's 2 s settle starts at once
+    // (a window closing today would be held until its business day: SPEC §15).
+    const windowDate = '2026-06-09';
+    let recordingAt: Date | null = null;
+    const api = await startStack({ worker: false, env: { TEMPORAL_TASK_QUEUE: taskQueue, ...workerEnv }, clock: { now: () => recordingAt ?? new Date() } });
     let { child: worker, ready } = spawnWorker(taskQueue, workerEnv);
     await ready;
     // Seeded randomness, printed, so a failing schedule of kills can be replayed.
@@ -527,6 +535,7 @@ describe('SPEC §10 settlement survives killed workers', () => {
       const { org, userId, call } = await setup(api);
       const second = await createAccount(api.pool, org.organizationId, 'Chaos second');
       const ids: string[] = [];
+      recordingAt = new Date(`${windowDate}T16:30:00Z`);
       for (let i = 0; i < 60; i += 1) {
         const direction = i % 3 === 2 ? 'cash_out' : 'cash_in';
         const response = await call('POST', '/intent', {
@@ -534,12 +543,12 @@ describe('SPEC §10 settlement survives killed workers', () => {
         }, { 'X-Idempotency-Key': idemKey() });
         ids.push(response.body.transactions[0].id);
       }
+      recordingAt = null;
       // Every cash_in confirmed (the sandbox confirms at once here) before the window closes.
       await eventually(async () => {
         const { rows } = await api.pool.query(`SELECT count(*)::int AS n FROM transactions WHERE id = ANY($1) AND status = 'pending' AND direction = 'cash_in'`, [ids]);
         return rows[0].n === 0 ? true : undefined;
       }, 60_000, 'cash_in confirmed');
-      const windowDate = today();
       expect((await call('POST', '/simulate/settlement', { date: windowDate }, { 'X-Idempotency-Key': idemKey() })).status).toBe(200);
 
       // Kill points spread over the settlement: each round picks a phase (building the transfers, telling

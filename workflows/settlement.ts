@@ -1,10 +1,10 @@
 import {
-  ApplicationFailure, condition, continueAsNew, log, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo,
+  ApplicationFailure, condition, continueAsNew, log, patched, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo,
 } from '@temporalio/workflow';
 import type { SettlementActivities } from '../activities/settlement';
 import { ScheduledStartTimeKey, SettlementDateKey, TransferIdKey } from '../src/platform/searchAttributes';
 import {
-  networkSettledSignal, SETTLEMENT_LIMITS, settlementProgressQuery,
+  HAND_OFF_ON_SETTLEMENT_DATE_PATCH, networkSettledSignal, SETTLEMENT_LIMITS, settlementProgressQuery,
   type AccountSettlementInput, type AccountSettlementResult, type MemberCursor, type SettlementPhase, type SettlementProgress,
   type SettlementWindowInput, type SettlementWindowResult,
 } from '../src/settlement/contract';
@@ -101,11 +101,22 @@ export async function accountSettlementWorkflow(input: AccountSettlementInput): 
     } while (cursor !== null);
   };
 
-  const phaseOrder: SettlementPhase[] = ['building', 'notifying_assigned', 'awaiting_network', 'settling', 'notifying_settled', 'done'];
+  const phaseOrder: SettlementPhase[] = ['building', 'notifying_assigned', 'awaiting_date', 'awaiting_network', 'settling', 'notifying_settled', 'done'];
   const reached = (phase: SettlementPhase) => phaseOrder.indexOf(progress.phase) > phaseOrder.indexOf(phase);
 
   if (transfer.status === 'pending' && !reached('notifying_assigned')) await notify('assigned', 'notifying_assigned');
   if (transfer.status === 'pending' && !reached('settling')) {
+    if (transfer.amountCents > 0 && patched(HAND_OFF_ON_SETTLEMENT_DATE_PATCH)) {
+      // Money moves on business days: the rail gets the transfer on its settlement date, which may be days
+      // after the window closed (a weekend, a holiday). A durable timer, so a worker restart changes nothing.
+      const { handOffAt } = await quick.transferHandOff({ transferId: transfer.transferId });
+      const waitMs = Date.parse(handOffAt) - Date.now();
+      if (waitMs > 0) {
+        progress.phase = 'awaiting_date';
+        progress.handOffAt = handOffAt;
+        await condition(() => networkSettled, waitMs);
+      }
+    }
     progress.phase = 'awaiting_network';
     if (transfer.amountCents > 0) {
       // A 0 transfer moves no money: nothing to send, nothing to wait for.

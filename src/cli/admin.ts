@@ -6,6 +6,7 @@ import * as orgs from '../orgs/repo';
 import { registerLedgerCommands } from '../ledger/cli';
 import { registerRefundCommands } from '../refunds/cli';
 import { registerSettlementCommands } from '../settlement/cli';
+import { registerCalendarCommands, registerSettlementReportCommands } from '../settlement/reportCli';
 import { registerUserCommands } from '../users/cli';
 import type { CliContext, CommandRegistrar } from './registrar';
 
@@ -104,6 +105,7 @@ const registerOrgCommands: CommandRegistrar = (program, ctx) => {
 /** Feature modules add their commands here (user set-status, settlement run, ...). */
 export const commandRegistrars: CommandRegistrar[] = [
   registerOrgCommands, registerUserCommands, registerLedgerCommands, registerSettlementCommands, registerRefundCommands,
+  registerSettlementReportCommands, registerCalendarCommands,
 ];
 
 export async function runAdmin(argv: string[]): Promise<number> {

@@ -84,7 +84,10 @@ export function buildOpenApiDocument(routes: AnyRoute[], environment: string): o
       [route.response.status ?? 200]: {
         description: route.response.description,
         headers: RATE_HEADERS,
-        content: { 'application/json': { schema: route.response.schema } },
+        content: {
+          'application/json': { schema: route.response.schema },
+          ...Object.fromEntries(Object.entries(route.response.otherContent ?? {}).map(([type, schema]) => [type, { schema }])),
+        },
       },
     };
     for (const status of [...errorStatuses].sort()) {

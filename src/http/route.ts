@@ -1,3 +1,4 @@
+import type { Response } from 'express';
 import type { ZodType } from 'zod';
 import type { ApiError } from '../errors';
 import { errors } from '../errors';
@@ -43,6 +44,8 @@ export interface RouteContext<B, P, Q> {
 /** The operation's outcome; `afterCommit` runs after the request's transaction commits, before the response is sent. */
 export interface RouteResult extends Outcome<unknown> {
   status?: number;
+  /** Reads only: writes the response itself instead of `body` as JSON (a streamed CSV statement). */
+  send?: (res: Response) => Promise<void>;
 }
 
 export interface RouteDef<B = unknown, P = unknown, Q = unknown> {
@@ -55,7 +58,8 @@ export interface RouteDef<B = unknown, P = unknown, Q = unknown> {
   body?: ZodType<B>;
   params?: ZodType<P>;
   query?: ZodType<Q>;
-  response: { status?: number; schema: ZodType; description: string };
+  /** `otherContent`: further media types the same response may take (`text/csv`), documented beside JSON. */
+  response: { status?: number; schema: ZodType; description: string; otherContent?: Record<string, ZodType> };
   /** Error statuses worth documenting beyond the edge's own (401, 403, 429, ...). */
   errorStatuses?: number[];
   /** POST only: how SPEC §5 recognises a duplicate of this endpoint. */

@@ -7,6 +7,7 @@ import { refundRoutes } from '../refunds/routes';
 import { disputeRoutes } from '../disputes/routes';
 import { tokenRoutes } from '../tokens/routes';
 import { settlementRoutes } from '../settlement/routes';
+import { settlementReportRoutes } from '../settlement/reportRoutes';
 
 /** Every API route, in one list: the app mounts it and /openapi.json documents it. */
 export const allRoutes: AnyRoute[] = [
@@ -18,4 +19,5 @@ export const allRoutes: AnyRoute[] = [
   ...disputeRoutes,
   ...tokenRoutes,
   ...settlementRoutes,
+  ...settlementReportRoutes,
 ];

@@ -90,6 +90,7 @@ async function runRead(deps: EdgeDeps, route: AnyRoute, req: Request, res: Respo
   const params: unknown = parseWith(route.params, req.params, undefined);
   const query: unknown = parseWith(route.query, req.query, undefined);
   const result = await route.handler(contextOf(deps, caller, deps.pool, { body: undefined, params, query }, requestId, null, now));
+  if (result.send) return result.send(res);
   sendJsonText(res, result.status ?? route.response.status ?? 200, JSON.stringify(result.body));
 }
 

@@ -45,10 +45,21 @@ export interface SettlementWindowResult {
   accountsAlreadyStarted: number;
 }
 
-/** The network settled this transfer (sandbox: POST /simulate/transfer/{id}/settle; a real rail's callback). */
+/**
+ * The network settled this transfer (sandbox: POST /simulate/transfer/{id}/settle; a real rail's callback).
+ * Arriving while the transfer waits for its settlement date, it also ends that wait: the simulated network
+ * settles early on request.
+ */
 export const networkSettledSignal = defineSignal('networkSettled');
 
-export type SettlementPhase = 'building' | 'notifying_assigned' | 'awaiting_network' | 'settling' | 'notifying_settled' | 'done';
+export type SettlementPhase =
+  'building' | 'notifying_assigned' | 'awaiting_date' | 'awaiting_network' | 'settling' | 'notifying_settled' | 'done';
+
+/**
+ * patched() id of the hold before the rail hand-off (SPEC §15). Executions that passed this point on older code
+ * replay without it; every new one (and an old one still before it) waits for the transfer's date.
+ */
+export const HAND_OFF_ON_SETTLEMENT_DATE_PATCH = 'settlement-hand-off-on-settlement-date';
 
 export interface TransferInfo {
   transferId: string;
@@ -83,6 +94,8 @@ export interface SettlementProgress {
   transactionCount: number;
   /** Members signalled in the current notification phase. */
   notified: number;
+  /** While `awaiting_date`: when the transfer goes to the rail (the start of its date, Eastern time). */
+  handOffAt?: string;
 }
 
 export const settlementProgressQuery = defineQuery<SettlementProgress>('settlementProgress');

@@ -1,5 +1,6 @@
 import { DateTime } from 'luxon';
 import { SETTLEMENT_ZONE, windowBounds } from '../ledger/dates';
+import { nextBusinessDayOnOrAfter, type SettlementCalendar } from './calendar';
 
 /**
  * Window arithmetic of settlement (SPEC §10), on top of the ledger's settlementDateOf/windowBounds. Pure
@@ -23,12 +24,27 @@ export function windowDateOfScheduledTime(scheduledAt: Date, cutoff: string): st
 }
 
 /**
- * The settlement date of window D's transfer: the Eastern calendar day on which the window closes and the
- * transfer is sent to the network (D+1 with the default cutoff 00:00, D with a cutoff during the day).
+ * The Eastern calendar day on which window D closes (D+1 with the default cutoff 00:00, D with a cutoff during
+ * the day): the day its transfer is built.
  */
-export function transferDateOf(windowDate: string, cutoff: string): string {
+export function windowCloseDateOf(windowDate: string, cutoff: string): string {
   const { end } = windowBounds(windowDate, cutoff);
   return DateTime.fromJSDate(end, { zone: SETTLEMENT_ZONE }).toISODate()!;
+}
+
+/**
+ * The settlement date of window D's transfer (SPEC §15): the first business day on or after the day the window
+ * closes. The transfer goes to the rail on that date.
+ */
+export function transferDateOf(windowDate: string, cutoff: string, calendar: SettlementCalendar = 'federal_reserve'): string {
+  return nextBusinessDayOnOrAfter(windowCloseDateOf(windowDate, cutoff), calendar);
+}
+
+/** The moment a transfer dated `date` may be handed to the rail: that day's start on the Eastern clock. */
+export function handOffTimeOf(transferDate: string): Date {
+  const start = DateTime.fromISO(transferDate, { zone: SETTLEMENT_ZONE }).startOf('day');
+  if (!start.isValid) throw new Error(`not a calendar date: ${transferDate}`);
+  return start.toJSDate();
 }
 
 export function isCalendarDate(value: string): boolean {
