@@ -6,6 +6,7 @@ import type { Config } from './config';
 import type { Pool } from './db/pool';
 import { createApp } from './http/app';
 import { purgeEdgeState } from './http/housekeeping';
+import { answerParserErrors } from './http/parserErrors';
 import { systemClock, type Clock } from './http/route';
 import { temporalHealthy } from './platform/temporal';
 
@@ -38,6 +39,7 @@ export async function startApi(options: { config: Config; pool: Pool; log: Logge
     const listening = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(listening)));
   });
   server.keepAliveTimeout = 65_000;
+  answerParserErrors(server, log);
   const housekeeping = setInterval(() => {
     purgeEdgeState(pool, clock.now()).catch((error: unknown) => log.warn({ err: error }, 'edge housekeeping failed'));
   }, HOUSEKEEPING_INTERVAL_MS);

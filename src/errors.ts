@@ -58,14 +58,18 @@ export const errors = {
   identityNotVerified: () =>
     new ApiError(400, 'invalid_request_error', 'identity_not_verified',
       "This organization requires verified identities: identity_verified must be true.", { param: 'identity_verified' }),
+  // RFC 9110 §11.6.1: a 401 names the scheme the client should use.
   unauthenticated: (message = 'Missing or invalid API key. Send Authorization: Bearer sk_<environment>_...') =>
-    new ApiError(401, 'authentication_error', 'unauthenticated', message),
+    new ApiError(401, 'authentication_error', 'unauthenticated', message, { headers: { 'WWW-Authenticate': 'Bearer' } }),
   ipNotAllowed: (ip: string) =>
     new ApiError(403, 'permission_error', 'ip_not_allowed', `Write requests from ${ip} are not on this organization's IP allowlist.`),
   notFound: (resource: string, id: string) =>
     new ApiError(404, 'invalid_request_error', 'not_found', `No such ${resource}: '${id}'.`),
   routeNotFound: (method: string, path: string) =>
     new ApiError(404, 'invalid_request_error', 'route_not_found', `No route for ${method} ${path}.`),
+  methodNotAllowed: (method: string, path: string, allowed: string[]) =>
+    new ApiError(405, 'invalid_request_error', 'method_not_allowed', `${method} is not allowed on ${path}; allowed: ${allowed.join(', ')}.`,
+      { headers: { Allow: allowed.join(', ') } }),
   invalidState: (message: string) => new ApiError(409, 'invalid_request_error', 'invalid_state', message),
   idempotencyInProgress: () =>
     new ApiError(409, 'idempotency_error', 'idempotency_request_in_progress',

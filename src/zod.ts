@@ -7,8 +7,28 @@ extendZodWithOpenApi(z);
 
 export { z };
 
-/** A calendar date, YYYY-MM-DD: the one date schema of every request and response. */
-export const dateString = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD');
+/**
+ * A real calendar day, YYYY-MM-DD: the one date schema of every request and response. zod's ISO date knows
+ * month lengths and leap years (2024-02-30 is refused); year 0000 is refused too, as Postgres has no year 0
+ * and a date it cannot read must be a 400 naming the field, not a failed query.
+ */
+export const dateString = z
+  .iso.date({ error: 'must be a real calendar date written YYYY-MM-DD' })
+  .refine((value) => !value.startsWith('0000'), { error: 'must be a date in year 0001 or later' })
+  .openapi({ format: 'date', example: '2026-11-21' });
+
+/**
+ * An ISO 8601 instant with its offset (`Z` or ±HH:MM) on a real calendar day; the offset within ±14:00 (the
+ * widest any time zone uses), which Postgres also reads. Year 0000 is refused as for dates.
+ */
+export const dateTime = z
+  .iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time with offset on a real calendar day, e.g. 2026-11-21T15:04:05Z' })
+  .refine((value) => !value.startsWith('0000'), { error: 'must be a date-time in year 0001 or later' })
+  .refine((value) => {
+    const offset = /([+-])(\d\d):(\d\d)$/.exec(value);
+    return !offset || Number(offset[2]) * 60 + Number(offset[3]) <= 14 * 60;
+  }, { error: 'must have an offset between -14:00 and +14:00' })
+  .openapi({ format: 'date-time', example: '2026-11-21T15:04:05Z' });
 
 /** An example id of the given prefix, for the OpenAPI document. */
 export const idExample = (prefix: string) => `${prefix}_7fJ2kQ9xLmN3pR5tV8wY1zA4`;

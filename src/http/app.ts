@@ -7,7 +7,10 @@ import { EDGE_LIMITS } from './limits';
 import type { AnyRoute, EdgeDeps } from './route';
 import { edgeFallback, edgeHandler } from './runners';
 import { ApiError, errors } from '../errors';
-import { buildOpenApiDocument, expressPath } from './openapi';
+import { rejectUnknownQuery } from './input';
+import { allowedMethodsOf } from './methods';
+import { buildOpenApiDocument, expressPath, OPERATIONAL_PATHS } from './openapi';
+import { requireHost } from './parserErrors';
 import { allRoutes } from './routes';
 
 export interface ApiDeps extends EdgeDeps {
@@ -25,6 +28,11 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
       timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms);
     }),
   ]).finally(() => clearTimeout(timer));
+}
+
+/** The route a request matched, as metrics and logs label it: its pattern, never its ids. */
+function routeLabel(req: Request): string {
+  return (req.route as { path?: string } | undefined)?.path ?? 'unmatched';
 }
 
 export function createApp(deps: ApiDeps, routes: AnyRoute[] = allRoutes): express.Express {
@@ -48,25 +56,36 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[] = allRoutes): expres
     res.locals.requestId = requestId;
     res.set('X-Request-Id', requestId);
     const end = httpDuration.startTimer({ method: req.method });
-    res.on('finish', () => end({ route: (req.route as { path?: string } | undefined)?.path ?? 'unmatched', status: String(res.statusCode) }));
+    res.on('finish', () => end({ route: routeLabel(req), status: String(res.statusCode) }));
     next();
   });
   app.use(
     pinoHttp({
       logger: deps.log,
       genReqId: (_req, res) => res.locals.requestId as string,
-      customProps: (_req, res) => ({ organization_id: res.locals.organizationId as string | undefined }),
+      // Read again when the response finishes: by then the route matched and the caller is known.
+      customProps: (req, res) => ({ route: routeLabel(req as Request), organization_id: res.locals.organizationId as string | undefined }),
+      customAttributeKeys: { responseTime: 'duration_ms' },
       serializers: {
         req: (req: { id: string; method: string; url: string; remoteAddress?: string }) => ({ id: req.id, method: req.method, url: req.url }),
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
       },
-      customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'debug'),
+      // Every request leaves one line at the default level; failures of the service itself stand out.
+      customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : 'info'),
     }),
   );
 
-  app.get('/healthz', (_req, res) => {
+  app.use(requireHost);
+
+  // The operational endpoints take no parameters: one sent is a mistake worth telling, as on the API.
+  const noQuery = (req: Request, _res: Response, next: NextFunction) => {
+    rejectUnknownQuery(undefined, req.query);
+    next();
+  };
+  app.get('/healthz', noQuery, (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.get('/readyz', async (_req, res) => {
+  app.get('/readyz', noQuery, async (_req, res) => {
     const checks: Record<string, string> = {};
     await Promise.all(
       Object.entries(deps.readiness).map(async ([name, check]) => {
@@ -90,25 +109,28 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[] = allRoutes): expres
       checks,
     });
   });
-  app.get('/metrics', async (_req, res) => {
+  app.get('/metrics', noQuery, async (_req, res) => {
     res.type(registry.contentType).send(await registry.metrics());
   });
   const document = buildOpenApiDocument(routes, deps.config.LEDGER_ENVIRONMENT);
-  app.get('/openapi.json', (_req, res) => {
+  app.get('/openapi.json', noQuery, (_req, res) => {
     res.json(document);
   });
-  app.use('/docs', swaggerUi.serve, swaggerUi.setup(document, { customSiteTitle: 'Payments ledger API 0.0.1' }));
+  const docs = express.Router();
+  docs.use(swaggerUi.serve, swaggerUi.setup(document, { customSiteTitle: 'Payments ledger API 0.0.1' }));
+  // Swagger UI would answer any method with its page; other methods fall through to 405.
+  app.use('/docs', (req, res, next) => (req.method === 'GET' || req.method === 'HEAD' ? docs(req, res, next) : next()));
 
   // Raw bytes, not parsed: the edge authenticates before it parses, and the exact-body idempotency
   // fallback hashes exactly what was sent.
   app.use(express.raw({ type: () => true, limit: EDGE_LIMITS.bodyBytesMax }));
 
-  for (const route of routes) {
-    if (route.sandboxOnly && deps.config.LEDGER_ENVIRONMENT !== 'sandbox') continue;
+  const mounted = routes.filter((route) => !route.sandboxOnly || deps.config.LEDGER_ENVIRONMENT === 'sandbox');
+  for (const route of mounted) {
     app[route.method](expressPath(route.path), edgeHandler(deps, route));
   }
 
-  app.use(edgeFallback(deps));
+  app.use(edgeFallback(deps, allowedMethodsOf([...OPERATIONAL_PATHS, ...mounted])));
 
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const requestId = res.locals.requestId as string;

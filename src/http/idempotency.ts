@@ -3,6 +3,7 @@ import type { Request } from 'express';
 import type { QueryResult } from 'pg';
 import type { Queryable } from '../db/pool';
 import { errors } from '../errors';
+import { canonicalJson } from './canonicalJson';
 import { EDGE_LIMITS } from './limits';
 import type { AnyRoute, EdgeDeps } from './route';
 import { beginWrite, checkout, type Checkout } from './writeTransaction';
@@ -63,16 +64,6 @@ export function idempotencyRequest(route: AnyRoute, req: Request, body: unknown)
   }
   if (identities.length === 0 && !fingerprint) identities.push({ scope: `${endpoint}#body`, key: requestHash });
   return { identities, endpoint, requestHash, fieldValue: typeof value === 'string' ? value : null };
-}
-
-/** JSON with object keys sorted, so equal data hashes equally whatever order the client wrote. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
-    return `{${entries.join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
 }
 
 /** A 64-bit advisory-lock id per (organization, identity), written as a decimal literal (safe to inline). */

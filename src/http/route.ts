@@ -53,6 +53,8 @@ export interface RouteDef<B = unknown, P = unknown, Q = unknown> {
   /** OpenAPI-style path: `/user/{id}`. */
   path: string;
   tag: string;
+  /** The OpenAPI operationId, when the one derived from method and path reads badly. */
+  operationId?: string;
   summary: string;
   description?: string;
   body?: ZodType<B>;

@@ -3,7 +3,7 @@ import type { Queryable } from '../db/pool';
 import { ApiError, errors } from '../errors';
 import { admit, isWrite } from './admission';
 import { advisoryLockId, idempotencyRequest, inflightOf, lockOrReplay, replayOf, storedResponses, storeResponse } from './idempotency';
-import { parseJsonBody, parseWith } from './input';
+import { parseJsonBody, parseWith, rejectUnknownQuery } from './input';
 import type { AnyRoute, Caller, EdgeDeps, RouteContext, RouteResult } from './route';
 import { beginWrite, checkout } from './writeTransaction';
 
@@ -124,6 +124,7 @@ export function edgeHandler(deps: EdgeDeps, route: AnyRoute) {
     const now = deps.clock.now();
     const write = isWrite(req.method);
     const caller = await admit(deps, req, res, write, now);
+    rejectUnknownQuery(route.query, req.query);
     if (route.method === 'post') await runWrite(deps, route, req, res, caller, requestId, now);
     else if (write) await runWriteWithoutIdempotency(deps, route, req, res, caller, requestId, now);
     else await runRead(deps, route, req, res, caller, requestId, now);
@@ -131,12 +132,14 @@ export function edgeHandler(deps: EdgeDeps, route: AnyRoute) {
 }
 
 /**
- * Requests no route matched. Without credentials: 404 at once (a browser's /favicon.ico is no failed
- * login). With credentials: the edge's checks first, so an authenticated answer still carries X-RateLimit-*.
+ * Requests no route matched: 405 with Allow on a known path, else 404. Without credentials: at once (a
+ * browser's /favicon.ico is no failed login). With credentials: the edge's checks first, so an
+ * authenticated answer still carries X-RateLimit-*.
  */
-export function edgeFallback(deps: EdgeDeps) {
+export function edgeFallback(deps: EdgeDeps, allowedMethods: (path: string) => string[] = () => []) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     if (req.get('authorization') !== undefined) await admit(deps, req, res, isWrite(req.method), deps.clock.now());
-    next(errors.routeNotFound(req.method, req.path));
+    const allowed = allowedMethods(req.path);
+    next(allowed.length > 0 ? errors.methodNotAllowed(req.method, req.path, allowed) : errors.routeNotFound(req.method, req.path));
   };
 }

@@ -1,4 +1,4 @@
-import { pageQuery, z, dateString, idExample } from '../zod';
+import { pageQuery, z, dateString, dateTime, idExample } from '../zod';
 import { DIRECTIONS, TRANSACTION_STATUSES } from './contract';
 
 /** Ledger limits: the largest single payment, $10 million, far below 2^53 cents. */
@@ -136,8 +136,8 @@ export const transactionListQuery = pageQuery.extend({
   account_id: z.string().max(100).optional(),
   date: dateString.optional().openapi({ description: 'Settlement date (YYYY-MM-DD).' }),
   transfer_id: z.string().max(100).optional(),
-  'created_at.gte': z.iso.datetime({ offset: true }).optional().openapi({ description: 'Created at or after (ISO 8601).' }),
-  'created_at.lt': z.iso.datetime({ offset: true }).optional().openapi({ description: 'Created before (ISO 8601).' }),
+  'created_at.gte': dateTime.optional().openapi({ description: 'Created at or after (ISO 8601).' }),
+  'created_at.lt': dateTime.optional().openapi({ description: 'Created before (ISO 8601).' }),
 });
 export type TransactionListQuery = z.infer<typeof transactionListQuery>;
 

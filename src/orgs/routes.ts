@@ -13,6 +13,7 @@ export const keyRoutes = [
   defineRoute({
     method: 'post',
     path: '/keys/verify',
+    operationId: 'verifyKey',
     tag: 'Keys',
     summary: 'Test an API key',
     description: 'Answers 200 with the organization the key belongs to; 401 for any key that does not authenticate.',

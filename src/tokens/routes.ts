@@ -37,6 +37,7 @@ Errors: 400 \`validation_failed\` (a failing check, one \`details\` entry per fi
   defineRoute({
     method: 'post',
     path: '/authorize',
+    operationId: 'authorizePayment',
     tag: 'Intents',
     summary: 'Authorize a payment with a token',
     description: `Creates an Intent exactly as POST /intent does (automatic approval), for the token's user; the intent's \`idempotency_key\` is the token.

@@ -7,7 +7,10 @@ export function registerWebhookDocs(registry: OpenAPIRegistry): void {
   registry.registerWebhook({
     method: 'post',
     path: 'event',
+    operationId: 'receiveEvent',
     tags: ['Webhooks'],
+    // The receiver authenticates the sender by the signature below, not by an API key.
+    security: [],
     summary: 'An event, POSTed to every subscribed endpoint',
     description:
       'Signed per Standard Webhooks: verify `webhook-signature` (`v1,` + base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed ' +
