@@ -108,6 +108,67 @@ BEGIN
 END $$;
 
 --
+-- Name: edge_authenticate(bytea, inet, timestamp with time zone, interval, text, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.edge_authenticate(p_key_hash bytea, p_failure_bucket inet, p_now timestamp with time zone, p_window interval, p_environment text, p_failures_max integer, OUT outcome text, OUT key_id text, OUT key_hash bytea, OUT key_environment text, OUT organization jsonb, OUT allowlist text[], OUT failures timestamp with time zone[]) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  SELECT coalesce(array_agg(f.failed_at ORDER BY f.failed_at), '{}') INTO failures FROM auth_failures f
+   WHERE f.ip = p_failure_bucket AND f.failed_at > p_now - p_window;
+  IF cardinality(failures) >= p_failures_max THEN
+    outcome := 'too_many_auth_failures';
+    RETURN;
+  END IF;
+
+  SELECT k.id, k.key_hash, k.environment, to_jsonb(o),
+         ARRAY(SELECT a.cidr::text FROM ip_allowlist a WHERE a.organization_id = o.id ORDER BY a.cidr)
+    INTO key_id, key_hash, key_environment, organization, allowlist
+    FROM api_keys k JOIN organizations o ON o.id = k.organization_id
+   WHERE k.key_hash = p_key_hash AND k.revoked_at IS NULL;
+  IF NOT FOUND OR key_environment <> p_environment THEN
+    DELETE FROM auth_failures f WHERE f.ip = p_failure_bucket AND f.failed_at <= p_now - p_window;
+    INSERT INTO auth_failures (ip, failed_at) VALUES (p_failure_bucket, p_now);
+    failures := failures || p_now;
+    IF cardinality(failures) >= p_failures_max THEN
+      PERFORM pg_notify('ledger_edge', jsonb_build_object('auth_blocked', host(p_failure_bucket))::text);
+    END IF;
+    outcome := 'unauthenticated';
+    key_id := NULL; key_hash := NULL; organization := NULL; allowlist := NULL;
+    RETURN;
+  END IF;
+  outcome := 'authenticated';
+END $$;
+
+--
+-- Name: edge_notify_change(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.edge_notify_change() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  v_org text;
+BEGIN
+  IF TG_LEVEL = 'STATEMENT' THEN
+    PERFORM pg_notify('ledger_edge', jsonb_build_object('flush', TG_TABLE_NAME)::text);
+    RETURN NULL;
+  END IF;
+  IF TG_TABLE_NAME = 'organizations' THEN
+    v_org := CASE WHEN TG_OP = 'DELETE' THEN OLD.id ELSE NEW.id END;
+  ELSE
+    v_org := CASE WHEN TG_OP = 'DELETE' THEN OLD.organization_id ELSE NEW.organization_id END;
+    IF TG_OP = 'UPDATE' AND OLD.organization_id <> NEW.organization_id THEN
+      PERFORM pg_notify('ledger_edge', jsonb_build_object('organization_id', OLD.organization_id)::text);
+    END IF;
+  END IF;
+  PERFORM pg_notify('ledger_edge', jsonb_build_object('organization_id', v_org)::text);
+  RETURN NULL;
+END $$;
+
+--
 -- Name: intent_draw_guard(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -199,43 +260,78 @@ BEGIN
 END $$;
 
 --
+-- Name: rate_limit_count(text, text, timestamp with time zone, interval); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.rate_limit_count(p_org text, p_kind text, p_now timestamp with time zone, p_window interval, OUT used integer, OUT oldest timestamp with time zone) RETURNS record
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT coalesce(sum(l.slots), 0)::integer, min(l.last_at) FROM rate_limit_leases l
+   WHERE l.organization_id = p_org AND l.kind = p_kind AND l.last_at > p_now - p_window
+$$;
+
+--
+-- Name: rate_limit_lease(text, text, timestamp with time zone, interval, interval, integer, bigint, integer, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.rate_limit_lease(p_org text, p_kind text, p_now timestamp with time zone, p_window interval, p_lease interval, p_want integer, p_settle_lease bigint, p_settle_used integer, p_settle_first timestamp with time zone, p_settle_last timestamp with time zone, OUT lease_id bigint, OUT granted integer, OUT rate_limit integer, OUT used integer, OUT oldest timestamp with time zone) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  -- Bookkeeping, not money: a Postgres crash may forget the last moment's leases (see docs/edge.md).
+  PERFORM set_config('synchronous_commit', 'off', true);
+  IF p_settle_lease IS NOT NULL THEN
+    PERFORM rate_limit_settle(p_settle_lease, p_settle_used, p_settle_first, p_settle_last);
+  END IF;
+  SELECT CASE WHEN p_kind = 'write' THEN o.rate_limit_write ELSE o.rate_limit_read END INTO rate_limit
+    FROM organizations o WHERE o.id = p_org;
+  IF p_want > 0 THEN
+    PERFORM pg_advisory_xact_lock(hashtextextended('rate_limit:' || p_org || ':' || p_kind, 0));
+  END IF;
+  SELECT c.used, c.oldest INTO used, oldest FROM rate_limit_count(p_org, p_kind, p_now, p_window) c;
+  granted := greatest(0, least(p_want, rate_limit - used));
+  IF granted > 0 THEN
+    INSERT INTO rate_limit_leases (organization_id, kind, slots, first_at, last_at)
+    VALUES (p_org, p_kind, granted, p_now, p_now + p_lease) RETURNING id INTO lease_id;
+  END IF;
+END $$;
+
+--
+-- Name: rate_limit_settle(bigint, integer, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.rate_limit_settle(p_lease bigint, p_used integer, p_first timestamp with time zone, p_last timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  IF p_used <= 0 THEN
+    DELETE FROM rate_limit_leases l WHERE l.id = p_lease;
+  ELSE
+    UPDATE rate_limit_leases l
+       SET slots = least(l.slots, p_used), first_at = greatest(l.first_at, least(p_first, l.last_at)),
+           last_at = least(l.last_at, greatest(p_last, l.first_at)), settled = true
+     WHERE l.id = p_lease;
+  END IF;
+END $$;
+
+--
 -- Name: rate_limit_take(text, text, timestamp with time zone, interval, integer, boolean); Type: FUNCTION; Schema: public; Owner: -
 --
 
 CREATE FUNCTION public.rate_limit_take(p_org text, p_kind text, p_now timestamp with time zone, p_window interval, p_limit integer, p_consume boolean, OUT admitted boolean, OUT used integer, OUT oldest timestamp with time zone) RETURNS record
     LANGUAGE plpgsql
     AS $$
-DECLARE
-  v_used integer;
-  v_expired integer;
 BEGIN
-  -- The counter row's lock serializes admissions per (organization, kind) across every api process.
-  SELECT c.used INTO v_used FROM rate_limit_counters c
-   WHERE c.organization_id = p_org AND c.kind = p_kind FOR UPDATE;
-  IF NOT FOUND THEN
-    INSERT INTO rate_limit_counters (organization_id, kind, used) VALUES (p_org, p_kind, 0) ON CONFLICT DO NOTHING;
-    SELECT c.used INTO v_used FROM rate_limit_counters c
-     WHERE c.organization_id = p_org AND c.kind = p_kind FOR UPDATE;
-  END IF;
-  -- Only the rows that left the window since the last call: amortized O(1) per request.
-  WITH gone AS (
-    DELETE FROM rate_limit_hits h
-     WHERE h.organization_id = p_org AND h.kind = p_kind AND h.admitted_at <= p_now - p_window
-    RETURNING 1
-  )
-  SELECT count(*)::integer INTO v_expired FROM gone;
-  v_used := v_used - v_expired;
-  admitted := p_consume AND v_used < p_limit;
+  PERFORM pg_advisory_xact_lock(hashtextextended('rate_limit:' || p_org || ':' || p_kind, 0));
+  SELECT c.used, c.oldest INTO used, oldest FROM rate_limit_count(p_org, p_kind, p_now, p_window) c;
+  admitted := p_consume AND used < p_limit;
   IF admitted THEN
-    INSERT INTO rate_limit_hits (organization_id, kind, admitted_at) VALUES (p_org, p_kind, p_now);
-    v_used := v_used + 1;
+    INSERT INTO rate_limit_leases (organization_id, kind, slots, first_at, last_at, settled)
+    VALUES (p_org, p_kind, 1, p_now, p_now, true);
+    used := used + 1;
+    oldest := coalesce(oldest, p_now);
   END IF;
-  IF admitted OR v_expired > 0 THEN
-    UPDATE rate_limit_counters c SET used = v_used WHERE c.organization_id = p_org AND c.kind = p_kind;
-  END IF;
-  used := v_used;
-  SELECT h.admitted_at INTO oldest FROM rate_limit_hits h
-   WHERE h.organization_id = p_org AND h.kind = p_kind ORDER BY h.admitted_at LIMIT 1;
 END $$;
 
 --
@@ -828,26 +924,33 @@ CREATE TABLE public.payment_tokens (
 );
 
 --
--- Name: rate_limit_counters; Type: TABLE; Schema: public; Owner: -
+-- Name: rate_limit_leases; Type: TABLE; Schema: public; Owner: -
 --
 
-CREATE TABLE public.rate_limit_counters (
+CREATE TABLE public.rate_limit_leases (
+    id bigint NOT NULL,
     organization_id text NOT NULL,
     kind text NOT NULL,
-    used integer NOT NULL,
-    CONSTRAINT rate_limit_counters_kind_check CHECK ((kind = ANY (ARRAY['read'::text, 'write'::text]))),
-    CONSTRAINT rate_limit_counters_used_check CHECK ((used >= 0))
+    slots integer NOT NULL,
+    first_at timestamp with time zone NOT NULL,
+    last_at timestamp with time zone NOT NULL,
+    settled boolean DEFAULT false NOT NULL,
+    CONSTRAINT rate_limit_leases_check CHECK ((last_at >= first_at)),
+    CONSTRAINT rate_limit_leases_kind_check CHECK ((kind = ANY (ARRAY['read'::text, 'write'::text]))),
+    CONSTRAINT rate_limit_leases_slots_check CHECK ((slots > 0))
 );
 
 --
--- Name: rate_limit_hits; Type: TABLE; Schema: public; Owner: -
+-- Name: rate_limit_leases_id_seq; Type: SEQUENCE; Schema: public; Owner: -
 --
 
-CREATE TABLE public.rate_limit_hits (
-    organization_id text NOT NULL,
-    kind text NOT NULL,
-    admitted_at timestamp with time zone NOT NULL,
-    CONSTRAINT rate_limit_hits_kind_check CHECK ((kind = ANY (ARRAY['read'::text, 'write'::text])))
+ALTER TABLE public.rate_limit_leases ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.rate_limit_leases_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
 );
 
 --
@@ -1166,11 +1269,11 @@ ALTER TABLE ONLY public.payment_tokens
     ADD CONSTRAINT payment_tokens_pkey PRIMARY KEY (id);
 
 --
--- Name: rate_limit_counters rate_limit_counters_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+-- Name: rate_limit_leases rate_limit_leases_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.rate_limit_counters
-    ADD CONSTRAINT rate_limit_counters_pkey PRIMARY KEY (organization_id, kind);
+ALTER TABLE ONLY public.rate_limit_leases
+    ADD CONSTRAINT rate_limit_leases_pkey PRIMARY KEY (id);
 
 --
 -- Name: refunds refunds_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1304,10 +1407,10 @@ CREATE INDEX intents_list ON public.intents USING btree (organization_id, create
 CREATE INDEX payment_tokens_list ON public.payment_tokens USING btree (organization_id, created_at DESC, id DESC);
 
 --
--- Name: rate_limit_hits_window; Type: INDEX; Schema: public; Owner: -
+-- Name: rate_limit_leases_window; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX rate_limit_hits_window ON public.rate_limit_hits USING btree (organization_id, kind, admitted_at);
+CREATE INDEX rate_limit_leases_window ON public.rate_limit_leases USING btree (organization_id, kind, last_at);
 
 --
 -- Name: refunds_by_intent; Type: INDEX; Schema: public; Owner: -
@@ -1400,6 +1503,18 @@ CREATE INDEX webhook_deliveries_pending ON public.webhook_deliveries USING btree
 CREATE INDEX webhook_endpoints_list ON public.webhook_endpoints USING btree (organization_id, created_at DESC, id DESC) WHERE (deleted_at IS NULL);
 
 --
+-- Name: api_keys api_keys_edge_notify; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER api_keys_edge_notify AFTER DELETE OR UPDATE ON public.api_keys FOR EACH ROW EXECUTE FUNCTION public.edge_notify_change();
+
+--
+-- Name: api_keys api_keys_edge_notify_truncate; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER api_keys_edge_notify_truncate AFTER TRUNCATE ON public.api_keys FOR EACH STATEMENT EXECUTE FUNCTION public.edge_notify_change();
+
+--
 -- Name: disputes disputes_draw_guard; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -1416,6 +1531,30 @@ CREATE TRIGGER disputes_guard BEFORE DELETE OR UPDATE ON public.disputes FOR EAC
 --
 
 CREATE TRIGGER intents_guard BEFORE UPDATE ON public.intents FOR EACH ROW EXECUTE FUNCTION public.intents_guard();
+
+--
+-- Name: ip_allowlist ip_allowlist_edge_notify; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER ip_allowlist_edge_notify AFTER INSERT OR DELETE OR UPDATE ON public.ip_allowlist FOR EACH ROW EXECUTE FUNCTION public.edge_notify_change();
+
+--
+-- Name: ip_allowlist ip_allowlist_edge_notify_truncate; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER ip_allowlist_edge_notify_truncate AFTER TRUNCATE ON public.ip_allowlist FOR EACH STATEMENT EXECUTE FUNCTION public.edge_notify_change();
+
+--
+-- Name: organizations organizations_edge_notify; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER organizations_edge_notify AFTER DELETE OR UPDATE ON public.organizations FOR EACH ROW EXECUTE FUNCTION public.edge_notify_change();
+
+--
+-- Name: organizations organizations_edge_notify_truncate; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER organizations_edge_notify_truncate AFTER TRUNCATE ON public.organizations FOR EACH STATEMENT EXECUTE FUNCTION public.edge_notify_change();
 
 --
 -- Name: payment_tokens payment_tokens_guard; Type: TRIGGER; Schema: public; Owner: -
@@ -1608,18 +1747,11 @@ ALTER TABLE ONLY public.payment_tokens
     ADD CONSTRAINT payment_tokens_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id);
 
 --
--- Name: rate_limit_counters rate_limit_counters_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+-- Name: rate_limit_leases rate_limit_leases_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.rate_limit_counters
-    ADD CONSTRAINT rate_limit_counters_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
-
---
--- Name: rate_limit_hits rate_limit_hits_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.rate_limit_hits
-    ADD CONSTRAINT rate_limit_hits_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
+ALTER TABLE ONLY public.rate_limit_leases
+    ADD CONSTRAINT rate_limit_leases_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
 
 --
 -- Name: refunds refunds_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -4,6 +4,7 @@ import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { Config } from './config';
 import type { Pool } from './db/pool';
+import { createAdmission } from './http/admission';
 import { createApp } from './http/app';
 import { purgeEdgeState } from './http/housekeeping';
 import { answerParserErrors } from './http/parserErrors';
@@ -22,11 +23,13 @@ export interface RunningApi {
 export async function startApi(options: { config: Config; pool: Pool; log: Logger; temporal: Client; clock?: Clock }): Promise<RunningApi> {
   const { config, pool, log, temporal } = options;
   const clock = options.clock ?? systemClock;
+  const admission = createAdmission(pool, log);
   const app = createApp({
     config,
     pool,
     log,
     clock,
+    admission,
     services: { temporal, taskQueue: config.TEMPORAL_TASK_QUEUE },
     readiness: {
       postgres: async () => {
@@ -37,6 +40,9 @@ export async function startApi(options: { config: Config; pool: Pool; log: Logge
   });
   const server = await new Promise<Server>((resolve, reject) => {
     const listening = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(listening)));
+  }).catch(async (error: unknown) => {
+    await admission.close();
+    throw error;
   });
   server.keepAliveTimeout = 65_000;
   answerParserErrors(server, log);
@@ -54,6 +60,7 @@ export async function startApi(options: { config: Config; pool: Pool; log: Logge
         server.close(() => resolve());
         server.closeIdleConnections();
       });
+      await admission.close();
     },
   };
 }

@@ -6,6 +6,7 @@ import type { Connection, Client } from '@temporalio/client';
 import fc from 'fast-check';
 import type { Config } from '../src/config';
 import { createPool, type Pool } from '../src/db/pool';
+import { createAdmission, type Admission } from '../src/http/admission';
 import { createApp } from '../src/http/app';
 import { purgeEdgeState } from '../src/http/housekeeping';
 import { EDGE_LIMITS } from '../src/http/limits';
@@ -164,6 +165,7 @@ interface EdgeServer {
   url: string;
   pool: Pool;
   config: Config;
+  admission: Admission;
   close(): Promise<void>;
 }
 
@@ -174,9 +176,11 @@ let sharedPool: Pool;
 async function startEdge(options: { env?: Record<string, string>; clock?: Clock; host?: string; databaseUrl?: string } = {}): Promise<EdgeServer> {
   const config = testConfig({ TRUST_PROXY: 'loopback', ...options.env });
   const pool = createPool(options.databaseUrl ?? testInfra().databaseUrl, 10);
+  const log = createLogger('silent');
+  const admission = createAdmission(pool, log);
   const app = createApp(
     {
-      config, pool, log: createLogger('silent'), clock: options.clock ?? systemClock,
+      config, pool, log, clock: options.clock ?? systemClock, admission,
       services: { temporal, taskQueue: config.TEMPORAL_TASK_QUEUE }, readiness: {},
     },
     [...allRoutes, ...testRoutes],
@@ -193,11 +197,13 @@ async function startEdge(options: { env?: Record<string, string>; clock?: Clock;
     url: `http://127.0.0.1:${port}`,
     pool,
     config,
+    admission,
     async close() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       });
+      await admission.close();
       await pool.end();
     },
   };
@@ -592,12 +598,18 @@ describe('SPEC §3 errors', () => {
 
 describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
   describe('API keys', () => {
-    test('a revoked key gets 401 from the moment it is revoked', async () => {
+    test('a revoked key gets 401 within 1 s of being revoked (SPEC §4 with issue 13: api processes cache keys)', async () => {
       const org = await createTestOrg(main.pool);
       const second = await createKey(main.pool, org.organizationId, 'sandbox');
       expect((await client(main.url, second.api_key)('GET', '/test/ping')).status).toBe(200);
+      const revokedAtMs = Date.now();
       await revokeKey(main.pool, second.id);
-      expectError(await client(main.url, second.api_key)('GET', '/test/ping'), 401, 'authentication_error', 'unauthenticated');
+      const refused = await eventually(async () => {
+        const response = await client(main.url, second.api_key)('GET', '/test/ping');
+        return response.status === 401 ? response : undefined;
+      }, 1_000, 'the revoked key to be refused');
+      expect(Date.now() - revokedAtMs).toBeLessThan(1_000);
+      expectError(refused, 401, 'authentication_error', 'unauthenticated');
       expect((await client(main.url, org.apiKey)('GET', '/test/ping')).status).toBe(200);
     });
 
@@ -806,14 +818,18 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
       const org = await createTestOrg(edge.pool, { read: 5 });
       const call = client(edge.url, org.apiKey);
       for (let i = 0; i < 3; i++) expect((await call('GET', '/test/ping')).status).toBe(200);
-      const hits = async () => (await sharedPool.query<{ n: number }>(
-        `SELECT (SELECT count(*)::int FROM rate_limit_hits WHERE organization_id = $1) AS n`, [org.organizationId])).rows[0]!.n;
-      expect(await hits()).toBe(3);
+      // The process settles its lease when the lease's time is up: then the database holds exactly the 3 admissions.
+      const leases = async () => (await sharedPool.query<{ rows: number; slots: number; settled: boolean }>(
+        `SELECT count(*)::int AS rows, coalesce(sum(slots), 0)::int AS slots, coalesce(bool_and(settled), true) AS settled
+           FROM rate_limit_leases WHERE organization_id = $1`, [org.organizationId])).rows[0]!;
+      await eventually(async () => {
+        const now = await leases();
+        return now.settled ? now : undefined;
+      }, 10_000, 'the lease to be settled');
+      expect(await leases()).toMatchObject({ slots: 3, settled: true });
       const purged = await purgeEdgeState(edge.pool, new Date());
-      expect(purged.rateLimitHits).toBeGreaterThanOrEqual(3);
-      expect(await hits()).toBe(0);
-      const { rows } = await sharedPool.query(`SELECT used FROM rate_limit_counters WHERE organization_id = $1`, [org.organizationId]);
-      expect(rows).toEqual([{ used: 0 }]);
+      expect(purged.rateLimitLeases).toBeGreaterThanOrEqual(1);
+      expect(await leases()).toEqual({ rows: 0, slots: 0, settled: true });
       clock.set(Date.now());
       const next = await call('GET', '/test/ping');
       expect(rateHeaders(next)).toMatchObject({ limit: '5', remaining: '4' });
@@ -899,6 +915,174 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
         await exited;
       }
     }, 150_000);
+  });
+
+  describe('across api processes: the key cache and the rate-limit leases (docs/edge.md)', () => {
+    /** Each EdgeServer is a separate app with its own cache and leases over the same database, as a second api process is. */
+    let other: EdgeServer;
+    beforeAll(async () => {
+      other = await startEdge();
+    });
+    afterAll(async () => {
+      await other.close();
+    });
+
+    async function cacheOn(edge: EdgeServer) {
+      const cache = edge.admission.keys!;
+      return eventually(async () => (cache.stats().on ? cache : undefined), 10_000, 'the key cache to be on');
+    }
+
+    /**
+     * Asks until one request of `call` is answered from the cache's memory (a busy box can delay a heartbeat
+     * past its proof's age, and then the cache rightly sends a request to the database instead).
+     */
+    async function servedFromMemory(edge: EdgeServer, call: () => Promise<ApiResponse>) {
+      const cache = edge.admission.keys!;
+      await eventually(async () => {
+        const hits = cache.stats().hits;
+        expect((await call()).status).toBe(200);
+        return cache.stats().hits > hits ? true : undefined;
+      }, 10_000, 'a request answered from memory');
+    }
+
+    test('a key revoked through one process stops working in another within 1 s', async () => {
+      const cache = await cacheOn(other);
+      const org = await createTestOrg(main.pool);
+      const key = await createKey(main.pool, org.organizationId, 'sandbox');
+      expect((await client(main.url, key.api_key)('GET', '/test/ping')).status).toBe(200);
+      // Answered from memory in the other process: what it must forget.
+      await servedFromMemory(other, () => client(other.url, key.api_key)('GET', '/test/ping'));
+      expect(cache.stats().keys).toBeGreaterThan(0);
+
+      const revokedAtMs = Date.now();
+      await revokeKey(main.pool, key.id);
+      const refused = await eventually(async () => {
+        const response = await client(other.url, key.api_key)('GET', '/test/ping');
+        return response.status === 401 ? response : undefined;
+      }, 1_000, 'the revoked key to be refused by the other process');
+      expect(Date.now() - revokedAtMs).toBeLessThan(1_000);
+      expectError(refused, 401, 'authentication_error', 'unauthenticated');
+      expect((await client(other.url, org.apiKey)('GET', '/test/ping')).status).toBe(200);
+    });
+
+    test('an allowlist changed through one process binds writes in another within 1 s, both ways', async () => {
+      await cacheOn(other);
+      const org = await createTestOrg(main.pool);
+      const write = (address: string) => client(other.url, org.apiKey, address)('POST', '/test/notes', { name: `n ${randomString(8)}` });
+      expect((await write('198.51.100.60')).status).toBe(200);
+      expect((await write('198.51.100.60')).status).toBe(200);
+
+      const addedAtMs = Date.now();
+      await addAllowlistEntry(main.pool, org.organizationId, '203.0.113.60');
+      const refused = await eventually(async () => {
+        const response = await write('198.51.100.60');
+        return response.status === 403 ? response : undefined;
+      }, 1_000, 'the new allowlist to bind the other process');
+      expect(Date.now() - addedAtMs).toBeLessThan(1_000);
+      expectError(refused, 403, 'permission_error', 'ip_not_allowed');
+      expect((await write('203.0.113.60')).status).toBe(200);
+
+      const removedAtMs = Date.now();
+      await sharedPool.query(`DELETE FROM ip_allowlist WHERE organization_id = $1`, [org.organizationId]);
+      await eventually(async () => ((await write('198.51.100.60')).status === 200 ? true : undefined), 1_000, 'the emptied allowlist to reach the other process');
+      expect(Date.now() - removedAtMs).toBeLessThan(1_000);
+    });
+
+    test('killing the cache\'s LISTEN connection switches the cache off, so a change made meanwhile is not missed; it comes back empty', async () => {
+      const cache = await cacheOn(other);
+      const org = await createTestOrg(main.pool);
+      const key = await createKey(main.pool, org.organizationId, 'sandbox');
+      const call = client(other.url, key.api_key);
+      await servedFromMemory(other, () => call('GET', '/test/ping'));
+      const before = cache.stats();
+      expect(before.listenerPid).not.toBeNull();
+
+      // The listener dies inside the revoking transaction, before its NOTIFY is sent: nobody hears it, and only
+      // switching the cache off keeps the revoked key from being admitted from memory.
+      const connection = await sharedPool.connect();
+      try {
+        await connection.query('BEGIN');
+        await connection.query(`UPDATE api_keys SET revoked_at = now() WHERE id = $1`, [key.id]);
+        const { rows } = await connection.query<{ ended: boolean }>(`SELECT pg_terminate_backend($1, 5000) AS ended`, [before.listenerPid]);
+        expect(rows[0]!.ended).toBe(true);
+        await connection.query('COMMIT');
+      } finally {
+        connection.release();
+      }
+      const revokedAtMs = Date.now();
+      await eventually(async () => (cache.stats().drops > before.drops ? true : undefined), 1_000, 'the cache to notice its listener died');
+      const refused = await eventually(async () => {
+        const response = await call('GET', '/test/ping');
+        return response.status === 401 ? response : undefined;
+      }, 1_000, 'the revoked key to be refused');
+      expect(Date.now() - revokedAtMs).toBeLessThan(1_000);
+      expectError(refused, 401, 'authentication_error', 'unauthenticated');
+
+      // A new listener, a new backend, an empty cache that fills again.
+      const after = await eventually(async () => {
+        const stats = cache.stats();
+        return stats.on && stats.resyncs > before.resyncs ? stats : undefined;
+      }, 10_000, 'a new listener');
+      expect(after.listenerPid).not.toBe(before.listenerPid);
+      await servedFromMemory(other, () => client(other.url, org.apiKey)('GET', '/test/ping'));
+      expectError(await call('GET', '/test/ping'), 401, 'authentication_error', 'unauthenticated');
+    });
+
+    test('a valid key from an address blocked by failures made at another process gets 429 too_many_auth_failures', async () => {
+      await cacheOn(other);
+      const org = await createTestOrg(main.pool);
+      const attacker = '198.51.100.210';
+      // The key is cached in the other process before the address is blocked elsewhere.
+      expect((await client(other.url, org.apiKey, attacker)('GET', '/test/ping')).status).toBe(200);
+      for (let i = 0; i < EDGE_LIMITS.authFailuresPerWindow; i++) {
+        expect((await client(main.url, `sk_sandbox_${randomString(32)}`, attacker)('GET', '/test/ping')).status).toBe(401);
+      }
+      const blocked = await eventually(async () => {
+        const response = await client(other.url, org.apiKey, attacker)('GET', '/test/ping');
+        return response.status === 429 ? response : undefined;
+      }, 1_000, 'the block to reach the other process');
+      expectError(blocked, 429, 'rate_limit_error', 'too_many_auth_failures');
+      expect((await client(other.url, org.apiKey, '198.51.100.211')('GET', '/test/ping')).status).toBe(200);
+    });
+
+    test('two app instances under concurrent load never admit more than the limit in any sliding 60 s window', async () => {
+      const clock = new TestClock();
+      const a = await startEdge({ clock });
+      const b = await startEdge({ clock });
+      try {
+        const limit = 40;
+        const org = await createTestOrg(sharedPool, { read: limit });
+        clock.freeze(Date.now() - 10 * 60_000);
+        // A fixed pseudo-random schedule of bursts, so a failure replays the same way.
+        let seed = 20_261_123;
+        const random = () => {
+          seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+          return seed / 2 ** 31;
+        };
+        const admittedAtMs: number[] = [];
+        let refused = 0;
+        for (let step = 0; step < 30; step++) {
+          clock.advance(Math.floor(random() * 9_000));
+          const atMs = clock.now().getTime();
+          const burst = 5 + Math.floor(random() * 40);
+          const responses = await Promise.all(Array.from({ length: burst }, (_, i) => client((i % 2 ? a : b).url, org.apiKey)('GET', '/test/ping')));
+          for (const response of responses) {
+            if (response.status === 200) admittedAtMs.push(atMs);
+            else if (response.status === 429) refused++;
+            else throw new Error(`unexpected ${response.status}: ${response.text}`);
+          }
+        }
+        const busiestWindow = Math.max(...admittedAtMs.map((t) => admittedAtMs.filter((u) => u > t - 60_000 && u <= t).length));
+        expect(busiestWindow).toBeLessThanOrEqual(limit);
+        // The schedule spans several windows and asks for far more than the limit: the limit is really reached.
+        expect(busiestWindow).toBeGreaterThanOrEqual(limit - 10);
+        expect(admittedAtMs.length).toBeGreaterThan(limit);
+        expect(refused).toBeGreaterThan(0);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    });
   });
 });
 

@@ -3,7 +3,11 @@ import ipaddr from 'ipaddr.js';
 import { errors } from '../errors';
 import { hashApiKey, hashesEqual, parseApiKey, type Environment } from '../orgs/keys';
 import type { Organization } from '../orgs/repo';
+import type { Logger } from 'pino';
+import type { Pool } from '../db/pool';
+import { KeyCache, type CachedKey, type Cidr } from './keyCache';
 import { EDGE_LIMITS, windowInterval } from './limits';
+import { RateLimiter } from './rateLeases';
 import type { Caller, EdgeDeps } from './route';
 
 /** Admission (SPEC §4): who is calling, from where, and whether they may right now. */
@@ -36,15 +40,14 @@ function identifyClient(req: Request): ClientIdentity {
   return { address: address?.toString() ?? null, failureBucket };
 }
 
-interface AdmitRow {
-  outcome: 'too_many_auth_failures' | 'unauthenticated' | 'ip_not_allowed' | 'rate_limited' | 'admitted';
+interface AuthenticateRow {
+  outcome: 'too_many_auth_failures' | 'unauthenticated' | 'authenticated';
   key_id: string | null;
   key_hash: Buffer | null;
   key_environment: Environment | null;
   organization: (Omit<Organization, 'created_at'> & { created_at: string }) | null;
-  rate_limit: number | null;
-  used: number | null;
-  oldest: Date | null;
+  allowlist: string[] | null;
+  failures: Date[];
 }
 
 function presentedKey(req: Request): string {
@@ -52,54 +55,133 @@ function presentedKey(req: Request): string {
   return match?.[1] ?? '';
 }
 
-function retryAfterSeconds(oldest: Date, now: Date): number {
-  return Math.max(1, Math.ceil((oldest.getTime() + EDGE_LIMITS.windowMs - now.getTime()) / 1000));
+function retryAfterSeconds(resetMs: number, now: Date): number {
+  return Math.max(1, Math.ceil((resetMs - now.getTime()) / 1000));
+}
+
+/** What one app's admission keeps between requests: the key cache (null = off) and the rate-limit leases. */
+export class Admission {
+  constructor(
+    readonly keys: KeyCache | null,
+    readonly limiter: RateLimiter,
+  ) {}
+
+  /** Stops listening and settles every lease, so unused slots return to the other processes at once. */
+  async close(): Promise<void> {
+    await this.keys?.close();
+    await this.limiter.close();
+  }
+}
+
+/** An api process's admission: a key cache kept true by LISTEN (unless `cache` is false) and a lease-based rate limiter. */
+export function createAdmission(pool: Pool, log: Logger, options: { cache?: boolean } = {}): Admission {
+  const keys = options.cache === false ? null : new KeyCache(pool, log);
+  keys?.start();
+  return new Admission(keys, new RateLimiter(pool, log));
+}
+
+/** What admission reads from the app's dependencies: an app built without its own Admission gets one without a cache. */
+export interface AdmissionDeps extends EdgeDeps {
+  admission?: Admission;
+}
+
+const uncachedAdmissions = new WeakMap<EdgeDeps, Admission>();
+
+function admissionOf(deps: AdmissionDeps): Admission {
+  if (deps.admission) return deps.admission;
+  let admission = uncachedAdmissions.get(deps);
+  if (!admission) {
+    admission = createAdmission(deps.pool, deps.log, { cache: false });
+    uncachedAdmissions.set(deps, admission);
+  }
+  return admission;
+}
+
+function parseAllowlist(entries: string[]): Cidr[] {
+  return entries.map((entry) => ipaddr.parseCIDR(entry));
+}
+
+function allowed(allowlist: Cidr[], address: string | null): boolean {
+  if (allowlist.length === 0) return true;
+  if (address === null) return false;
+  const parsed = ipaddr.parse(address);
+  // Like Postgres's inet <<=: an address never falls in a range of the other family.
+  return allowlist.some(([range, bits]) => range.kind() === parsed.kind() && (parsed as ipaddr.IPv4).match(range, bits));
 }
 
 /**
- * SPEC §4's checks in order, in one database round trip (migrations/0009_edge_hot_path.sql): failed-auth
- * limit (429) → key (401) → allowlist (403, writes) → rate limit (429). Sets X-RateLimit-* on every
- * authenticated answer, the refused ones included.
+ * Failed-auth limit (429) → key (401), from memory when the key cache holds the key and is on, else in one
+ * database round trip (edge_authenticate, migrations/0013_edge_leases.sql) whose answer the cache keeps.
  */
-export async function admit(deps: EdgeDeps, req: Request, res: Response, write: boolean, now: Date): Promise<Caller> {
+async function authenticate(
+  deps: EdgeDeps, cache: KeyCache | null, client: ClientIdentity, key: string, keyHash: Buffer, now: Date,
+): Promise<CachedKey> {
+  const keyHashHex = keyHash.toString('hex');
+  if (cache?.on()) {
+    const blockedSince = cache.blockedSince(client.failureBucket, now.getTime());
+    if (blockedSince !== null) throw errors.tooManyAuthFailures(retryAfterSeconds(blockedSince + EDGE_LIMITS.windowMs, now));
+    const cached = cache.get(keyHashHex);
+    if (cached) return cached;
+  }
+  const version = cache?.lookupVersion() ?? 0;
   const environment = deps.config.LEDGER_ENVIRONMENT;
-  const client = identifyClient(req);
-  const key = presentedKey(req);
-  // Keys are looked up by their SHA-256, never by the key itself, so lookup timing says nothing about a key.
-  const keyHash = hashApiKey(key);
-  const { rows } = await deps.pool.query<AdmitRow>({
+  const { rows } = await deps.pool.query<AuthenticateRow>({
     // Named: each connection parses and plans it once, then only executes it.
-    name: 'edge_admit',
-    text: `SELECT * FROM edge_admit($1, $2::inet, $3::inet, $4, $5::interval, $6, $7, $8)`,
-    values: [keyHash, client.address, client.failureBucket, now, windowInterval, environment, write, EDGE_LIMITS.authFailuresPerWindow],
+    name: 'edge_authenticate',
+    text: `SELECT * FROM edge_authenticate($1, $2::inet, $3, $4::interval, $5, $6)`,
+    values: [keyHash, client.failureBucket, now, windowInterval, environment, EDGE_LIMITS.authFailuresPerWindow],
   });
   const row = rows[0]!;
-  if (row.outcome === 'too_many_auth_failures') throw errors.tooManyAuthFailures(retryAfterSeconds(row.oldest ?? now, now));
-  const parsedKey = parseApiKey(key);
-  if (row.outcome === 'unauthenticated') {
+  if (row.outcome !== 'authenticated') cache?.recordFailures(client.failureBucket, row.failures);
+  if (row.outcome === 'too_many_auth_failures') {
+    throw errors.tooManyAuthFailures(retryAfterSeconds((row.failures[0] ?? now).getTime() + EDGE_LIMITS.windowMs, now));
+  }
+  if (row.outcome === 'unauthenticated' || !row.organization || !row.key_id || !row.key_hash || !row.key_environment) {
+    const parsedKey = parseApiKey(key);
     throw errors.unauthenticated(
       parsedKey && parsedKey.environment !== environment
         ? `This is a ${parsedKey.environment} key; this deployment serves ${environment}.`
         : undefined,
     );
   }
-  // The lookup matched the hash; this constant-time comparison is what the decision rests on.
-  const authentic = row.key_hash !== null && hashesEqual(row.key_hash, keyHash) && parsedKey?.environment === environment;
-  if (!authentic || !row.organization || row.rate_limit === null || row.used === null) throw errors.unauthenticated();
-
-  const limit = row.rate_limit;
-  const resetMs = row.oldest ? row.oldest.getTime() + EDGE_LIMITS.windowMs : now.getTime();
-  res.set('X-RateLimit-Limit', String(limit));
-  res.set('X-RateLimit-Remaining', String(Math.max(0, limit - row.used)));
-  res.set('X-RateLimit-Reset', String(Math.ceil(resetMs / 1000)));
-  res.locals.organizationId = row.organization.id;
-  if (row.outcome === 'ip_not_allowed') throw errors.ipNotAllowed(client.address ?? 'an unknown address');
-  if (row.outcome === 'rate_limited') throw errors.rateLimited(retryAfterSeconds(row.oldest ?? now, now));
-  return {
-    organization: { ...row.organization, created_at: new Date(row.organization.created_at) },
-    keyId: row.key_id!,
-    environment,
+  const entry: CachedKey = {
+    keyId: row.key_id,
+    keyHash: row.key_hash,
+    environment: row.key_environment,
+    organization: Object.freeze({ ...row.organization, created_at: new Date(row.organization.created_at) }),
+    allowlist: parseAllowlist(row.allowlist ?? []),
   };
+  cache?.put(keyHashHex, entry, version);
+  return entry;
+}
+
+/**
+ * SPEC §4's checks in order: failed-auth limit (429) → key (401) → allowlist (403, writes) → rate limit (429).
+ * Sets X-RateLimit-* on every authenticated answer, the refused ones included. An admitted request with a
+ * cached key touches no database at all (docs/edge.md).
+ */
+export async function admit(deps: AdmissionDeps, req: Request, res: Response, write: boolean, now: Date): Promise<Caller> {
+  const admission = admissionOf(deps);
+  const environment = deps.config.LEDGER_ENVIRONMENT;
+  const client = identifyClient(req);
+  const key = presentedKey(req);
+  // Keys are looked up by their SHA-256, never by the key itself, so lookup timing says nothing about a key.
+  const keyHash = hashApiKey(key);
+  const entry = await authenticate(deps, admission.keys, client, key, keyHash, now);
+  // The lookup matched the hash; this constant-time comparison is what the decision rests on.
+  if (!hashesEqual(entry.keyHash, keyHash) || entry.environment !== environment) throw errors.unauthenticated();
+
+  const organizationId = entry.organization.id;
+  res.locals.organizationId = organizationId;
+  const kind = write ? 'write' : 'read';
+  const permitted = !write || allowed(entry.allowlist, client.address);
+  const rate = permitted ? await admission.limiter.take(organizationId, kind, now) : await admission.limiter.peek(organizationId, kind, now);
+  res.set('X-RateLimit-Limit', String(rate.limit));
+  res.set('X-RateLimit-Remaining', String(rate.remaining));
+  res.set('X-RateLimit-Reset', String(Math.ceil(rate.resetMs / 1000)));
+  if (!permitted) throw errors.ipNotAllowed(client.address ?? 'an unknown address');
+  if (!rate.admitted) throw errors.rateLimited(retryAfterSeconds(rate.resetMs, now));
+  return { organization: entry.organization, keyId: entry.keyId, environment };
 }
 
 export function isWrite(method: string): boolean {

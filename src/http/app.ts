@@ -3,6 +3,7 @@ import pinoHttp from 'pino-http';
 import client from 'prom-client';
 import swaggerUi from 'swagger-ui-express';
 import { newId } from '../ids';
+import type { Admission } from './admission';
 import { EDGE_LIMITS } from './limits';
 import type { AnyRoute, EdgeDeps } from './route';
 import { edgeFallback, edgeHandler } from './runners';
@@ -14,6 +15,8 @@ import { requireHost } from './parserErrors';
 import { allRoutes } from './routes';
 
 export interface ApiDeps extends EdgeDeps {
+  /** The key cache and rate-limit leases (createAdmission); the caller closes it. Without one: no cache. */
+  admission?: Admission;
   /** Checks behind /readyz; each resolves when its dependency answers. */
   readiness: Record<string, () => Promise<void>>;
 }

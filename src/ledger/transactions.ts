@@ -70,15 +70,24 @@ export async function insertTransaction(db: Queryable, input: NewTransaction): P
 }
 
 export async function getTransactionRow(db: Queryable, transactionId: string, organizationId?: string): Promise<TransactionRow | null> {
-  const { rows } = await db.query<TransactionRow>(
-    `SELECT ${COLUMNS} FROM transactions t WHERE t.id = $1 ${organizationId ? 'AND t.organization_id = $2' : ''}`,
-    organizationId ? [transactionId, organizationId] : [transactionId],
-  );
+  const { rows } = await db.query<TransactionRow>({
+    // Named: GET /transaction/{id} is the hottest read; each connection parses and plans it once.
+    name: organizationId ? 'transaction_of_organization' : 'transaction_by_id',
+    text: `SELECT ${COLUMNS} FROM transactions t WHERE t.id = $1 ${organizationId ? 'AND t.organization_id = $2' : ''}`,
+    values: organizationId ? [transactionId, organizationId] : [transactionId],
+  });
   return rows[0] ?? null;
 }
 
 export async function getTransaction(db: Queryable, organizationId: string, transactionId: string): Promise<Transaction | null> {
-  return (await getTransactionRow(db, transactionId, organizationId))?.json ?? null;
+  // Only the rendered Transaction: GET /transaction/{id} is the hottest read, and the row's other columns
+  // would be converted (dates, to_char) on both sides for nothing.
+  const { rows } = await db.query<{ json: Transaction }>({
+    name: 'transaction_json_of_organization',
+    text: `SELECT transaction_json(t) AS json FROM transactions t WHERE t.id = $1 AND t.organization_id = $2`,
+    values: [transactionId, organizationId],
+  });
+  return rows[0]?.json ?? null;
 }
 
 /** The transactions each source (an intent, refund or dispute, per `type`) created, oldest first. */
