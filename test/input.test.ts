@@ -56,7 +56,7 @@ async function rowsOwnedBy(organizationId: string): Promise<number> {
   const { rows: tables } = await stack.pool.query<{ table_name: string }>(
     `SELECT table_name FROM information_schema.columns
       WHERE table_schema = 'public' AND column_name = 'organization_id'
-        AND table_name NOT IN ('rate_limit_hits', 'rate_limit_counters', 'auth_failures')
+        AND table_name NOT IN ('rate_limit_hits', 'rate_limit_counters', 'rate_limit_leases', 'auth_failures')
       ORDER BY table_name`,
   );
   expect(tables.map((t) => t.table_name)).toEqual(expect.arrayContaining(['users', 'intents', 'idempotency_keys', 'webhook_endpoints']));
