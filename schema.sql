@@ -378,6 +378,12 @@ CREATE TABLE public.transactions (
 );
 
 --
+-- Name: COLUMN transactions.workflow_started_at; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.transactions.workflow_started_at IS 'No longer written (0012): a transaction awaiting its workflow has a row in transactions_awaiting_workflow. Kept for the rows recorded before.';
+
+--
 -- Name: transaction_json(public.transactions); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -998,6 +1004,15 @@ CREATE SEQUENCE public.transaction_status_history_id_seq
 ALTER SEQUENCE public.transaction_status_history_id_seq OWNED BY public.transaction_status_history.id;
 
 --
+-- Name: transactions_awaiting_workflow; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.transactions_awaiting_workflow (
+    transaction_id text NOT NULL,
+    created_at timestamp with time zone NOT NULL
+);
+
+--
 -- Name: transfers; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1282,6 +1297,13 @@ ALTER TABLE ONLY public.transaction_status_history
     ADD CONSTRAINT transaction_status_history_transaction_id_to_status_key UNIQUE (transaction_id, to_status);
 
 --
+-- Name: transactions_awaiting_workflow transactions_awaiting_workflow_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.transactions_awaiting_workflow
+    ADD CONSTRAINT transactions_awaiting_workflow_pkey PRIMARY KEY (transaction_id);
+
+--
 -- Name: transactions transactions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1403,6 +1425,12 @@ CREATE INDEX refunds_by_intent ON public.refunds USING btree (intent_id);
 CREATE INDEX refunds_list ON public.refunds USING btree (organization_id, created_at DESC, id DESC);
 
 --
+-- Name: transactions_awaiting_workflow_by_age; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX transactions_awaiting_workflow_by_age ON public.transactions_awaiting_workflow USING btree (created_at);
+
+--
 -- Name: transactions_by_source; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1425,12 +1453,6 @@ CREATE INDEX transactions_transfer_members ON public.transactions USING btree (t
 --
 
 CREATE INDEX transactions_unbatched ON public.transactions USING btree (account_id, date, status) WHERE (transfer_id IS NULL);
-
---
--- Name: transactions_without_workflow; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX transactions_without_workflow ON public.transactions USING btree (created_at) WHERE (workflow_started_at IS NULL);
 
 --
 -- Name: transfers_list; Type: INDEX; Schema: public; Owner: -
@@ -1758,6 +1780,13 @@ ALTER TABLE ONLY public.refunds
 
 ALTER TABLE ONLY public.transactions
     ADD CONSTRAINT transactions_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
+
+--
+-- Name: transactions_awaiting_workflow transactions_awaiting_workflow_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.transactions_awaiting_workflow
+    ADD CONSTRAINT transactions_awaiting_workflow_transaction_id_fkey FOREIGN KEY (transaction_id) REFERENCES public.transactions(id);
 
 --
 -- Name: transactions transactions_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

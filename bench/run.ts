@@ -1,21 +1,85 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 /**
- * `npm run bench`: runs every bench in turn as its own process (each prints its own progress lines and
- * measures its figures beside a baseline in the same run), and writes a JSON summary of what ran, for how
- * long and with what exit code to bench/results/. `npm run bench -- edge ledger` runs only those.
+ * `npm run bench`: runs every bench in turn as its own process and writes one JSON summary to
+ * bench/results/run-<time>.json. `npm run bench -- ledger edge` runs only those.
+ *
+ * Each bench prints its own progress lines (passed through as they come, prefixed with its name) and measures
+ * its figures beside a baseline in the same run; each makes its own uniquely named Postgres database and
+ * drops it, and runs a Temporal dev server on a SQLite file as `npm start` does (test/support/scratch.ts).
+ * The summary holds, per bench: the exit code, the seconds it took, and its results — the JSON file(s) it
+ * wrote to bench/results/ during the run, else the last JSON object it printed.
+ *
+ * Sizes are the benches' defaults (a few minutes in all); the larger figures are the same benches with a
+ * size variable, e.g. `BENCH_INTENTS=10000 npm run bench -- ledger` (bench/ledger.ts says which).
  */
 const BENCHES = ['edge', 'ledger', 'settlementDb', 'settlement', 'report'] as const;
 const REPO_ROOT = path.resolve(__dirname, '..');
+const RESULTS_DIR = path.join(REPO_ROOT, 'bench', 'results');
 
-function runOne(name: string): Promise<{ name: string; exitCode: number | null; seconds: number }> {
+interface BenchRun {
+  name: string;
+  exit_code: number | null;
+  seconds: number;
+  result_files: string[];
+  results: unknown[];
+}
+
+/** The last top-level JSON object in `text` (a line that is `{` through the next line that is `}`), if any. */
+function lastPrintedJson(text: string): unknown {
+  const lines = text.split('\n');
+  for (let end = lines.length - 1; end >= 0; end -= 1) {
+    if (lines[end] !== '}') continue;
+    const start = lines.lastIndexOf('{', end);
+    if (start < 0) return undefined;
+    try {
+      return JSON.parse(lines.slice(start, end + 1).join('\n'));
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
+function runOne(name: string, index: number, total: number): Promise<BenchRun> {
   const started = Date.now();
-  process.stdout.write(`\n== bench ${name} (bench/${name}.ts)\n`);
+  const before = new Set(fs.existsSync(RESULTS_DIR) ? fs.readdirSync(RESULTS_DIR) : []);
+  process.stdout.write(`\n== [${index}/${total}] bench ${name} (bench/${name}.ts)\n`);
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'bench', `${name}.ts`)], { cwd: REPO_ROOT, stdio: 'inherit' });
-    child.on('exit', (exitCode) => resolve({ name, exitCode, seconds: (Date.now() - started) / 1000 }));
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'bench', `${name}.ts`)], {
+      cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    let partial = { stdout: '', stderr: '' };
+    const relay = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
+      const text = partial[stream] + chunk.toString();
+      const lines = text.split('\n');
+      partial = { ...partial, [stream]: lines.pop() ?? '' };
+      for (const line of lines) {
+        if (stream === 'stdout') output += `${line}\n`;
+        process[stream].write(`[${name}] ${line}\n`);
+      }
+    };
+    child.stdout.on('data', relay('stdout'));
+    child.stderr.on('data', relay('stderr'));
+    // A heartbeat between a bench's own lines, so a long phase never looks hung.
+    const heartbeat = setInterval(() => process.stdout.write(`[run] ${name}: ${((Date.now() - started) / 1000).toFixed(0)} s\n`), 60_000);
+    child.on('exit', (exitCode) => {
+      clearInterval(heartbeat);
+      if (partial.stdout) output += partial.stdout;
+      const written = (fs.existsSync(RESULTS_DIR) ? fs.readdirSync(RESULTS_DIR) : [])
+        .filter((file) => !before.has(file) && file.startsWith(`${name}-`) && file.endsWith('.json')).sort();
+      const fromFiles = written.map((file) => JSON.parse(fs.readFileSync(path.join(RESULTS_DIR, file), 'utf8')) as unknown);
+      const printed = fromFiles.length === 0 ? lastPrintedJson(output) : undefined;
+      resolve({
+        name, exit_code: exitCode, seconds: Number(((Date.now() - started) / 1000).toFixed(1)),
+        result_files: written.map((file) => path.join('bench', 'results', file)),
+        results: printed === undefined ? fromFiles : [printed],
+      });
+    });
   });
 }
 
@@ -27,17 +91,20 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const names = asked.length > 0 ? asked : [...BENCHES];
-  const results = [];
-  for (const [index, name] of names.entries()) {
-    process.stdout.write(`[${index + 1}/${names.length}] ${name}\n`);
-    results.push(await runOne(name));
-  }
-  const dir = path.join(REPO_ROOT, 'bench', 'results');
-  fs.mkdirSync(dir, { recursive: true });
-  const file = path.join(dir, `run-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  fs.writeFileSync(file, `${JSON.stringify({ finished_at: new Date().toISOString(), results }, null, 2)}\n`);
-  process.stdout.write(`\nsummary: ${file}\n`);
-  process.exit(results.every((result) => result.exitCode === 0) ? 0 : 1);
+  const startedAt = new Date().toISOString();
+  const runs: BenchRun[] = [];
+  for (const [index, name] of names.entries()) runs.push(await runOne(name, index + 1, names.length));
+  fs.mkdirSync(RESULTS_DIR, { recursive: true });
+  const file = path.join(RESULTS_DIR, `run-${startedAt.replace(/[:.]/g, '-')}.json`);
+  const summary = {
+    started_at: startedAt, finished_at: new Date().toISOString(), cores: os.cpus().length, load_average: os.loadavg(),
+    node: process.version, benches: runs,
+  };
+  fs.writeFileSync(file, `${JSON.stringify(summary, null, 2)}\n`);
+  process.stdout.write('\n');
+  for (const run of runs) process.stdout.write(`${run.exit_code === 0 ? 'ok  ' : 'FAIL'} ${run.name.padEnd(12)} ${run.seconds} s  ${run.result_files.join(', ') || '(printed results)'}\n`);
+  process.stdout.write(`summary: ${path.relative(REPO_ROOT, file)}\n`);
+  process.exit(runs.every((run) => run.exit_code === 0) ? 0 : 1);
 }
 
 void main();

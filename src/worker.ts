@@ -30,8 +30,22 @@ export type WorkerSidecar = (deps: SidecarDeps) => { stop(): Promise<void> } | n
 const transactionReconciler: WorkerSidecar = (deps) =>
   deps.config.TRANSACTION_RECONCILER === 'off'
     ? null
-    : startReconciler({ pool: deps.pool, client: deps.temporal, taskQueue: deps.taskQueue, log: deps.log });
+    // No TEMPORAL_ADDRESS: the embedded dev server, whose SQLite state a power loss can roll back by a few
+    // seconds (src/platform/devServer.ts); the start-up sweep starts whatever workflows it lost.
+    : startReconciler({ pool: deps.pool, client: deps.temporal, taskQueue: deps.taskQueue, log: deps.log, sweep: deps.config.TEMPORAL_ADDRESS === undefined });
 export const workerSidecars: WorkerSidecar[] = [transactionReconciler, startWebhookDispatcher];
+
+/**
+ * Workflow task pollers of the lifecycle queue. Every lifecycle's first workflow task arrives on the queue
+ * itself (later ones on this worker's sticky queue), and the SDK's default gives that queue 2 pollers
+ * (10 × nonStickyToStickyPollRatio 0.2): with a loaded server answering a poll in 100+ ms, new lifecycles
+ * waited their turn behind two open polls while POST /intent kept starting them. 20 pollers, half of them
+ * on the queue itself. (Local activities run inside the workflow task: no activity pollers involved.)
+ */
+const LIFECYCLE_QUEUE_TUNING: Partial<WorkerOptions> = {
+  workflowTaskPollerBehavior: { type: 'simple-maximum', maximum: 20 },
+  nonStickyToStickyPollRatio: 0.5,
+};
 
 export interface LedgerWorker {
   /** Polls the lifecycle task queue (transactions, webhooks, and settlement runs started there before it had its own). */
@@ -66,7 +80,7 @@ export async function startWorker(options: {
     ? { codePath: options.workflowBundlePath }
     : { code: (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: bundlerLogger(options.log) })).code };
   const activities = createActivities({ config: options.config, pool: options.pool, log: options.log, temporal: options.temporal });
-  const create = (queue: string) => Worker.create({
+  const create = (queue: string, queueTuning: Partial<WorkerOptions> = {}) => Worker.create({
     connection,
     namespace: options.config.TEMPORAL_NAMESPACE,
     taskQueue: queue,
@@ -74,9 +88,10 @@ export async function startWorker(options: {
     activities,
     shutdownGraceTime: '10s',
     maxConcurrentActivityTaskExecutions: 50,
+    ...queueTuning,
     ...options.tuning,
   });
-  const worker = await create(taskQueue);
+  const worker = await create(taskQueue, LIFECYCLE_QUEUE_TUNING);
   const settlementWorker = await create(settlementTaskQueue(taskQueue));
   const running = Promise.all([worker.run(), settlementWorker.run()]).then(() => undefined).finally(() => connection.close());
   const sidecarDeps: SidecarDeps = { config: options.config, pool: options.pool, log: options.log, temporal: options.temporal, taskQueue };

@@ -5,7 +5,7 @@ import { NotFoundError } from '../orgs/repo';
 import { reconcileOnce } from './lifecycle';
 import { listAccounts, recomputeBalances } from './accounts';
 import { getIntent } from './intents';
-import { getTransactionRow, statusHistory } from './transactions';
+import { awaitingWorkflowSince, getTransactionRow, statusHistory } from './transactions';
 
 /**
  * Operator commands for the ledger: inspect a transaction with its status history, an intent, an
@@ -19,14 +19,15 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
       const row = await getTransactionRow(pool, transactionId);
       if (!row) throw new NotFoundError(`no transaction ${transactionId}`);
       const history = await statusHistory(pool, transactionId);
+      const awaitingSince = await awaitingWorkflowSince(pool, transactionId);
       const txn = row.json;
       out(
         [`${txn.id}  ${txn.direction} ${txn.amount} cents ${txn.currency}  ${txn.status}  (org ${row.organization_id}, account ${txn.account_id})`,
           `type ${txn.type}  source ${txn.source_id ?? '-'}  date ${txn.date}  transfer ${row.transfer_id ?? '-'}`,
-          `workflow ${row.workflow_started_at ? `started ${row.workflow_started_at.toISOString()}` : 'NOT STARTED'}`,
+          `workflow ${awaitingSince ? `NOT STARTED (awaiting since ${awaitingSince.toISOString()})` : 'started'}`,
           ...history.map((h) => `  ${h.changed_at.toISOString()}  ${h.from_status ?? '(recorded)'} → ${h.to_status}${h.transfer_id ? `  ${h.transfer_id}` : ''}`)].join('\n'),
         { transaction: txn, organization_id: row.organization_id, transfer_id: row.transfer_id,
-          workflow_started_at: row.workflow_started_at?.toISOString() ?? null,
+          workflow_started: awaitingSince === null,
           history: history.map((h) => ({ ...h, changed_at: h.changed_at.toISOString() })) },
       );
     });

@@ -7,7 +7,7 @@ import {
   AccountIdKey, OrganizationIdKey, SettlementDateKey, TransactionDirectionKey, TransactionStatusKey,
 } from '../platform/searchAttributes';
 import { confirmFundsSignal, TRANSACTION_WORKFLOW_TYPE, type TransactionWorkflowInput } from './contract';
-import { markWorkflowStarted, transactionsWithoutWorkflow, type TransactionRow } from './transactions';
+import { markWorkflowsStarted, transactionsWithoutWorkflow, unsettledTransactionsPage, type TransactionRow } from './transactions';
 
 /** The Temporal client side of the transaction lifecycle: starting, signalling and reconciling its workflows. */
 
@@ -59,9 +59,39 @@ export async function startTransactionWorkflow(client: Client, taskQueue: string
 }
 
 /**
- * After the request's commit: start the workflow, then note it on the row (not awaited: the answer does
- * not wait for that write, and should it be lost the reconciler finds the workflow already started). A
- * failed start is left to the reconciler, never to the client.
+ * Notes confirmed starts in transactions_awaiting_workflow, many per statement: a start is marked once the
+ * rows gathered in the last few milliseconds are flushed together, one DELETE instead of one write per
+ * request. A mark lost to a crash only costs the reconciler one duplicate start (answered already_started).
+ */
+class StartMarks {
+  private pending: string[] = [];
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly pool: Pool, private readonly log: Logger) {}
+
+  add(transactionId: string): void {
+    this.pending.push(transactionId);
+    if (this.pending.length >= START_MARKS.batchMax) this.flush();
+    else this.timer ??= setTimeout(() => this.flush(), START_MARKS.delayMs);
+  }
+
+  private flush(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const batch = this.pending;
+    this.pending = [];
+    markWorkflowsStarted(this.pool, batch).catch((error: unknown) =>
+      this.log.warn({ err: error, transactions: batch.length }, 'marking workflow starts failed; the reconciler will find them started'));
+  }
+}
+
+const START_MARKS = { delayMs: 20, batchMax: 200 };
+const startMarksByPool = new WeakMap<Pool, StartMarks>();
+
+/**
+ * After the request's commit: start the workflow, then note it (batched, not awaited: the answer does not
+ * wait for that write, and should it be lost the reconciler finds the workflow already started). A failed
+ * start is left to the reconciler, never to the client.
  */
 export function afterCommitStart(client: Client, taskQueue: string, log: Logger, pool: Pool, row: TransactionRow): () => Promise<void> {
   return async () => {
@@ -69,7 +99,9 @@ export function afterCommitStart(client: Client, taskQueue: string, log: Logger,
     ledgerMetrics.transactionsTotal.inc({ direction: row.direction, type: row.type });
     try {
       await client.withDeadline(Date.now() + RECONCILER_LIMITS.startDeadlineMs, () => startTransactionWorkflow(client, taskQueue, row));
-      markWorkflowStarted(pool, row.id, new Date()).catch((error: unknown) => log.warn({ err: error, transaction_id: row.id }, 'marking workflow_started_at failed'));
+      let marks = startMarksByPool.get(pool);
+      if (!marks) startMarksByPool.set(pool, (marks = new StartMarks(pool, log)));
+      marks.add(row.id);
     } catch (error) {
       log.warn({ err: error, transaction_id: row.id }, 'starting the transaction workflow failed; the reconciler will retry');
     }
@@ -90,16 +122,56 @@ export async function reconcileOnce(pool: Pool, client: Client, taskQueue: strin
   let started = 0;
   for (const row of rows) {
     if ((await startTransactionWorkflow(client, taskQueue, row)) === 'started') started += 1;
-    await markWorkflowStarted(pool, row.id, now);
+    await markWorkflowsStarted(pool, [row.id]);
+  }
+  return started;
+}
+
+/**
+ * Starts again the workflow of every unsettled transaction whose workflow Temporal no longer knows, and
+ * returns how many it started. Only a Temporal server whose state can roll back needs this: the embedded dev
+ * server `npm start` runs keeps its state in SQLite with synchronous=NORMAL (src/platform/devServer.ts), so a
+ * power loss can take back the last seconds of workflow starts it accepted, while Postgres — the ledger —
+ * keeps the transactions. REJECT_DUPLICATE makes each call a no-op for a workflow that exists (running or
+ * closed), so the sweep is safe to run at any time and from several workers at once.
+ */
+export async function sweepLifecycles(
+  pool: Pool, client: Client, taskQueue: string,
+  options: { concurrency?: number; pageSize?: number; stopped?: () => boolean; organizationId?: string } = {},
+): Promise<number> {
+  let started = 0;
+  let afterId: string | null = null;
+  while (!options.stopped?.()) {
+    const rows = await unsettledTransactionsPage(pool, { afterId, limit: options.pageSize ?? 500, ...(options.organizationId ? { organizationId: options.organizationId } : {}) });
+    if (rows.length === 0) return started;
+    afterId = rows[rows.length - 1]!.id;
+    let next = 0;
+    await Promise.all(Array.from({ length: options.concurrency ?? 8 }, async () => {
+      while (next < rows.length) {
+        const row = rows[next++]!;
+        if ((await startTransactionWorkflow(client, taskQueue, row)) === 'started') started += 1;
+      }
+    }));
   }
   return started;
 }
 
 /** Runs reconcileOnce every intervalMs until stopped. One per worker process; concurrent passes are harmless. */
-export function startReconciler(options: { pool: Pool; client: Client; taskQueue: string; log: Logger; intervalMs?: number }): { stop(): Promise<void> } {
+export function startReconciler(options: {
+  pool: Pool; client: Client; taskQueue: string; log: Logger; intervalMs?: number;
+  /** Also run sweepLifecycles once at start (a Temporal server whose state can roll back). */
+  sweep?: boolean;
+}): { stop(): Promise<void> } {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let pass: Promise<void> = Promise.resolve();
+  const sweeping: Promise<void> = options.sweep
+    ? sweepLifecycles(options.pool, options.client, options.taskQueue, { stopped: () => stopped })
+      .then((started) => {
+        if (started > 0) options.log.warn({ started }, 'start-up sweep started workflows the Temporal server had lost');
+      })
+      .catch((error: unknown) => options.log.warn({ err: error }, 'start-up sweep failed'))
+    : Promise.resolve();
   const tick = () => {
     pass = reconcileOnce(options.pool, options.client, options.taskQueue, new Date())
       .then((started) => {
@@ -115,7 +187,7 @@ export function startReconciler(options: { pool: Pool; client: Client; taskQueue
     async stop() {
       stopped = true;
       if (timer) clearTimeout(timer);
-      await pass;
+      await Promise.all([pass, sweeping]);
     },
   };
 }

@@ -25,14 +25,13 @@ export interface TransactionRow {
   date: string;
   transfer_id: string | null;
   created_at: Date;
-  workflow_started_at: Date | null;
   /** The seed's Transaction exactly as the API shows it (transaction_json). */
   json: Transaction;
 }
 
 /** Every query reads transactions as `t`. */
 const COLUMNS = `t.id, t.organization_id, t.account_id, t.direction, t.type, t.source_id, t.amount_cents, t.status,
-  to_char(t.date, 'YYYY-MM-DD') AS date, t.transfer_id, t.created_at, t.workflow_started_at, transaction_json(t) AS json`;
+  to_char(t.date, 'YYYY-MM-DD') AS date, t.transfer_id, t.created_at, transaction_json(t) AS json`;
 
 /** What a window picks up (SPEC §10): confirmed cash_in and unbatched cash_out, recorded on or before D (`$2`). */
 export const ELIGIBLE_FOR_WINDOW = `t.transfer_id IS NULL AND t.date <= $2::date
@@ -50,9 +49,9 @@ export interface NewTransaction {
 }
 
 /**
- * Records a transaction in `pending` with its transaction.created event, in one statement inside the
- * caller's database transaction. Its workflow is started after commit (src/ledger/service.ts), and by the
- * reconciler if that never happens.
+ * Records a transaction in `pending` with its transaction.created event and its place among the transactions
+ * awaiting a workflow (0012), in one statement inside the caller's database transaction. Its workflow is
+ * started after commit (src/ledger/service.ts), and by the reconciler if that never happens.
  */
 export async function insertTransaction(db: Queryable, input: NewTransaction): Promise<TransactionRow> {
   const { rows } = await db.query<TransactionRow>(
@@ -61,6 +60,8 @@ export async function insertTransaction(db: Queryable, input: NewTransaction): P
        VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $9) RETURNING ${COLUMNS}
      ), created AS (
        INSERT INTO events (organization_id, type, data, created_at) SELECT organization_id, 'transaction.created', json::jsonb, created_at FROM t
+     ), awaiting AS (
+       INSERT INTO transactions_awaiting_workflow (transaction_id, created_at) SELECT id, created_at FROM t
      )
      SELECT * FROM t`,
     [newId('txn'), input.organizationId, input.accountId, input.direction, input.type, input.sourceId, input.amountCents, input.date, input.createdAt],
@@ -244,16 +245,44 @@ export async function memberIdsPage(
   return rows;
 }
 
-/** Marks the workflow as running; the reconciler skips such rows. */
-export async function markWorkflowStarted(db: Queryable, transactionId: string, now: Date): Promise<void> {
-  await db.query(`UPDATE transactions SET workflow_started_at = coalesce(workflow_started_at, $2) WHERE id = $1`, [transactionId, now]);
+/**
+ * Temporal accepted (or already had) these transactions' workflows: they leave the queue the reconciler
+ * reads. One statement for a batch; deleting a row twice is a no-op.
+ */
+export async function markWorkflowsStarted(db: Queryable, transactionIds: readonly string[]): Promise<void> {
+  if (transactionIds.length === 0) return;
+  await db.query(`DELETE FROM transactions_awaiting_workflow WHERE transaction_id = ANY($1::text[])`, [transactionIds]);
 }
 
-/** Transactions whose workflow may never have started: the api died between commit and start. */
+/** Transactions whose workflow may never have started (the api died between commit and start), oldest first. */
 export async function transactionsWithoutWorkflow(db: Queryable, olderThan: Date, limit: number): Promise<TransactionRow[]> {
   const { rows } = await db.query<TransactionRow>(
-    `SELECT ${COLUMNS} FROM transactions t WHERE t.workflow_started_at IS NULL AND t.created_at < $1 ORDER BY t.created_at LIMIT $2`,
+    `SELECT ${COLUMNS} FROM transactions_awaiting_workflow a JOIN transactions t ON t.id = a.transaction_id
+      WHERE a.created_at < $1 ORDER BY a.created_at LIMIT $2`,
     [olderThan, limit],
+  );
+  return rows;
+}
+
+/** Whether a transaction still waits for Temporal to accept its workflow (null: no such wait recorded). */
+export async function awaitingWorkflowSince(db: Queryable, transactionId: string): Promise<Date | null> {
+  const { rows } = await db.query<{ created_at: Date }>(`SELECT created_at FROM transactions_awaiting_workflow WHERE transaction_id = $1`, [transactionId]);
+  return rows[0]?.created_at ?? null;
+}
+
+/**
+ * One page (keyset on id) of the transactions not yet settled and not awaiting a first start: the ones whose
+ * workflow Temporal has accepted and should still be running. The start-up sweep walks them.
+ */
+export async function unsettledTransactionsPage(
+  db: Queryable, input: { afterId: string | null; limit: number; organizationId?: string },
+): Promise<TransactionRow[]> {
+  const { rows } = await db.query<TransactionRow>(
+    `SELECT ${COLUMNS} FROM transactions t
+      WHERE t.status <> 'settled' AND ($1::text IS NULL OR t.id > $1) AND ($3::text IS NULL OR t.organization_id = $3)
+        AND NOT EXISTS (SELECT 1 FROM transactions_awaiting_workflow a WHERE a.transaction_id = t.id)
+      ORDER BY t.id LIMIT $2`,
+    [input.afterId, input.limit, input.organizationId ?? null],
   );
   return rows;
 }

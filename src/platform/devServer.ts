@@ -3,6 +3,23 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { SEARCH_ATTRIBUTES, waitForTemporal } from './temporal';
 
+/**
+ * SQLite pragmas of a file-backed dev server (`npm start`, the benches). The server's default is a rollback
+ * journal with a full fsync per commit: every workflow task rewrote and synced whole pages (31 GB written in
+ * 14 minutes for a 57 MB database, a full core, thousands of `update-wf-execution … context deadline
+ * exceeded`, 20 workflow starts a second). WAL appends each commit to one log instead, and synchronous=NORMAL
+ * syncs that log at checkpoints rather than at every commit.
+ * What that trades: a crash of the server process (or of ours) loses nothing — a commit is in the WAL, which
+ * the OS holds, before the server answers. A power loss or kernel crash can roll the server's state back to
+ * its last synced checkpoint (the commits since then, usually the last seconds; the database stays consistent,
+ * as a whole earlier snapshot). Postgres is the ledger's source of truth and is untouched by this; what
+ * Temporal can lose is an input from outside it (a workflow start, a signal) accepted in those seconds, and
+ * the worker's start-up sweep (src/ledger/lifecycle.ts, sweepLifecycles) starts again every unsettled
+ * transaction's workflow that the server no longer knows. Work inside a workflow that is lost is redone from
+ * the earlier snapshot by idempotent activities.
+ */
+export const DEV_SERVER_SQLITE_PRAGMAS = ['journal_mode=wal', 'synchronous=normal'] as const;
+
 export interface DevServerOptions {
   cliPath: string;
   port: number;
@@ -59,7 +76,10 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--namespace', options.namespace, '--log-level', 'warn'];
   if (options.uiPort === null) args.push('--headless');
   else args.push('--ui-port', String(options.uiPort));
-  if (options.dbFile) args.push('--db-filename', options.dbFile);
+  if (options.dbFile) {
+    args.push('--db-filename', options.dbFile);
+    for (const pragma of DEV_SERVER_SQLITE_PRAGMAS) args.push('--sqlite-pragma', pragma);
+  }
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) {
     void type; // All ours are keywords; the operator API registers them again idempotently after start.
     args.push('--search-attribute', `${name}=Keyword`);

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { migrate } from '../../src/db/migrate';
@@ -30,11 +31,17 @@ export async function createScratchDatabase(adminUrl: string, name: string): Pro
   return { databaseUrl, drop: () => onAdmin(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
-/** A Temporal dev server of our own (in memory, no UI, a free port) with the ledger's search attributes. */
-export async function startScratchTemporal(cliPath: string, logFile: string): Promise<{
+/**
+ * A Temporal dev server of our own (no UI, a free port) with the ledger's search attributes, for the benches.
+ * It keeps its state in a SQLite file (`dbFile`, default temporal.db beside `logFile`) with `npm start`'s
+ * flags and pragmas, since that is the server users run and what a bench must measure; `dbFile: null` keeps
+ * it in memory.
+ */
+export async function startScratchTemporal(cliPath: string, logFile: string, options: { dbFile?: string | null } = {}): Promise<{
   dev: DevServer; connection: Connection; client: Client; stop(): Promise<void>;
 }> {
-  const dev = await startTemporalDevServer({ cliPath, port: await freePort(), uiPort: null, dbFile: null, namespace: 'default', logFile });
+  const dbFile = options.dbFile === undefined ? path.join(path.dirname(logFile), 'temporal.db') : options.dbFile;
+  const dev = await startTemporalDevServer({ cliPath, port: await freePort(), uiPort: null, dbFile, namespace: 'default', logFile });
   const { connection, client } = await connectTemporal(dev.address, 'default');
   await registerSearchAttributes(connection, 'default');
   return {
