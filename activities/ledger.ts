@@ -17,7 +17,10 @@ export function createLedgerActivities(deps: ActivityDeps, rail: PaymentRail = r
       const row = await getTransactionRow(deps.pool, input.transactionId);
       if (!row) throw ApplicationFailure.nonRetryable(`no transaction ${input.transactionId}`, TRANSACTION_MISSING);
       const outcome = await rail.submitPayment({
-        transactionId: row.id, accountId: row.account_id, direction: row.direction, amountCents: row.amount_cents,
+        transactionId: row.id,
+        accountId: row.account_id,
+        direction: row.direction,
+        amountCents: row.amount_cents,
       });
       return { status: row.status, confirmAfterSeconds: outcome.kind === 'after_seconds' ? outcome.seconds : null };
     },
@@ -27,11 +30,19 @@ export function createLedgerActivities(deps: ActivityDeps, rail: PaymentRail = r
      * (transaction id, target status): repeating it is a no-op.
      */
     async transitionTransaction(input: { transactionId: string; toStatus: TransactionStatus; transferId: string | null }): Promise<{
-      status: TransactionStatus; changed: boolean; transferId: string | null;
+      status: TransactionStatus;
+      changed: boolean;
+      transferId: string | null;
     }> {
       try {
         const result = await withTransaction(deps.pool, (tx) =>
-          applyTransition(tx, { transactionId: input.transactionId, toStatus: input.toStatus, transferId: input.transferId, now: new Date() }));
+          applyTransition(tx, {
+            transactionId: input.transactionId,
+            toStatus: input.toStatus,
+            transferId: input.transferId,
+            now: new Date(),
+          }),
+        );
         // Committed, and made by this call (a repeat finds it done: changed is false).
         if (result.changed) ledgerMetrics.transitionsTotal.inc({ to_status: result.status });
         return { status: result.status, changed: result.changed, transferId: result.transferId };

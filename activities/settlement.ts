@@ -62,18 +62,25 @@ export function createSettlementActivities(deps: ActivityDeps, rail: PaymentRail
      * accounts per call), on this worker's task queue. Returns where the next page starts.
      */
     async startAccountSettlements(input: {
-      windowDate: string; organizationId?: string | undefined; accountId?: string | undefined; afterAccountId: string | null;
+      windowDate: string;
+      organizationId?: string | undefined;
+      accountId?: string | undefined;
+      afterAccountId: string | null;
     }): Promise<{ started: number; alreadyStarted: number; nextAfterAccountId: string | null }> {
       const { taskQueue } = Context.current().info;
       return keepAlive(async () => {
         const accountIds = await repo.accountsToSettle(deps.pool, { ...input, limit: SETTLEMENT_LIMITS.fanOutPageSize });
         const { rows } = await deps.pool.query<{ id: string; organization_id: string }>(
-          `SELECT id, organization_id FROM accounts WHERE id = ANY($1)`, [accountIds]);
+          `SELECT id, organization_id FROM accounts WHERE id = ANY($1)`,
+          [accountIds],
+        );
         let started = 0;
         let alreadyStarted = 0;
         await forEachBounded(rows, SETTLEMENT_LIMITS.fanOutConcurrency, async (row) => {
           const outcome = await startAccountSettlement(deps.temporal, taskQueue, {
-            accountId: row.id, organizationId: row.organization_id, windowDate: input.windowDate,
+            accountId: row.id,
+            organizationId: row.organization_id,
+            windowDate: input.windowDate,
           });
           if (outcome === 'started') started += 1;
           else alreadyStarted += 1;
@@ -92,13 +99,24 @@ export function createSettlementActivities(deps: ActivityDeps, rail: PaymentRail
     async createTransfer(input: { accountId: string; windowDate: string }): Promise<TransferInfo | null> {
       const transferDate = transferDateOf(input.windowDate, deps.config.SETTLEMENT_CUTOFF, deps.config.SETTLEMENT_CALENDAR);
       const started = Date.now();
-      const result = await keepAlive(() => withTransaction(deps.pool, (tx) =>
-        repo.createWindowTransfer(tx, { accountId: input.accountId, windowDate: input.windowDate, transferDate, now: new Date() })));
+      const result = await keepAlive(() =>
+        withTransaction(deps.pool, (tx) =>
+          repo.createWindowTransfer(tx, { accountId: input.accountId, windowDate: input.windowDate, transferDate, now: new Date() }),
+        ),
+      );
       if (result?.created) {
         ledgerMetrics.transfersTotal.inc({ direction: result.transfer.direction });
         if (result.cashOutCount > 0) ledgerMetrics.transitionsTotal.inc({ to_status: 'in_transfer' }, result.cashOutCount);
-        deps.log.info({ transfer_id: result.transfer.id, account_id: input.accountId, window_date: input.windowDate,
-          transaction_count: result.transfer.transaction_count, elapsed_ms: Date.now() - started }, 'transfer created');
+        deps.log.info(
+          {
+            transfer_id: result.transfer.id,
+            account_id: input.accountId,
+            window_date: input.windowDate,
+            transaction_count: result.transfer.transaction_count,
+            elapsed_ms: Date.now() - started,
+          },
+          'transfer created',
+        );
       }
       return result ? transferInfo(result.transfer) : null;
     },
@@ -111,7 +129,9 @@ export function createSettlementActivities(deps: ActivityDeps, rail: PaymentRail
      * reconciler starts it and it reads the row) is counted, not an error.
      */
     async notifyMembers(input: { transferId: string; kind: 'assigned' | 'settled'; after: MemberCursor }): Promise<{
-      signalled: number; notRunning: number; next: MemberCursor;
+      signalled: number;
+      notRunning: number;
+      next: MemberCursor;
     }> {
       const context = Context.current();
       const resumed = context.info.heartbeatDetails as MemberCursor | undefined;
@@ -119,30 +139,33 @@ export function createSettlementActivities(deps: ActivityDeps, rail: PaymentRail
       let signalled = 0;
       let notRunning = 0;
       const signal = input.kind === 'assigned' ? transferAssignedSignal : transferSettledSignal;
-      return keepAlive(async () => {
-        for (let page = 0; page < SETTLEMENT_LIMITS.notifyPagesPerActivity; page += 1) {
-          const members = await memberIdsPage(deps.pool, {
-            transferId: input.transferId,
-            ...(input.kind === 'assigned' ? { direction: 'cash_out' as const } : {}),
-            after: cursor,
-            limit: SETTLEMENT_LIMITS.notifyPageSize,
-          });
-          await forEachBounded(members, SETTLEMENT_LIMITS.notifyConcurrency, async (member) => {
-            try {
-              await deps.temporal.workflow.getHandle(member.id).signal(signal, { transferId: input.transferId });
-              signalled += 1;
-            } catch (error) {
-              if (!(error instanceof WorkflowNotFoundError)) throw error;
-              notRunning += 1;
-            }
-          });
-          const last = members[members.length - 1];
-          if (members.length < SETTLEMENT_LIMITS.notifyPageSize || !last) return { signalled, notRunning, next: null };
-          cursor = { createdAt: last.created_at.toISOString(), id: last.id };
-          context.heartbeat(cursor);
-        }
-        return { signalled, notRunning, next: cursor };
-      }, () => cursor);
+      return keepAlive(
+        async () => {
+          for (let page = 0; page < SETTLEMENT_LIMITS.notifyPagesPerActivity; page += 1) {
+            const members = await memberIdsPage(deps.pool, {
+              transferId: input.transferId,
+              ...(input.kind === 'assigned' ? { direction: 'cash_out' as const } : {}),
+              after: cursor,
+              limit: SETTLEMENT_LIMITS.notifyPageSize,
+            });
+            await forEachBounded(members, SETTLEMENT_LIMITS.notifyConcurrency, async (member) => {
+              try {
+                await deps.temporal.workflow.getHandle(member.id).signal(signal, { transferId: input.transferId });
+                signalled += 1;
+              } catch (error) {
+                if (!(error instanceof WorkflowNotFoundError)) throw error;
+                notRunning += 1;
+              }
+            });
+            const last = members[members.length - 1];
+            if (members.length < SETTLEMENT_LIMITS.notifyPageSize || !last) return { signalled, notRunning, next: null };
+            cursor = { createdAt: last.created_at.toISOString(), id: last.id };
+            context.heartbeat(cursor);
+          }
+          return { signalled, notRunning, next: cursor };
+        },
+        () => cursor,
+      );
     },
 
     /**
@@ -160,7 +183,10 @@ export function createSettlementActivities(deps: ActivityDeps, rail: PaymentRail
       const transfer = await repo.getTransferRow(deps.pool, input.transferId);
       if (!transfer) throw ApplicationFailure.nonRetryable(`no transfer ${input.transferId}`, 'TransferMissing');
       const outcome = await rail.submitTransfer({
-        transferId: transfer.id, accountId: transfer.account_id, direction: transfer.direction, amountCents: transfer.amount_cents,
+        transferId: transfer.id,
+        accountId: transfer.account_id,
+        direction: transfer.direction,
+        amountCents: transfer.amount_cents,
       });
       await repo.markTransferSubmitted(deps.pool, transfer.id, new Date());
       return { settleAfterSeconds: outcome.kind === 'after_seconds' ? outcome.seconds : null };
@@ -172,8 +198,10 @@ export function createSettlementActivities(deps: ActivityDeps, rail: PaymentRail
       const result = await keepAlive(() => withTransaction(deps.pool, (tx) => repo.settleTransfer(tx, input.transferId, new Date())));
       if (result.changed) {
         ledgerMetrics.transitionsTotal.inc({ to_status: 'settled' }, result.transfer.transaction_count);
-        deps.log.info({ transfer_id: input.transferId, transaction_count: result.transfer.transaction_count, elapsed_ms: Date.now() - started },
-          'transfer settled');
+        deps.log.info(
+          { transfer_id: input.transferId, transaction_count: result.transfer.transaction_count, elapsed_ms: Date.now() - started },
+          'transfer settled',
+        );
       }
       return { changed: result.changed };
     },

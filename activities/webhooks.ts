@@ -32,12 +32,19 @@ export function createWebhookActivities(deps: ActivityDeps) {
       if (sealedSecret === null) return 'endpoint_inactive';
       if (event.organization_id !== endpoint.organization_id) {
         // The dispatcher pairs events only with their own organization's endpoints; anything else is a bug.
-        throw ApplicationFailure.nonRetryable(`event ${event.id} and endpoint ${endpoint.id} belong to different organizations`, WEBHOOK_INVARIANT);
+        throw ApplicationFailure.nonRetryable(
+          `event ${event.id} and endpoint ${endpoint.id} belong to different organizations`,
+          WEBHOOK_INVARIANT,
+        );
       }
       const url = new URL(endpoint.url);
       const body = JSON.stringify({ id: event.id, type: event.type, created_at: event.created_at.toISOString(), data: event.data });
       const attemptId = await beginAttempt(deps.pool, {
-        endpointId: endpoint.id, organizationId: endpoint.organization_id, eventId: event.id, eventType: event.type, attempt,
+        endpointId: endpoint.id,
+        organizationId: endpoint.organization_id,
+        eventId: event.id,
+        eventType: event.type,
+        attempt,
       });
       // Heartbeats tell Temporal this attempt is alive; if its worker dies, the heartbeat timeout (not the
       // much longer start-to-close) hands the retry to another worker.
@@ -49,7 +56,12 @@ export function createWebhookActivities(deps: ActivityDeps) {
       try {
         const check = await checkTargetAtDelivery(deps.config, url);
         if (!check.ok) {
-          await finishAttempt(deps.pool, attemptId, { outcome: 'refused', responseStatusCode: null, durationMs: performance.now() - started, error: check.reason });
+          await finishAttempt(deps.pool, attemptId, {
+            outcome: 'refused',
+            responseStatusCode: null,
+            durationMs: performance.now() - started,
+            error: check.reason,
+          });
           ledgerMetrics.webhookDeliveriesTotal.inc({ outcome: 'refused' });
           deps.log.warn({ endpoint_id: endpoint.id, event_id: event.id, reason: check.reason }, 'webhook target refused');
           return 'refused';
@@ -73,7 +85,12 @@ export function createWebhookActivities(deps: ActivityDeps) {
       if (status === 410) {
         // 410 Gone is the receiver saying "stop": the endpoint is disabled with the attempt that saw it.
         await withTransaction(deps.pool, async (tx) => {
-          await finishAttempt(tx, attemptId, { outcome: 'failed', responseStatusCode: 410, durationMs, error: 'the endpoint answered 410 Gone; it is now disabled' });
+          await finishAttempt(tx, attemptId, {
+            outcome: 'failed',
+            responseStatusCode: 410,
+            durationMs,
+            error: 'the endpoint answered 410 Gone; it is now disabled',
+          });
           await disableEndpoint(tx, endpoint.id, 'The endpoint answered 410 Gone.');
         });
         ledgerMetrics.webhookDeliveriesTotal.inc({ outcome: 'endpoint_disabled' });

@@ -118,22 +118,33 @@ async function main(): Promise<void> {
   const admission = createAdmission(pool, logger);
   // A GET never touches Temporal: the client is lazy and never connects.
   const deps: ApiDeps = {
-    config, pool, log: logger, clock: systemClock, admission, services: { temporal: new Client(), taskQueue: 'bench' }, readiness: {},
+    config,
+    pool,
+    log: logger,
+    clock: systemClock,
+    admission,
+    services: { temporal: new Client(), taskQueue: 'bench' },
+    readiness: {},
   };
   const created = await createOrganization(pool, { name: 'Bench operator', kycRequired: true, environment: 'sandbox' });
   // The read limit at its maximum (1,000,000 per 60 s), so the bench measures admission work, not 429s.
   await setRateLimits(pool, created.organization.id, { read: 1_000_000 });
   const userId = await createTestUser(pool, created.organization.id);
   // A real cash_in transaction, written by the ledger's own service; its workflow is never started (no worker here).
-  const intent = await withTransaction(pool, (db) => createIntent(
-    { db, organizationId: created.organization.id, now: new Date(), deps },
-    createIntentBody.parse({ direction: 'cash_in', user_id: userId, amount: 1250, currency: 'USD' }),
-    { environment: 'sandbox', idempotencyKey: `bench-${randomString(8)}` },
-  ));
+  const intent = await withTransaction(pool, (db) =>
+    createIntent(
+      { db, organizationId: created.organization.id, now: new Date(), deps },
+      createIntentBody.parse({ direction: 'cash_in', user_id: userId, amount: 1250, currency: 'USD' }),
+      { environment: 'sandbox', idempotencyKey: `bench-${randomString(8)}` },
+    ),
+  );
   const transactionId = (intent.body as { transactions: { id: string }[] }).transactions[0]!.id;
 
   const ping = defineRoute({
-    method: 'get', path: '/bench/ping', tag: 'Bench', summary: 'ping',
+    method: 'get',
+    path: '/bench/ping',
+    tag: 'Bench',
+    summary: 'ping',
     response: { schema: z.object({ status: z.string() }), description: 'pong' },
     async handler() {
       return { body: { status: 'ok' } };
@@ -165,7 +176,9 @@ async function main(): Promise<void> {
     for (const [name, target] of Object.entries(targets) as [keyof typeof targets, (typeof targets)[keyof typeof targets]][]) {
       const measured = await load(target.url, target.headers, SECONDS);
       rounds[name].push(measured);
-      log(`round ${round}/${ROUNDS} ${name.padEnd(11)} ${measured.rps.toFixed(0).padStart(6)} req/s  p50 ${measured.p50Ms} ms  p99 ${measured.p99Ms} ms  server CPU ${measured.serverCpuUs.toFixed(0)} us/request  failures ${measured.failures}`);
+      log(
+        `round ${round}/${ROUNDS} ${name.padEnd(11)} ${measured.rps.toFixed(0).padStart(6)} req/s  p50 ${measured.p50Ms} ms  p99 ${measured.p99Ms} ms  server CPU ${measured.serverCpuUs.toFixed(0)} us/request  failures ${measured.failures}`,
+      );
     }
   }
 
@@ -196,7 +209,10 @@ async function main(): Promise<void> {
     key_cache: admission.keys?.stats(),
     rate_limit_leases: { rows: rows[0]!.leases, slots_counted: rows[0]!.slots, requests_through_edge: admitted },
     goals: {
-      transaction_share_of_healthz: { min: GOALS.transactionShareOfHealthzMin, met: transactionShare >= GOALS.transactionShareOfHealthzMin },
+      transaction_share_of_healthz: {
+        min: GOALS.transactionShareOfHealthzMin,
+        met: transactionShare >= GOALS.transactionShareOfHealthzMin,
+      },
       edge_cost_us_per_request: { max: GOALS.edgeCostUsMax, met: edgeCostUs <= GOALS.edgeCostUsMax },
       edge_cost_server_cpu_us_per_request: { max: GOALS.edgeCostUsMax, met: edgeCpuUs <= GOALS.edgeCostUsMax },
       transaction_p99_ms: { max: GOALS.transactionP99MsMax, met: transaction.p99_ms <= GOALS.transactionP99MsMax },
@@ -204,7 +220,9 @@ async function main(): Promise<void> {
   };
   log('result');
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
-  log(`GET /transaction/{id}: ${transaction.rps} req/s = ${transactionShare}x GET /healthz (${healthz.rps} req/s), p99 ${transaction.p99_ms} ms; the edge costs ~${edgeCostUs} us per request by throughput, ${edgeCpuUs} us of server CPU`);
+  log(
+    `GET /transaction/{id}: ${transaction.rps} req/s = ${transactionShare}x GET /healthz (${healthz.rps} req/s), p99 ${transaction.p99_ms} ms; the edge costs ~${edgeCostUs} us per request by throughput, ${edgeCpuUs} us of server CPU`,
+  );
   const dir = path.join(REPO_ROOT, 'bench', 'results');
   fs.mkdirSync(dir, { recursive: true });
   const file = path.join(dir, `edge-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);

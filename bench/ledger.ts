@@ -69,28 +69,36 @@ async function countedLoop(label: string, clients: number, total: number, op: (i
   const started = performance.now();
   const progress = setInterval(() => {
     const elapsed = (performance.now() - started) / 1000;
-    say(`  [${label}] ${elapsed.toFixed(0)}s  ${latenciesMs.length}/${total} done  ${(latenciesMs.length / elapsed).toFixed(0)}/s  errors ${errors}`);
+    say(
+      `  [${label}] ${elapsed.toFixed(0)}s  ${latenciesMs.length}/${total} done  ${(latenciesMs.length / elapsed).toFixed(0)}/s  errors ${errors}`,
+    );
   }, 1000);
-  await Promise.all(Array.from({ length: clients }, async () => {
-    while (next < total) {
-      const index = next++;
-      const t0 = performance.now();
-      try {
-        await op(index);
-        latenciesMs.push(performance.now() - t0);
-      } catch (error) {
-        errors += 1;
-        if (errors <= 3) say(`  [${label}] error: ${(error as Error).message}`);
-        if (errors > 100) throw new Error(`${label}: more than 100 errors`);
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (next < total) {
+        const index = next++;
+        const t0 = performance.now();
+        try {
+          await op(index);
+          latenciesMs.push(performance.now() - t0);
+        } catch (error) {
+          errors += 1;
+          if (errors <= 3) say(`  [${label}] error: ${(error as Error).message}`);
+          if (errors > 100) throw new Error(`${label}: more than 100 errors`);
+        }
       }
-    }
-  }));
+    }),
+  );
   clearInterval(progress);
   const seconds = (performance.now() - started) / 1000;
   latenciesMs.sort((a, b) => a - b);
   return {
-    count: latenciesMs.length, errors, seconds: round(seconds, 2), per_second: round(latenciesMs.length / seconds),
-    p50_ms: round(percentile(latenciesMs, 50)), p99_ms: round(percentile(latenciesMs, 99)),
+    count: latenciesMs.length,
+    errors,
+    seconds: round(seconds, 2),
+    per_second: round(latenciesMs.length / seconds),
+    p50_ms: round(percentile(latenciesMs, 50)),
+    p99_ms: round(percentile(latenciesMs, 99)),
   };
 }
 
@@ -99,7 +107,9 @@ function startProcess(name: string, script: string, env: Record<string, string>,
   // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the api and worker processes.
   const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = spawn(process.execPath, [...extra, '--import', 'tsx', script], {
-    cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   if (readyLine === null) {
     child.stdout.resume();
@@ -156,7 +166,9 @@ async function main() {
     const temporal = await startScratchTemporal(CLI, serverLog, { dbFile });
     cleanup.push(() => temporal.stop());
     const { dev, client } = temporal;
-    const database = `ledger_bench_${Date.now()}_${randomString(6).toLowerCase().replace(/[^a-z0-9]/g, 'x')}`;
+    const database = `ledger_bench_${Date.now()}_${randomString(6)
+      .toLowerCase()
+      .replace(/[^a-z0-9]/g, 'x')}`;
     const scratch = await createScratchDatabase(PG_BASE, database);
     cleanup.push(() => scratch.drop());
     say(`Temporal dev server ${dev.address} (SQLite file, npm start's pragmas), Postgres database ${database}`);
@@ -169,9 +181,16 @@ async function main() {
 
     const apiPort = await freePort();
     const env = {
-      DATABASE_URL: scratch.databaseUrl, TEMPORAL_ADDRESS: dev.address, TEMPORAL_TASK_QUEUE: 'ledger-bench', PORT: String(apiPort),
-      LOG_LEVEL: 'warn', LEDGER_ENVIRONMENT: 'sandbox', SANDBOX_CONFIRM_SECONDS: String(CONFIRM_SECONDS), WEBHOOK_DISPATCHER: 'off',
-      TEMPORAL_METRICS_ADDRESS: 'off', WORKER_METRICS_PORT: '0',
+      DATABASE_URL: scratch.databaseUrl,
+      TEMPORAL_ADDRESS: dev.address,
+      TEMPORAL_TASK_QUEUE: 'ledger-bench',
+      PORT: String(apiPort),
+      LOG_LEVEL: 'warn',
+      LEDGER_ENVIRONMENT: 'sandbox',
+      SANDBOX_CONFIRM_SECONDS: String(CONFIRM_SECONDS),
+      WEBHOOK_DISPATCHER: 'off',
+      TEMPORAL_METRICS_ADDRESS: 'off',
+      WORKER_METRICS_PORT: '0',
     };
     say('starting worker and api processes...');
     const worker = await startProcess('worker', 'src/bin/worker.ts', { ...env, LOG_LEVEL: 'info' }, /worker running/);
@@ -191,7 +210,10 @@ async function main() {
 
     const noopConnection = await NativeConnection.connect({ address: dev.address });
     const noopWorker = await Worker.create({
-      connection: noopConnection, namespace: 'default', taskQueue: 'bench-noop', workflowsPath: path.join(__dirname, 'noopWorkflow.ts'),
+      connection: noopConnection,
+      namespace: 'default',
+      taskQueue: 'bench-noop',
+      workflowsPath: path.join(__dirname, 'noopWorkflow.ts'),
     });
     const noopRunning = noopWorker.run();
     cleanup.push(async () => {
@@ -206,12 +228,17 @@ async function main() {
     const bare = await bareLoop(client, 'no-op start');
     const bareCpu = {
       temporal_server: round(processUsage(dev.process.pid!).cpuSeconds - bareCpuBefore.server.cpuSeconds),
-      bench_clients_and_noop_worker: round(((({ user, system }) => user + system)(process.cpuUsage(bareCpuBefore.bench))) / 1e6),
+      bench_clients_and_noop_worker: round((({ user, system }) => user + system)(process.cpuUsage(bareCpuBefore.bench)) / 1e6),
     };
 
     // --- 2: intents until every one is available -------------------------------------------------------------
     say(`phase 2: ${INTENTS} POST /intent (cash_in) from ${CLIENTS} clients, until every transaction is available`);
-    const cpuBefore = { server: processUsage(dev.process.pid!), worker: processUsage(worker.pid!), api: processUsage(api.pid!), bench: process.cpuUsage() };
+    const cpuBefore = {
+      server: processUsage(dev.process.pid!),
+      worker: processUsage(worker.pid!),
+      api: processUsage(api.pid!),
+      bench: process.cpuUsage(),
+    };
     const headers = { Authorization: `Bearer ${org.key.api_key}`, 'Content-Type': 'application/json' };
     const started = performance.now();
     let available = 0;
@@ -236,7 +263,8 @@ async function main() {
           body: JSON.stringify({ direction: 'cash_in', user_id: userId, amount: 1250, currency: 'USD' }),
         });
         const body = (await response.json()) as { status?: string };
-        if (response.status !== 200 || body.status !== 'approved') throw new Error(`POST /intent ${response.status} ${JSON.stringify(body).slice(0, 200)}`);
+        if (response.status !== 200 || body.status !== 'approved')
+          throw new Error(`POST /intent ${response.status} ${JSON.stringify(body).slice(0, 200)}`);
       });
       const drainDeadline = performance.now() + DRAIN_LIMIT_S * 1000;
       while ((await countAvailable()) < posts.count) {
@@ -247,7 +275,12 @@ async function main() {
     } finally {
       clearInterval(watcher);
     }
-    const cpuAfter = { server: processUsage(dev.process.pid!), worker: processUsage(worker.pid!), api: processUsage(api.pid!), bench: process.cpuUsage(cpuBefore.bench) };
+    const cpuAfter = {
+      server: processUsage(dev.process.pid!),
+      worker: processUsage(worker.pid!),
+      api: processUsage(api.pid!),
+      bench: process.cpuUsage(cpuBefore.bench),
+    };
     const { rows: awaiting } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM transactions_awaiting_workflow`);
     const { rows: sample } = await pool.query<{ id: string }>(`SELECT id FROM transactions ORDER BY created_at DESC LIMIT 1`);
     const sampleHistory = await client.workflow.getHandle(sample[0]!.id).fetchHistory();
@@ -259,8 +292,13 @@ async function main() {
     const lifecyclesPerSecond = posts.count / lifecycleSeconds;
     const serverLogText = fs.readFileSync(serverLog, 'utf8');
     const results = {
-      bench: 'ledger', at: new Date().toISOString(), cores: os.cpus().length, intents: INTENTS, clients: CLIENTS,
-      confirm: `SANDBOX_CONFIRM_SECONDS=${CONFIRM_SECONDS}`, temporal: 'dev server, SQLite file (npm start flags)',
+      bench: 'ledger',
+      at: new Date().toISOString(),
+      cores: os.cpus().length,
+      intents: INTENTS,
+      clients: CLIENTS,
+      confirm: `SANDBOX_CONFIRM_SECONDS=${CONFIRM_SECONDS}`,
+      temporal: 'dev server, SQLite file (npm start flags)',
       bare_noop_start: bare,
       post_intent: posts,
       lifecycles: { seconds_until_all_available: round(lifecycleSeconds, 2), per_second: round(lifecyclesPerSecond) },
@@ -288,12 +326,20 @@ async function main() {
     };
     say('');
     say(`bare no-op start       ${bare.per_second}/s  p50 ${bare.p50_ms} ms  p99 ${bare.p99_ms} ms`);
-    say(`POST /intent           ${posts.per_second}/s  p50 ${posts.p50_ms} ms  p99 ${posts.p99_ms} ms  (${posts.count} ok, ${posts.errors} errors)  = ${results.post_intent_vs_bare}× bare (goal ≥ 0.6)`);
-    say(`lifecycles → available ${results.lifecycles.per_second}/s  (all ${posts.count} in ${results.lifecycles.seconds_until_all_available} s)  = ${results.lifecycle_vs_bare}× bare (goal ≥ 0.5)`);
+    say(
+      `POST /intent           ${posts.per_second}/s  p50 ${posts.p50_ms} ms  p99 ${posts.p99_ms} ms  (${posts.count} ok, ${posts.errors} errors)  = ${results.post_intent_vs_bare}× bare (goal ≥ 0.6)`,
+    );
+    say(
+      `lifecycles → available ${results.lifecycles.per_second}/s  (all ${posts.count} in ${results.lifecycles.seconds_until_all_available} s)  = ${results.lifecycle_vs_bare}× bare (goal ≥ 0.5)`,
+    );
     say(`bare no-op start after ${bareAfter.per_second}/s`);
     say(`history events of one lifecycle at available: ${results.history_events_per_lifecycle_to_available}`);
-    say(`Temporal server in phase 2: ${results.temporal_server_during_phase_2.written_mb} MB written, ${results.temporal_server_during_phase_2.context_deadline_exceeded_lines} 'context deadline exceeded' log lines`);
-    say(`CPU seconds in phase 1: ${JSON.stringify(bareCpu)}; in phase 2: ${JSON.stringify(results.cpu_seconds_during_phase_2)}; load average ${results.load_average.join(' ')}`);
+    say(
+      `Temporal server in phase 2: ${results.temporal_server_during_phase_2.written_mb} MB written, ${results.temporal_server_during_phase_2.context_deadline_exceeded_lines} 'context deadline exceeded' log lines`,
+    );
+    say(
+      `CPU seconds in phase 1: ${JSON.stringify(bareCpu)}; in phase 2: ${JSON.stringify(results.cpu_seconds_during_phase_2)}; load average ${results.load_average.join(' ')}`,
+    );
     const outDir = path.join(REPO_ROOT, 'bench', 'results');
     fs.mkdirSync(outDir, { recursive: true });
     const file = path.join(outDir, `ledger-${Date.now()}.json`);
@@ -304,7 +350,10 @@ async function main() {
   }
 }
 
-main().then(() => process.exit(0), (error: unknown) => {
-  process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
+    process.exit(1);
+  },
+);

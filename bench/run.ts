@@ -50,7 +50,8 @@ function runOne(name: string, index: number, total: number): Promise<BenchRun> {
   process.stdout.write(`\n== [${index}/${total}] bench ${name} (bench/${name}.ts)\n`);
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'bench', `${name}.ts`)], {
-      cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
     let partial = { stdout: '', stderr: '' };
@@ -71,11 +72,14 @@ function runOne(name: string, index: number, total: number): Promise<BenchRun> {
       clearInterval(heartbeat);
       if (partial.stdout) output += partial.stdout;
       const written = (fs.existsSync(RESULTS_DIR) ? fs.readdirSync(RESULTS_DIR) : [])
-        .filter((file) => !before.has(file) && file.startsWith(`${name}-`) && file.endsWith('.json')).sort();
+        .filter((file) => !before.has(file) && file.startsWith(`${name}-`) && file.endsWith('.json'))
+        .sort();
       const fromFiles = written.map((file) => JSON.parse(fs.readFileSync(path.join(RESULTS_DIR, file), 'utf8')) as unknown);
       const printed = fromFiles.length === 0 ? lastPrintedJson(output) : undefined;
       resolve({
-        name, exit_code: exitCode, seconds: Number(((Date.now() - started) / 1000).toFixed(1)),
+        name,
+        exit_code: exitCode,
+        seconds: Number(((Date.now() - started) / 1000).toFixed(1)),
         result_files: written.map((file) => path.join('bench', 'results', file)),
         results: printed === undefined ? fromFiles : [printed],
       });
@@ -97,12 +101,19 @@ async function main(): Promise<void> {
   fs.mkdirSync(RESULTS_DIR, { recursive: true });
   const file = path.join(RESULTS_DIR, `run-${startedAt.replace(/[:.]/g, '-')}.json`);
   const summary = {
-    started_at: startedAt, finished_at: new Date().toISOString(), cores: os.cpus().length, load_average: os.loadavg(),
-    node: process.version, benches: runs,
+    started_at: startedAt,
+    finished_at: new Date().toISOString(),
+    cores: os.cpus().length,
+    load_average: os.loadavg(),
+    node: process.version,
+    benches: runs,
   };
   fs.writeFileSync(file, `${JSON.stringify(summary, null, 2)}\n`);
   process.stdout.write('\n');
-  for (const run of runs) process.stdout.write(`${run.exit_code === 0 ? 'ok  ' : 'FAIL'} ${run.name.padEnd(12)} ${run.seconds} s  ${run.result_files.join(', ') || '(printed results)'}\n`);
+  for (const run of runs)
+    process.stdout.write(
+      `${run.exit_code === 0 ? 'ok  ' : 'FAIL'} ${run.name.padEnd(12)} ${run.seconds} s  ${run.result_files.join(', ') || '(printed results)'}\n`,
+    );
   process.stdout.write(`summary: ${path.relative(REPO_ROOT, file)}\n`);
   process.exit(runs.every((run) => run.exit_code === 0) ? 0 : 1);
 }

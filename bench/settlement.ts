@@ -72,7 +72,10 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, progr
 function startWorkerProcess(env: Record<string, string>, onLog: (line: string) => void): { child: ChildProcess; ready: Promise<void> } {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/worker.ts'], {
     // Several workers run at once: no metrics ports to collide on.
-    cwd: REPO_ROOT, env: { ...process.env, LOG_LEVEL: 'info', TEMPORAL_METRICS_ADDRESS: 'off', WORKER_METRICS_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
+    cwd: REPO_ROOT,
+    env: { ...process.env, LOG_LEVEL: 'info', TEMPORAL_METRICS_ADDRESS: 'off', WORKER_METRICS_PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   });
   let buffer = '';
   const ready = new Promise<void>((resolve, reject) => {
@@ -116,7 +119,10 @@ async function seed(pool: Pool, organizationId: string, accountIds: string[], co
        FROM generate_series(1, $6::int) g`,
     [organizationId, accountIds, WINDOW_DATE, start, end, count],
   );
-  await pool.query(`UPDATE transactions SET status = 'available', updated_at = now() WHERE account_id = ANY($1) AND direction = 'cash_in' AND status = 'pending'`, [accountIds]);
+  await pool.query(
+    `UPDATE transactions SET status = 'available', updated_at = now() WHERE account_id = ANY($1) AND direction = 'cash_in' AND status = 'pending'`,
+    [accountIds],
+  );
 }
 
 /** Real lifecycle workflows for a random sample of the seeded members. */
@@ -125,30 +131,43 @@ async function startSample(pool: Pool, client: Client, taskQueue: string, accoun
   // ones report `available` the cash_out ones have finished starting too, and the worker is idle.
   const { rows } = await pool.query<{ id: string }>(
     `SELECT id FROM (SELECT id, direction FROM transactions WHERE account_id = ANY($1) ORDER BY random() LIMIT $2) s
-      ORDER BY direction DESC`, [accountIds, size]);
+      ORDER BY direction DESC`,
+    [accountIds, size],
+  );
   const ids = rows.map((row) => row.id);
   let next = 0;
-  await Promise.all(Array.from({ length: 32 }, async () => {
-    while (next < ids.length) {
-      const id = ids[next]!;
-      next += 1;
-      await startTransactionWorkflow(client, taskQueue, (await getTransactionRow(pool, id))!);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 32 }, async () => {
+      while (next < ids.length) {
+        const id = ids[next]!;
+        next += 1;
+        await startTransactionWorkflow(client, taskQueue, (await getTransactionRow(pool, id))!);
+      }
+    }),
+  );
   return ids;
 }
 
 async function runningLifecycles(client: Client, taskQueue: string): Promise<number> {
-  const { count } = await client.workflow.count(`TaskQueue = '${taskQueue}' AND WorkflowType = 'transactionWorkflow' AND ExecutionStatus = 'Running'`);
+  const { count } = await client.workflow.count(
+    `TaskQueue = '${taskQueue}' AND WorkflowType = 'transactionWorkflow' AND ExecutionStatus = 'Running'`,
+  );
   return count;
 }
 
 async function main() {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const cleanup: Array<() => unknown> = [];
-  const results: Record<string, number | string | boolean | null | string[]> = { cores: os.cpus().length, window_n: WINDOW_N, sample: SAMPLE, chaos_n: CHAOS_N };
+  const results: Record<string, number | string | boolean | null | string[]> = {
+    cores: os.cpus().length,
+    window_n: WINDOW_N,
+    sample: SAMPLE,
+    chaos_n: CHAOS_N,
+  };
   try {
-    say(`settlement bench: ${os.cpus().length} cores; window of ${WINDOW_N} transactions (${SAMPLE} with lifecycle workflows); chaos with ${CHAOS_N}`);
+    say(
+      `settlement bench: ${os.cpus().length} cores; window of ${WINDOW_N} transactions (${SAMPLE} with lifecycle workflows); chaos with ${CHAOS_N}`,
+    );
     const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settlement-bench-'));
     const temporal = await startScratchTemporal(CLI, path.join(workDir, 'temporal.log'));
     cleanup.push(() => temporal.stop());
@@ -160,7 +179,10 @@ async function main() {
     const pool = createPool(databaseUrl, 6);
     pool.on('error', () => undefined); // the final DROP DATABASE … WITH (FORCE) ends idle connections
     cleanup.push(() => pool.end());
-    const { code } = await bundleWorkflowCode({ workflowsPath: path.join(REPO_ROOT, 'workflows', 'index.ts'), logger: new DefaultLogger('ERROR') });
+    const { code } = await bundleWorkflowCode({
+      workflowsPath: path.join(REPO_ROOT, 'workflows', 'index.ts'),
+      logger: new DefaultLogger('ERROR'),
+    });
     const bundlePath = path.join(workDir, 'workflow-bundle.js');
     fs.writeFileSync(bundlePath, code);
     say(`Temporal dev server ${dev.address}, Postgres ${database}`);
@@ -169,8 +191,12 @@ async function main() {
     {
       const taskQueue = `bench-${randomString(8)}`;
       const workerEnv = {
-        DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: dev.address, TEMPORAL_TASK_QUEUE: taskQueue, LEDGER_WORKFLOW_BUNDLE: bundlePath,
-        SANDBOX_CONFIRM_SECONDS: '0', SANDBOX_SETTLE_SECONDS: '0',
+        DATABASE_URL: databaseUrl,
+        TEMPORAL_ADDRESS: dev.address,
+        TEMPORAL_TASK_QUEUE: taskQueue,
+        LEDGER_WORKFLOW_BUNDLE: bundlePath,
+        SANDBOX_CONFIRM_SECONDS: '0',
+        SANDBOX_SETTLE_SECONDS: '0',
       };
       let createMs: number | null = null;
       let settleMs: number | null = null;
@@ -180,7 +206,12 @@ async function main() {
         if (line.includes('"transfer settled"')) settleDbMs = JSON.parse(line).elapsed_ms;
       });
       cleanup.push(() => killGroup(worker.child));
-      cleanup.push(() => client.schedule.getHandle(settlementScheduleId(taskQueue)).delete().catch(() => undefined));
+      cleanup.push(() =>
+        client.schedule
+          .getHandle(settlementScheduleId(taskQueue))
+          .delete()
+          .catch(() => undefined),
+      );
       await worker.ready;
       const org = await createOrganization(pool, { name: 'Bench', kycRequired: false, environment: 'sandbox' });
       const accountId = org.account.id;
@@ -192,11 +223,22 @@ async function main() {
       const sample = await startSample(pool, client, taskQueue, [accountId], SAMPLE);
       // Idle before the close (each has handed its payment to the rail and waits), so the close is not timed
       // behind their start-up: every cash_in of the sample reports `available`.
-      const { rows: sampleIn } = await pool.query(`SELECT count(*)::int AS n FROM transactions WHERE id = ANY($1) AND direction = 'cash_in'`, [sample]);
-      const waiting = async () => (await client.workflow.count(
-        `TaskQueue = '${taskQueue}' AND WorkflowType = 'transactionWorkflow' AND TransactionStatus = 'available'`)).count;
-      await until('sample workflows waiting', async () => ((await waiting()) >= sampleIn[0].n ? true : undefined),
-        async () => `${await waiting()}/${sampleIn[0].n} sample cash_in workflows waiting at available`, 500);
+      const { rows: sampleIn } = await pool.query(
+        `SELECT count(*)::int AS n FROM transactions WHERE id = ANY($1) AND direction = 'cash_in'`,
+        [sample],
+      );
+      const waiting = async () =>
+        (
+          await client.workflow.count(
+            `TaskQueue = '${taskQueue}' AND WorkflowType = 'transactionWorkflow' AND TransactionStatus = 'available'`,
+          )
+        ).count;
+      await until(
+        'sample workflows waiting',
+        async () => ((await waiting()) >= sampleIn[0].n ? true : undefined),
+        async () => `${await waiting()}/${sampleIn[0].n} sample cash_in workflows waiting at available`,
+        500,
+      );
       results.sample_start_s = seconds(Date.now() - t);
       say(`started ${sample.length} lifecycle workflows in ${results.sample_start_s} s`);
 
@@ -209,7 +251,8 @@ async function main() {
           `SELECT count(*)::int AS n, coalesce(sum(CASE WHEN direction = 'cash_in' THEN amount_cents ELSE -amount_cents END), 0)::bigint AS net
              FROM transactions WHERE account_id = $1 AND transfer_id IS NULL AND date <= $2::date
               AND ((direction = 'cash_in' AND status = 'available') OR (direction = 'cash_out' AND status = 'pending'))`,
-          [accountId, WINDOW_DATE]);
+          [accountId, WINDOW_DATE],
+        );
         bare.push(performance.now() - t0);
         expected = rows[0];
       }
@@ -220,54 +263,97 @@ async function main() {
       await startWindowClose(client, taskQueue, { windowDate: WINDOW_DATE, accountId });
       const progress = async () => {
         const { rows } = await pool.query<{ status: string; n: number }>(
-          `SELECT status, count(*)::int AS n FROM transactions WHERE account_id = $1 GROUP BY status ORDER BY status`, [accountId]);
-        const phase = await client.withDeadline(Date.now() + 1_000, () =>
-          client.workflow.getHandle(accountSettlementWorkflowId(accountId, WINDOW_DATE)).query(settlementProgressQuery))
-          .then((p) => `${p.phase} (${p.notified} notified)`).catch(() => 'starting');
+          `SELECT status, count(*)::int AS n FROM transactions WHERE account_id = $1 GROUP BY status ORDER BY status`,
+          [accountId],
+        );
+        const phase = await client
+          .withDeadline(Date.now() + 1_000, () =>
+            client.workflow.getHandle(accountSettlementWorkflowId(accountId, WINDOW_DATE)).query(settlementProgressQuery),
+          )
+          .then((p) => `${p.phase} (${p.notified} notified)`)
+          .catch(() => 'starting');
         return `${rows.map((r) => `${r.status} ${r.n}`).join(', ')}; workflow ${phase}`;
       };
-      const transfer = await until('transfer created', async () => {
-        const { rows } = await pool.query(`SELECT id, amount_cents, direction, transaction_count FROM transfers WHERE account_id = $1`, [accountId]);
-        return rows[0];
-      }, progress);
+      const transfer = await until(
+        'transfer created',
+        async () => {
+          const { rows } = await pool.query(`SELECT id, amount_cents, direction, transaction_count FROM transfers WHERE account_id = $1`, [
+            accountId,
+          ]);
+          return rows[0];
+        },
+        progress,
+      );
       results.time_to_transfer_created_s = seconds(Date.now() - started);
       // The part of that spent before the account's settlement workflow even began (the worker's backlog of
       // sample workflows starting up, the window workflow's fan-out).
       const accountRun = await client.workflow.getHandle(accountSettlementWorkflowId(accountId, WINDOW_DATE)).describe();
       results.settlement_workflow_started_after_s = seconds(accountRun.startTime.getTime() - started);
-      await until('activity log', async () => (createMs !== null ? true : undefined), async () => 'waiting for the worker log', 50);
+      await until(
+        'activity log',
+        async () => (createMs !== null ? true : undefined),
+        async () => 'waiting for the worker log',
+        50,
+      );
       results.create_transfer_db_transaction_ms = createMs;
       const signed = transfer.direction === 'disbursement' ? transfer.amount_cents : -transfer.amount_cents;
-      if (signed !== Number(expected!.net) || transfer.transaction_count !== expected!.n) throw new Error('transfer differs from the bare aggregate');
-      say(`transfer ${transfer.id}: ${transfer.direction} ${transfer.amount_cents} of ${transfer.transaction_count} (= bare aggregate) — `
-        + `created ${results.time_to_transfer_created_s} s after the close started (its settlement workflow began at `
-        + `${results.settlement_workflow_started_after_s} s); the DB transaction that built it ${createMs} ms`);
+      if (signed !== Number(expected!.net) || transfer.transaction_count !== expected!.n)
+        throw new Error('transfer differs from the bare aggregate');
+      say(
+        `transfer ${transfer.id}: ${transfer.direction} ${transfer.amount_cents} of ${transfer.transaction_count} (= bare aggregate) — ` +
+          `created ${results.time_to_transfer_created_s} s after the close started (its settlement workflow began at ` +
+          `${results.settlement_workflow_started_after_s} s); the DB transaction that built it ${createMs} ms`,
+      );
 
-      await until('members settled in the database', async () => {
-        const { rows } = await pool.query(`SELECT count(*)::int AS n FROM transactions WHERE account_id = $1 AND status <> 'settled'`, [accountId]);
-        return rows[0].n === 0 ? true : undefined;
-      }, progress);
+      await until(
+        'members settled in the database',
+        async () => {
+          const { rows } = await pool.query(`SELECT count(*)::int AS n FROM transactions WHERE account_id = $1 AND status <> 'settled'`, [
+            accountId,
+          ]);
+          return rows[0].n === 0 ? true : undefined;
+        },
+        progress,
+      );
       results.time_to_all_members_settled_db_s = seconds(Date.now() - started);
-      const { rows: st } = await pool.query(`SELECT extract(epoch FROM settled_at - created_at) * 1000 AS ms FROM transfers WHERE id = $1`, [transfer.id]);
+      const { rows: st } = await pool.query(
+        `SELECT extract(epoch FROM settled_at - created_at) * 1000 AS ms FROM transfers WHERE id = $1`,
+        [transfer.id],
+      );
       settleMs = Math.round(Number(st[0].ms));
-      await until('activity log', async () => (settleDbMs !== null ? true : undefined), async () => 'waiting for the worker log', 50);
+      await until(
+        'activity log',
+        async () => (settleDbMs !== null ? true : undefined),
+        async () => 'waiting for the worker log',
+        50,
+      );
       results.settle_transfer_db_transaction_ms = settleDbMs;
-      say(`every member settled in the database ${results.time_to_all_members_settled_db_s} s after the close started; `
-        + `the DB transaction that settled them ${settleDbMs} ms`);
+      say(
+        `every member settled in the database ${results.time_to_all_members_settled_db_s} s after the close started; ` +
+          `the DB transaction that settled them ${settleDbMs} ms`,
+      );
       await client.workflow.getHandle(accountSettlementWorkflowId(accountId, WINDOW_DATE)).result();
       results.time_to_all_members_signalled_s = seconds(Date.now() - started);
       say(`settlement workflow done (every member signalled) ${results.time_to_all_members_signalled_s} s after the close started`);
-      await until('sample workflows settled', async () => ((await runningLifecycles(client, taskQueue)) === 0 ? true : undefined),
-        async () => `${await runningLifecycles(client, taskQueue)} sample lifecycle workflows still running`, 500);
+      await until(
+        'sample workflows settled',
+        async () => ((await runningLifecycles(client, taskQueue)) === 0 ? true : undefined),
+        async () => `${await runningLifecycles(client, taskQueue)} sample lifecycle workflows still running`,
+        500,
+      );
       results.time_to_sample_workflows_settled_s = seconds(Date.now() - started);
       const results_ = await Promise.all(sample.slice(0, 50).map((id) => client.workflow.getHandle(id).result()));
       if (results_.some((r) => r !== 'settled')) throw new Error('a sample lifecycle workflow did not end settled');
-      say(`all ${sample.length} sample lifecycle workflows completed at settled ${results.time_to_sample_workflows_settled_s} s after the close started`);
+      say(
+        `all ${sample.length} sample lifecycle workflows completed at settled ${results.time_to_sample_workflows_settled_s} s after the close started`,
+      );
       results.transfer_created_to_settled_ms = settleMs;
       t = Date.now();
       const violations = await settlementViolations(pool, { accountIds: [accountId], windowDate: WINDOW_DATE });
       results.window_invariant_violations = violations.length;
-      say(`invariants: ${violations.length} violations (checked in ${seconds(Date.now() - t)} s)${violations.length ? `\n  ${violations.slice(0, 5).join('\n  ')}` : ''}`);
+      say(
+        `invariants: ${violations.length} violations (checked in ${seconds(Date.now() - t)} s)${violations.length ? `\n  ${violations.slice(0, 5).join('\n  ')}` : ''}`,
+      );
       await killGroup(worker.child);
     }
 
@@ -275,12 +361,21 @@ async function main() {
     {
       const taskQueue = `chaos-${randomString(8)}`;
       const workerEnv = {
-        DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: dev.address, TEMPORAL_TASK_QUEUE: taskQueue, LEDGER_WORKFLOW_BUNDLE: bundlePath,
-        SANDBOX_CONFIRM_SECONDS: '0', SANDBOX_SETTLE_SECONDS: '3',
+        DATABASE_URL: databaseUrl,
+        TEMPORAL_ADDRESS: dev.address,
+        TEMPORAL_TASK_QUEUE: taskQueue,
+        LEDGER_WORKFLOW_BUNDLE: bundlePath,
+        SANDBOX_CONFIRM_SECONDS: '0',
+        SANDBOX_SETTLE_SECONDS: '3',
       };
       let worker = startWorkerProcess(workerEnv, () => undefined);
       cleanup.push(() => killGroup(worker.child));
-      cleanup.push(() => client.schedule.getHandle(settlementScheduleId(taskQueue)).delete().catch(() => undefined));
+      cleanup.push(() =>
+        client.schedule
+          .getHandle(settlementScheduleId(taskQueue))
+          .delete()
+          .catch(() => undefined),
+      );
       await worker.ready;
       const org = await createOrganization(pool, { name: 'Chaos', kycRequired: false, environment: 'sandbox' });
       const accountIds = [org.account.id];
@@ -309,13 +404,22 @@ async function main() {
       const kills: string[] = [];
       for (let round = 0; round < CHAOS_KILLS; round += 1) {
         const [stage, reached] = stages[Math.min(round, stages.length - 1)]!;
-        const counts = async () => (await pool.query<{ built: number; settled: number }>(
-          `SELECT count(*)::int AS built, count(*) FILTER (WHERE status = 'settled')::int AS settled FROM transfers WHERE account_id = ANY($1)`,
-          [accountIds])).rows[0]!;
-        await until(`chaos stage ${stage}`, async () => {
-          const { built, settled } = await counts();
-          return reached(built, settled) ? true : undefined;
-        }, async () => `waiting for: ${stage}`, 100);
+        const counts = async () =>
+          (
+            await pool.query<{ built: number; settled: number }>(
+              `SELECT count(*)::int AS built, count(*) FILTER (WHERE status = 'settled')::int AS settled FROM transfers WHERE account_id = ANY($1)`,
+              [accountIds],
+            )
+          ).rows[0]!;
+        await until(
+          `chaos stage ${stage}`,
+          async () => {
+            const { built, settled } = await counts();
+            return reached(built, settled) ? true : undefined;
+          },
+          async () => `waiting for: ${stage}`,
+          100,
+        );
         const delayMs = Math.floor(random() * 1_500);
         await sleep(delayMs);
         const { built, settled } = await counts();
@@ -327,24 +431,44 @@ async function main() {
         await worker.ready;
       }
       for (const accountId of accountIds) {
-        await until(`settlement of ${accountId}`, async () => {
-          const d = await client.workflow.getHandle(accountSettlementWorkflowId(accountId, WINDOW_DATE)).describe().catch(() => null);
-          return d?.status.name === 'COMPLETED' ? true : undefined;
-        }, async () => {
-          const { rows } = await pool.query(`SELECT status, count(*)::int AS n FROM transactions WHERE account_id = ANY($1) GROUP BY status ORDER BY status`, [accountIds]);
-          return rows.map((r) => `${r.status} ${r.n}`).join(', ');
-        }, 500);
+        await until(
+          `settlement of ${accountId}`,
+          async () => {
+            const d = await client.workflow
+              .getHandle(accountSettlementWorkflowId(accountId, WINDOW_DATE))
+              .describe()
+              .catch(() => null);
+            return d?.status.name === 'COMPLETED' ? true : undefined;
+          },
+          async () => {
+            const { rows } = await pool.query(
+              `SELECT status, count(*)::int AS n FROM transactions WHERE account_id = ANY($1) GROUP BY status ORDER BY status`,
+              [accountIds],
+            );
+            return rows.map((r) => `${r.status} ${r.n}`).join(', ');
+          },
+          500,
+        );
       }
-      await until('chaos sample workflows settled', async () => ((await runningLifecycles(client, taskQueue)) === 0 ? true : undefined),
-        async () => `${await runningLifecycles(client, taskQueue)} sample lifecycle workflows still running`, 500);
+      await until(
+        'chaos sample workflows settled',
+        async () => ((await runningLifecycles(client, taskQueue)) === 0 ? true : undefined),
+        async () => `${await runningLifecycles(client, taskQueue)} sample lifecycle workflows still running`,
+        500,
+      );
       results.chaos_total_s = seconds(Date.now() - started);
       const violations = await settlementViolations(pool, { accountIds, windowDate: WINDOW_DATE });
-      const { rows: left } = await pool.query(`SELECT count(*)::int AS n FROM transactions WHERE account_id = ANY($1) AND status <> 'settled'`, [accountIds]);
+      const { rows: left } = await pool.query(
+        `SELECT count(*)::int AS n FROM transactions WHERE account_id = ANY($1) AND status <> 'settled'`,
+        [accountIds],
+      );
       results.chaos_kills = kills;
       results.chaos_invariant_violations = violations.length;
       results.chaos_unsettled_members = left[0].n;
-      say(`chaos: ${CHAOS_KILLS} kills, done in ${results.chaos_total_s} s; ${violations.length} invariant violations, ${left[0].n} members not settled`
-        + `${violations.length ? `\n  ${violations.slice(0, 5).join('\n  ')}` : ''}`);
+      say(
+        `chaos: ${CHAOS_KILLS} kills, done in ${results.chaos_total_s} s; ${violations.length} invariant violations, ${left[0].n} members not settled` +
+          `${violations.length ? `\n  ${violations.slice(0, 5).join('\n  ')}` : ''}`,
+      );
       if (violations.length || left[0].n) process.exitCode = 1;
     }
 
@@ -354,7 +478,10 @@ async function main() {
     fs.writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
     say(`results: ${file}`);
   } finally {
-    for (const step of cleanup.reverse()) await Promise.resolve().then(step).catch(() => undefined);
+    for (const step of cleanup.reverse())
+      await Promise.resolve()
+        .then(step)
+        .catch(() => undefined);
   }
 }
 

@@ -45,7 +45,9 @@ async function seed(pool: Pool, organizationId: string, accountId: string): Prom
        FROM generate_series(1, $1::int) g`,
     [WINDOW_N, organizationId, accountId, WINDOW_DATE],
   );
-  await pool.query(`UPDATE transactions SET status = 'available', updated_at = now() WHERE account_id = $1 AND direction = 'cash_in'`, [accountId]);
+  await pool.query(`UPDATE transactions SET status = 'available', updated_at = now() WHERE account_id = $1 AND direction = 'cash_in'`, [
+    accountId,
+  ]);
   await pool.query(`INSERT INTO bare_transactions SELECT * FROM transactions WHERE account_id = $1`, [accountId]);
   await pool.query('VACUUM ANALYZE transactions, bare_transactions');
 }
@@ -78,14 +80,19 @@ async function main(): Promise<void> {
       const bareBuild = await timed(() => withTransaction(pool, (tx) => tx.query(BARE_BUILD, [account.id, bareTransferId])));
       let transferId = '';
       const build = await timed(async () => {
-        const built = await withTransaction(pool, (tx) => createWindowTransfer(tx, { accountId: account.id, windowDate: WINDOW_DATE, transferDate: WINDOW_DATE, now: new Date() }));
-        if (!built || built.transfer.transaction_count !== WINDOW_N) throw new Error(`built ${built?.transfer.transaction_count ?? 0} of ${WINDOW_N} members`);
+        const built = await withTransaction(pool, (tx) =>
+          createWindowTransfer(tx, { accountId: account.id, windowDate: WINDOW_DATE, transferDate: WINDOW_DATE, now: new Date() }),
+        );
+        if (!built || built.transfer.transaction_count !== WINDOW_N)
+          throw new Error(`built ${built?.transfer.transaction_count ?? 0} of ${WINDOW_N} members`);
         transferId = built.transfer.id;
       });
       const settle = await timed(() => withTransaction(pool, (tx) => settleTransfer(tx, transferId, new Date())));
       const bareSettle = await timed(() => withTransaction(pool, (tx) => tx.query(BARE_SETTLE, [account.id, bareTransferId])));
       rounds.push({ build_ms: build, bare_build_ms: bareBuild, settle_ms: settle, bare_settle_ms: bareSettle });
-      say(`[round ${round}/${ROUNDS}] build ${build} ms (bare ${bareBuild} ms, ${(build / bareBuild).toFixed(2)}x); settle ${settle} ms (bare ${bareSettle} ms, ${(settle / bareSettle).toFixed(2)}x)`);
+      say(
+        `[round ${round}/${ROUNDS}] build ${build} ms (bare ${bareBuild} ms, ${(build / bareBuild).toFixed(2)}x); settle ${settle} ms (bare ${bareSettle} ms, ${(settle / bareSettle).toFixed(2)}x)`,
+      );
     }
   } finally {
     await pool.end();
@@ -105,7 +112,9 @@ async function main(): Promise<void> {
     },
     goal: 'build and settle each at most 3x the bare statement',
   };
-  say(`median: build ${summary.median.build_ms} ms = ${summary.median.build_ratio.toFixed(2)}x bare; settle ${summary.median.settle_ms} ms = ${summary.median.settle_ratio.toFixed(2)}x bare`);
+  say(
+    `median: build ${summary.median.build_ms} ms = ${summary.median.build_ratio.toFixed(2)}x bare; settle ${summary.median.settle_ms} ms = ${summary.median.settle_ratio.toFixed(2)}x bare`,
+  );
   const dir = path.join(REPO_ROOT, 'bench', 'results');
   fs.mkdirSync(dir, { recursive: true });
   const file = path.join(dir, `settlementDb-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);

@@ -21,7 +21,11 @@ export interface RunningApi {
 
 /** Serves the HTTP API until `close`; also purges expired idempotency records every 10 minutes. */
 export async function startApi(options: {
-  config: Config; pool: Pool; log: Logger; temporal: Client; clock?: Clock;
+  config: Config;
+  pool: Pool;
+  log: Logger;
+  temporal: Client;
+  clock?: Clock;
   /** More /readyz checks beside Postgres and Temporal (`npm start` adds its supervised services). */
   readiness?: Record<string, () => Promise<void>>;
 }): Promise<RunningApi> {

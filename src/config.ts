@@ -9,35 +9,37 @@ const port = z.coerce.number().int().min(0).max(65535);
 const seconds = z.coerce.number().int().min(0).max(86_400);
 
 /** `HH:MM` on the Eastern clock at which one settlement window ends and the next begins. */
-const cutoff = z
-  .string()
-  .regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM (24-hour Eastern time)');
+const cutoff = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM (24-hour Eastern time)');
 
 /**
  * `TRUST_PROXY` names the proxies whose `X-Forwarded-For` we believe: off/false/empty believes none,
  * otherwise a comma-separated list of addresses, CIDR ranges or proxy-addr's names (loopback, ...).
  */
-const trustProxy = z
-  .string()
-  .transform((raw, ctx) => {
-    const value = raw.trim();
-    if (value === '' || value === 'off' || value === 'false' || value === '0') return false as const;
-    const entries = value.split(',').map((entry) => entry.trim()).filter(Boolean);
-    try {
-      proxyAddr.compile(entries);
-    } catch (error) {
-      ctx.addIssue({ code: 'custom', message: `not a list of addresses or CIDR ranges: ${(error as Error).message}` });
-      return z.NEVER;
-    }
-    return entries;
-  });
+const trustProxy = z.string().transform((raw, ctx) => {
+  const value = raw.trim();
+  if (value === '' || value === 'off' || value === 'false' || value === '0') return false as const;
+  const entries = value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  try {
+    proxyAddr.compile(entries);
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', message: `not a list of addresses or CIDR ranges: ${(error as Error).message}` });
+    return z.NEVER;
+  }
+  return entries;
+});
 
 const schema = z.object({
   PORT: port.default(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
   DATABASE_URL: z.string().url().optional(),
   DATABASE_POOL_MAX: z.coerce.number().int().min(2).max(200).default(20),
-  TEMPORAL_ADDRESS: z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port').optional(),
+  TEMPORAL_ADDRESS: z
+    .string()
+    .regex(/^[^:\s]+:\d+$/, 'must be host:port')
+    .optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('ledger'),
   TEMPORAL_CLI_PATH: z.string().min(1).optional(),
@@ -55,7 +57,10 @@ const schema = z.object({
   SETTLEMENT_CALENDAR: z.enum(SETTLEMENT_CALENDARS).default('federal_reserve'),
   // Where a process that runs a Temporal worker (`npm start`, `npm run worker`) serves the SDK's own
   // Prometheus metrics (pollers, task latencies, sticky cache...); `off` serves none.
-  TEMPORAL_METRICS_ADDRESS: z.string().regex(/^(off|[^\s:]+:\d+)$/, 'must be host:port or off').default('127.0.0.1:9464'),
+  TEMPORAL_METRICS_ADDRESS: z
+    .string()
+    .regex(/^(off|[^\s:]+:\d+)$/, 'must be host:port or off')
+    .default('127.0.0.1:9464'),
   // `npm run worker` serves the ledger's worker-side metrics (see src/metrics.ts) on HOST:WORKER_METRICS_PORT; 0 serves none.
   WORKER_METRICS_PORT: port.default(9465),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

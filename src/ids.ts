@@ -4,8 +4,19 @@ const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789
 const RANDOM_CHARS = 24;
 
 export type IdPrefix =
-  | 'org' | 'key' | 'user' | 'account' | 'intent_sandbox' | 'intent_production' | 'txn' | 'transfer'
-  | 'refund' | 'dispute' | 'token' | 'whk' | 'req';
+  | 'org'
+  | 'key'
+  | 'user'
+  | 'account'
+  | 'intent_sandbox'
+  | 'intent_production'
+  | 'txn'
+  | 'transfer'
+  | 'refund'
+  | 'dispute'
+  | 'token'
+  | 'whk'
+  | 'req';
 
 /** Random URL-safe characters from the CSPRNG; rejection sampling keeps every character equally likely. */
 export function randomString(length: number): string {

@@ -30,9 +30,15 @@ export type WorkerSidecar = (deps: SidecarDeps) => { stop(): Promise<void> } | n
 const transactionReconciler: WorkerSidecar = (deps) =>
   deps.config.TRANSACTION_RECONCILER === 'off'
     ? null
-    // No TEMPORAL_ADDRESS: the embedded dev server, whose SQLite state a power loss can roll back by a few
-    // seconds (src/platform/devServer.ts); the start-up sweep starts whatever workflows it lost.
-    : startReconciler({ pool: deps.pool, client: deps.temporal, taskQueue: deps.taskQueue, log: deps.log, sweep: deps.config.TEMPORAL_ADDRESS === undefined });
+    : // No TEMPORAL_ADDRESS: the embedded dev server, whose SQLite state a power loss can roll back by a few
+      // seconds (src/platform/devServer.ts); the start-up sweep starts whatever workflows it lost.
+      startReconciler({
+        pool: deps.pool,
+        client: deps.temporal,
+        taskQueue: deps.taskQueue,
+        log: deps.log,
+        sweep: deps.config.TEMPORAL_ADDRESS === undefined,
+      });
 export const workerSidecars: WorkerSidecar[] = [transactionReconciler, startWebhookDispatcher];
 
 /**
@@ -69,7 +75,9 @@ export async function startWorker(options: {
   address: string;
   taskQueue?: string;
   workflowBundlePath?: string;
-  tuning?: Partial<Pick<WorkerOptions, 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions' | 'maxCachedWorkflows'>>;
+  tuning?: Partial<
+    Pick<WorkerOptions, 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions' | 'maxCachedWorkflows'>
+  >;
   /** Sidecars to run beside the worker; `workerSidecars` unless given (`[]` runs none). */
   sidecars?: WorkerSidecar[];
 }): Promise<LedgerWorker> {
@@ -80,20 +88,23 @@ export async function startWorker(options: {
     ? { codePath: options.workflowBundlePath }
     : { code: (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: bundlerLogger(options.log) })).code };
   const activities = createActivities({ config: options.config, pool: options.pool, log: options.log, temporal: options.temporal });
-  const create = (queue: string, queueTuning: Partial<WorkerOptions> = {}) => Worker.create({
-    connection,
-    namespace: options.config.TEMPORAL_NAMESPACE,
-    taskQueue: queue,
-    workflowBundle,
-    activities,
-    shutdownGraceTime: '10s',
-    maxConcurrentActivityTaskExecutions: 50,
-    ...queueTuning,
-    ...options.tuning,
-  });
+  const create = (queue: string, queueTuning: Partial<WorkerOptions> = {}) =>
+    Worker.create({
+      connection,
+      namespace: options.config.TEMPORAL_NAMESPACE,
+      taskQueue: queue,
+      workflowBundle,
+      activities,
+      shutdownGraceTime: '10s',
+      maxConcurrentActivityTaskExecutions: 50,
+      ...queueTuning,
+      ...options.tuning,
+    });
   const worker = await create(taskQueue, LIFECYCLE_QUEUE_TUNING);
   const settlementWorker = await create(settlementTaskQueue(taskQueue));
-  const running = Promise.all([worker.run(), settlementWorker.run()]).then(() => undefined).finally(() => connection.close());
+  const running = Promise.all([worker.run(), settlementWorker.run()])
+    .then(() => undefined)
+    .finally(() => connection.close());
   const sidecarDeps: SidecarDeps = { config: options.config, pool: options.pool, log: options.log, temporal: options.temporal, taskQueue };
   const sidecars = (options.sidecars ?? workerSidecars).map((start) => start(sidecarDeps)).filter((sidecar) => sidecar !== null);
   const stopSidecars = () => Promise.all(sidecars.map((sidecar) => sidecar.stop()));
@@ -118,5 +129,12 @@ export async function startWorker(options: {
 /** The workflow bundler's messages through the worker's logger, at debug: they are webpack's progress lines. */
 function bundlerLogger(log: Logger) {
   const at = (level: 'debug' | 'warn' | 'error') => (message: string, meta?: Record<string, unknown>) => log[level](meta ?? {}, message);
-  return { trace: at('debug'), debug: at('debug'), info: at('debug'), warn: at('warn'), error: at('error'), log: (_level: string, message: string) => log.debug(message) };
+  return {
+    trace: at('debug'),
+    debug: at('debug'),
+    info: at('debug'),
+    warn: at('warn'),
+    error: at('error'),
+    log: (_level: string, message: string) => log.debug(message),
+  };
 }

@@ -12,8 +12,8 @@ export { z };
  * month lengths and leap years (2024-02-30 is refused); year 0000 is refused too, as Postgres has no year 0
  * and a date it cannot read must be a 400 naming the field, not a failed query.
  */
-export const dateString = z
-  .iso.date({ error: 'must be a real calendar date written YYYY-MM-DD' })
+export const dateString = z.iso
+  .date({ error: 'must be a real calendar date written YYYY-MM-DD' })
   .refine((value) => !value.startsWith('0000'), { error: 'must be a date in year 0001 or later' })
   .openapi({ format: 'date', example: '2026-11-21' });
 
@@ -21,13 +21,16 @@ export const dateString = z
  * An ISO 8601 instant with its offset (`Z` or ±HH:MM) on a real calendar day; the offset within ±14:00 (the
  * widest any time zone uses), which Postgres also reads. Year 0000 is refused as for dates.
  */
-export const dateTime = z
-  .iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time with offset on a real calendar day, e.g. 2026-11-21T15:04:05Z' })
+export const dateTime = z.iso
+  .datetime({ offset: true, error: 'must be an ISO 8601 date-time with offset on a real calendar day, e.g. 2026-11-21T15:04:05Z' })
   .refine((value) => !value.startsWith('0000'), { error: 'must be a date-time in year 0001 or later' })
-  .refine((value) => {
-    const offset = /([+-])(\d\d):(\d\d)$/.exec(value);
-    return !offset || Number(offset[2]) * 60 + Number(offset[3]) <= 14 * 60;
-  }, { error: 'must have an offset between -14:00 and +14:00' })
+  .refine(
+    (value) => {
+      const offset = /([+-])(\d\d):(\d\d)$/.exec(value);
+      return !offset || Number(offset[2]) * 60 + Number(offset[3]) <= 14 * 60;
+    },
+    { error: 'must have an offset between -14:00 and +14:00' },
+  )
   .openapi({ format: 'date-time', example: '2026-11-21T15:04:05Z' });
 
 /** An example id of the given prefix, for the OpenAPI document. */
@@ -46,7 +49,14 @@ export function listEnvelope<T extends z.ZodType>(item: T) {
 export const errorBodySchema = z
   .object({
     error: z.object({
-      type: z.enum(['invalid_request_error', 'authentication_error', 'permission_error', 'idempotency_error', 'rate_limit_error', 'api_error']),
+      type: z.enum([
+        'invalid_request_error',
+        'authentication_error',
+        'permission_error',
+        'idempotency_error',
+        'rate_limit_error',
+        'api_error',
+      ]),
       code: z.string(),
       message: z.string(),
       param: z.string().optional(),

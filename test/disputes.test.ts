@@ -19,17 +19,31 @@ describe('SPEC §11 disputes', () => {
     await stack.stop();
   });
 
-  const openDispute = async (intentId: string, code = 'R10') => call('POST', '/simulate/dispute', { intent_id: intentId, code }, idempotencyKey());
+  const openDispute = async (intentId: string, code = 'R10') =>
+    call('POST', '/simulate/dispute', { intent_id: intentId, code }, idempotencyKey());
 
   test('the network disputing a payment records a created dispute and a pending cash_out dispute transaction with its workflow', async () => {
     const intent = await approvedCashIn(call, userId, 1250);
     const created = await openDispute(intent.id, '10.4');
     expect(created.status).toBe(200);
     const dispute = created.body;
-    expect(dispute).toMatchObject({ intent_id: intent.id, amount: 1250, currency: 'USD', code: '10.4', status: 'created', resolved_at: null });
+    expect(dispute).toMatchObject({
+      intent_id: intent.id,
+      amount: 1250,
+      currency: 'USD',
+      code: '10.4',
+      status: 'created',
+      resolved_at: null,
+    });
     expect(dispute.id).toMatch(/^dispute_[A-Za-z0-9]{16,}$/);
     expect(dispute.transactions).toHaveLength(1);
-    expect(dispute.transactions[0]).toMatchObject({ type: 'dispute', direction: 'cash_out', source_id: dispute.id, amount: 1250, status: 'pending' });
+    expect(dispute.transactions[0]).toMatchObject({
+      type: 'dispute',
+      direction: 'cash_out',
+      source_id: dispute.id,
+      amount: 1250,
+      status: 'pending',
+    });
     expect((await call('GET', `/dispute/${dispute.id}`)).body).toEqual(dispute);
     expect(await eventsAbout(stack, org.organizationId, 'dispute.created', dispute.id)).toEqual([dispute]);
     await workflowRunning(stack, dispute.transactions[0].id);
@@ -49,7 +63,11 @@ describe('SPEC §11 disputes', () => {
 
     await workflowRunning(stack, back.id);
     expect((await call('POST', `/simulate/transaction/${back.id}/confirm`, undefined, idempotencyKey())).status).toBe(200);
-    await eventually(async () => ((await call('GET', `/transaction/${back.id}`)).body.status === 'available' ? true : undefined), 30_000, 'returned funds available');
+    await eventually(
+      async () => ((await call('GET', `/transaction/${back.id}`)).body.status === 'available' ? true : undefined),
+      30_000,
+      'returned funds available',
+    );
   });
 
   test('lost: nothing moves back and the dispute is final', async () => {
@@ -103,7 +121,12 @@ describe('SPEC §11 disputes', () => {
   });
 
   test('only approved cash_in intents can be disputed; an unknown intent is 400 resource_missing', async () => {
-    const cashOut = await call('POST', '/intent', { direction: 'cash_out', user_id: userId, amount: 100, currency: 'USD' }, idempotencyKey());
+    const cashOut = await call(
+      'POST',
+      '/intent',
+      { direction: 'cash_out', user_id: userId, amount: 100, currency: 'USD' },
+      idempotencyKey(),
+    );
     expect((await openDispute(cashOut.body.id)).status).toBe(409);
     const unknown = await openDispute(`intent_sandbox_${randomString(24)}`);
     expect(unknown.status).toBe(400);
@@ -166,7 +189,9 @@ describe('SPEC §11 disputes', () => {
     const intent = await approvedCashIn(call, userId, 100);
     const dispute = (await openDispute(intent.id)).body;
     await call('POST', `/simulate/dispute/${dispute.id}/resolve`, { result: 'lost' }, idempotencyKey());
-    await expect(stack.pool.query(`UPDATE disputes SET status = 'won' WHERE id = $1`, [dispute.id])).rejects.toThrow(/cannot go from lost to won/);
+    await expect(stack.pool.query(`UPDATE disputes SET status = 'won' WHERE id = $1`, [dispute.id])).rejects.toThrow(
+      /cannot go from lost to won/,
+    );
     await expect(stack.pool.query(`UPDATE disputes SET amount_cents = 1 WHERE id = $1`, [dispute.id])).rejects.toThrow(/only status/);
   });
 

@@ -31,7 +31,9 @@ import { freePort } from './support/ports';
 const gates = new Map<string, { promise: Promise<void>; open(): void; backendPid?: number; entered: boolean }>();
 function gate(name: string) {
   let open!: () => void;
-  const promise = new Promise<void>((resolve) => { open = resolve; });
+  const promise = new Promise<void>((resolve) => {
+    open = resolve;
+  });
   const entry = { promise, open, entered: false } as { promise: Promise<void>; open(): void; backendPid?: number; entered: boolean };
   gates.set(name, entry);
   return entry;
@@ -53,12 +55,20 @@ function createWidget(kind: string) {
   return async ({ caller, db, body }: RouteContext<z.infer<typeof widgetBody>, unknown, unknown>) => {
     const organizationId = caller.organization.id;
     if (body.parent_id) {
-      const { rowCount } = await db.query(`SELECT 1 FROM edge_test_widgets WHERE id = $1 AND organization_id = $2`, [body.parent_id, organizationId]);
+      const { rowCount } = await db.query(`SELECT 1 FROM edge_test_widgets WHERE id = $1 AND organization_id = $2`, [
+        body.parent_id,
+        organizationId,
+      ]);
       if (!rowCount) throw errors.resourceMissing('parent_id', body.parent_id);
     }
     const id = `wid_${randomString(20)}`;
-    await db.query(`INSERT INTO edge_test_widgets (id, organization_id, kind, name, tag) VALUES ($1, $2, $3, $4, $5)`,
-      [id, organizationId, kind, body.name, body.tag ?? null]);
+    await db.query(`INSERT INTO edge_test_widgets (id, organization_id, kind, name, tag) VALUES ($1, $2, $3, $4, $5)`, [
+      id,
+      organizationId,
+      kind,
+      body.name,
+      body.tag ?? null,
+    ]);
     if (body.gate) {
       const entry = gates.get(body.gate)!;
       const { rows } = await db.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`);
@@ -69,10 +79,14 @@ function createWidget(kind: string) {
       await db.query(`SELECT 1 FROM edge_test_widgets WHERE id = $1`, [id]);
     }
     switch (body.outcome) {
-      case 'invalid_state': throw errors.invalidState('This widget cannot be made now.');
-      case 'account_required': throw errors.accountRequired();
-      case 'identity_not_verified': throw errors.identityNotVerified();
-      case 'server_error': throw errors.internal();
+      case 'invalid_state':
+        throw errors.invalidState('This widget cannot be made now.');
+      case 'account_required':
+        throw errors.accountRequired();
+      case 'identity_not_verified':
+        throw errors.identityNotVerified();
+      case 'server_error':
+        throw errors.internal();
       case 'crash':
         if (crashesLeft > 0) {
           crashesLeft--;
@@ -87,43 +101,71 @@ function createWidget(kind: string) {
 
 const testRoutes = [
   defineRoute({
-    method: 'post', path: '/test/widgets', tag: 'Test', summary: 'widget (unique body field tag)',
-    body: widgetBody, response: { schema: widget, description: 'created' },
+    method: 'post',
+    path: '/test/widgets',
+    tag: 'Test',
+    summary: 'widget (unique body field tag)',
+    body: widgetBody,
+    response: { schema: widget, description: 'created' },
     idempotency: { bodyField: 'tag' },
     handler: createWidget('widget'),
   }),
   defineRoute({
-    method: 'post', path: '/test/orders', tag: 'Test', summary: 'order (X-Idempotency-Key required)',
-    body: widgetBody, response: { schema: widget, description: 'created' },
+    method: 'post',
+    path: '/test/orders',
+    tag: 'Test',
+    summary: 'order (X-Idempotency-Key required)',
+    body: widgetBody,
+    response: { schema: widget, description: 'created' },
     idempotency: { requireHeader: true },
     handler: createWidget('order'),
   }),
   defineRoute({
-    method: 'post', path: '/test/notes', tag: 'Test', summary: 'note (exact-body fallback)',
-    body: widgetBody, response: { schema: widget, description: 'created' },
+    method: 'post',
+    path: '/test/notes',
+    tag: 'Test',
+    summary: 'note (exact-body fallback)',
+    body: widgetBody,
+    response: { schema: widget, description: 'created' },
     handler: createWidget('note'),
   }),
   defineRoute({
-    method: 'get', path: '/test/widgets/{id}', tag: 'Test', summary: 'one widget',
-    params: idParams, response: { schema: widget, description: 'found' },
+    method: 'get',
+    path: '/test/widgets/{id}',
+    tag: 'Test',
+    summary: 'one widget',
+    params: idParams,
+    response: { schema: widget, description: 'found' },
     async handler({ caller, db, params }) {
-      const { rows } = await db.query(`SELECT id, kind, name, tag FROM edge_test_widgets WHERE id = $1 AND organization_id = $2`,
-        [params.id, caller.organization.id]);
+      const { rows } = await db.query(`SELECT id, kind, name, tag FROM edge_test_widgets WHERE id = $1 AND organization_id = $2`, [
+        params.id,
+        caller.organization.id,
+      ]);
       if (!rows[0]) throw errors.notFound('widget', params.id);
       return { body: rows[0] };
     },
   }),
   defineRoute({
-    method: 'delete', path: '/test/widgets/{id}', tag: 'Test', summary: 'delete a widget',
-    params: idParams, response: { schema: z.object({ id: z.string(), deleted: z.boolean() }), description: 'deleted' },
+    method: 'delete',
+    path: '/test/widgets/{id}',
+    tag: 'Test',
+    summary: 'delete a widget',
+    params: idParams,
+    response: { schema: z.object({ id: z.string(), deleted: z.boolean() }), description: 'deleted' },
     async handler({ caller, db, params }) {
-      const { rowCount } = await db.query(`DELETE FROM edge_test_widgets WHERE id = $1 AND organization_id = $2`, [params.id, caller.organization.id]);
+      const { rowCount } = await db.query(`DELETE FROM edge_test_widgets WHERE id = $1 AND organization_id = $2`, [
+        params.id,
+        caller.organization.id,
+      ]);
       if (!rowCount) throw errors.notFound('widget', params.id);
       return { body: { id: params.id, deleted: true } };
     },
   }),
   defineRoute({
-    method: 'get', path: '/test/ping', tag: 'Test', summary: 'ping',
+    method: 'get',
+    path: '/test/ping',
+    tag: 'Test',
+    summary: 'ping',
     query: z.object({ n: z.coerce.number().int().min(0).max(10).optional() }),
     response: { schema: z.object({ ok: z.boolean() }), description: 'ok' },
     async handler() {
@@ -131,7 +173,10 @@ const testRoutes = [
     },
   }),
   defineRoute({
-    method: 'get', path: '/test/boom', tag: 'Test', summary: 'an uncaught error',
+    method: 'get',
+    path: '/test/boom',
+    tag: 'Test',
+    summary: 'an uncaught error',
     response: { schema: z.object({}), description: 'never' },
     async handler() {
       throw new Error('connect ECONNABORTED postgres://admin:hunter2@db.internal/ledger SELECT * FROM api_keys');
@@ -173,15 +218,22 @@ let temporalConnection: Connection;
 let temporal: Client;
 let sharedPool: Pool;
 
-async function startEdge(options: { env?: Record<string, string>; clock?: Clock; host?: string; databaseUrl?: string } = {}): Promise<EdgeServer> {
+async function startEdge(
+  options: { env?: Record<string, string>; clock?: Clock; host?: string; databaseUrl?: string } = {},
+): Promise<EdgeServer> {
   const config = testConfig({ TRUST_PROXY: 'loopback', ...options.env });
   const pool = createPool(options.databaseUrl ?? testInfra().databaseUrl, 10);
   const log = createLogger('silent');
   const admission = createAdmission(pool, log);
   const app = createApp(
     {
-      config, pool, log, clock: options.clock ?? systemClock, admission,
-      services: { temporal, taskQueue: config.TEMPORAL_TASK_QUEUE }, readiness: {},
+      config,
+      pool,
+      log,
+      clock: options.clock ?? systemClock,
+      admission,
+      services: { temporal, taskQueue: config.TEMPORAL_TASK_QUEUE },
+      readiness: {},
     },
     [...allRoutes, ...testRoutes],
   );
@@ -232,25 +284,37 @@ async function rowsOf(organizationId: string, kind?: string): Promise<number> {
 }
 
 async function storedKeys(organizationId: string): Promise<number> {
-  const { rows } = await sharedPool.query<{ n: number }>(`SELECT count(*)::int AS n FROM idempotency_keys WHERE organization_id = $1`, [organizationId]);
+  const { rows } = await sharedPool.query<{ n: number }>(`SELECT count(*)::int AS n FROM idempotency_keys WHERE organization_id = $1`, [
+    organizationId,
+  ]);
   return rows[0]!.n;
 }
 
-const errorObject = z.object({
-  error: z.object({
-    type: z.enum(['invalid_request_error', 'authentication_error', 'permission_error', 'idempotency_error', 'rate_limit_error', 'api_error']),
-    code: z.string().min(1),
-    message: z.string().min(1),
-    param: z.string().optional(),
-    details: z.array(z.object({ param: z.string(), message: z.string() })).optional(),
-    request_id: z.string().regex(/^req_[A-Za-z0-9]{16,}$/),
-  }).strict(),
-}).strict();
+const errorObject = z
+  .object({
+    error: z
+      .object({
+        type: z.enum([
+          'invalid_request_error',
+          'authentication_error',
+          'permission_error',
+          'idempotency_error',
+          'rate_limit_error',
+          'api_error',
+        ]),
+        code: z.string().min(1),
+        message: z.string().min(1),
+        param: z.string().optional(),
+        details: z.array(z.object({ param: z.string(), message: z.string() })).optional(),
+        request_id: z.string().regex(/^req_[A-Za-z0-9]{16,}$/),
+      })
+      .strict(),
+  })
+  .strict();
 
 /** SPEC §3: the error object, its request_id equal to the X-Request-Id header. */
 function expectError(response: ApiResponse, status: number, type: string, code: string) {
-  expect({ status: response.status, type: response.body?.error?.type, code: response.body?.error?.code })
-    .toEqual({ status, type, code });
+  expect({ status: response.status, type: response.body?.error?.type, code: response.body?.error?.code }).toEqual({ status, type, code });
   expect(errorObject.safeParse(response.body).success).toBe(true);
   expect(response.body.error.request_id).toBe(response.headers.get('x-request-id'));
 }
@@ -328,7 +392,7 @@ describe('SPEC §3 errors', () => {
     expect(response.body.error.param).toBeDefined();
   });
 
-  test('400 resource_missing: a body id that does not exist for this organization (another organization\'s included)', async () => {
+  test("400 resource_missing: a body id that does not exist for this organization (another organization's included)", async () => {
     const foreign = await client(main.url, other.apiKey)('POST', '/test/notes', { name: 'theirs' });
     expect(foreign.status).toBe(200);
     for (const parent of ['wid_doesnotexist00000000', foreign.body.id]) {
@@ -356,7 +420,10 @@ describe('SPEC §3 errors', () => {
       expectError(response, 400, 'invalid_request_error', 'identity_not_verified');
       expect(response.headers.get('idempotent-replayed')).toBeNull();
     }
-    const { rows } = await sharedPool.query(`SELECT 1 FROM idempotency_keys WHERE organization_id = $1 AND key = $2`, [org.organizationId, key['X-Idempotency-Key']]);
+    const { rows } = await sharedPool.query(`SELECT 1 FROM idempotency_keys WHERE organization_id = $1 AND key = $2`, [
+      org.organizationId,
+      key['X-Idempotency-Key'],
+    ]);
     expect(rows).toHaveLength(0);
   });
 
@@ -364,8 +431,14 @@ describe('SPEC §3 errors', () => {
     const noKey = await client(main.url, null)('GET', '/test/ping');
     expectError(noKey, 401, 'authentication_error', 'unauthenticated');
     expect(rateHeaders(noKey)).toEqual({ limit: null, remaining: null, reset: null });
-    for (const header of ['Bearer', 'Bearer nope', `Basic ${org.apiKey}`, `Bearer ${org.apiKey}x`, 'Bearer sk_sandbox_short',
-      `Bearer sk_sandbox_${'A'.repeat(32)}`]) {
+    for (const header of [
+      'Bearer',
+      'Bearer nope',
+      `Basic ${org.apiKey}`,
+      `Bearer ${org.apiKey}x`,
+      'Bearer sk_sandbox_short',
+      `Bearer sk_sandbox_${'A'.repeat(32)}`,
+    ]) {
       const response = await client(main.url, null)('GET', '/test/ping', undefined, { Authorization: header });
       expectError(response, 401, 'authentication_error', 'unauthenticated');
     }
@@ -383,7 +456,9 @@ describe('SPEC §3 errors', () => {
     expectError(unknown, 404, 'invalid_request_error', 'not_found');
     const foreign = await client(main.url, org.apiKey)('GET', `/test/widgets/${theirs.body.id}`);
     expectError(foreign, 404, 'invalid_request_error', 'not_found');
-    expect(foreign.body.error.message.replace(theirs.body.id, 'ID')).toBe(unknown.body.error.message.replace('wid_unknown000000000000', 'ID'));
+    expect(foreign.body.error.message.replace(theirs.body.id, 'ID')).toBe(
+      unknown.body.error.message.replace('wid_unknown000000000000', 'ID'),
+    );
     const deleteForeign = await client(main.url, org.apiKey)('DELETE', `/test/widgets/${theirs.body.id}`);
     expectError(deleteForeign, 404, 'invalid_request_error', 'not_found');
     expect(await rowsOf(other.organizationId)).toBeGreaterThan(0);
@@ -395,7 +470,11 @@ describe('SPEC §3 errors', () => {
   test('404 route_not_found: unknown routes, authenticated ones with rate-limit headers', async () => {
     const anonymous = await client(main.url, null)('GET', '/no/such/route');
     expectError(anonymous, 404, 'invalid_request_error', 'route_not_found');
-    for (const [method, route] of [['GET', '/no/such/route'], ['POST', '/no/such/route'], ['PUT', '/test/nothing']]) {
+    for (const [method, route] of [
+      ['GET', '/no/such/route'],
+      ['POST', '/no/such/route'],
+      ['PUT', '/test/nothing'],
+    ]) {
       const response = await client(main.url, org.apiKey)(method!, route!);
       expectError(response, 404, 'invalid_request_error', 'route_not_found');
       expect(response.headers.get('allow')).toBeNull();
@@ -407,9 +486,13 @@ describe('SPEC §3 errors', () => {
 
   test('405 method_not_allowed with Allow: a wrong method on a known path, with or without a key', async () => {
     for (const [method, route, allow] of [
-      ['PUT', '/test/notes', 'POST'], ['PATCH', '/keys/verify', 'POST'], ['OPTIONS', '/test/ping', 'GET, HEAD'],
-      ['POST', '/test/widgets/wid_x', 'DELETE, GET, HEAD'], ['PUT', '/TEST/Widgets/wid_x/', 'DELETE, GET, HEAD'],
-      ['POST', '/healthz', 'GET, HEAD'], ['DELETE', '/openapi.json', 'GET, HEAD'],
+      ['PUT', '/test/notes', 'POST'],
+      ['PATCH', '/keys/verify', 'POST'],
+      ['OPTIONS', '/test/ping', 'GET, HEAD'],
+      ['POST', '/test/widgets/wid_x', 'DELETE, GET, HEAD'],
+      ['PUT', '/TEST/Widgets/wid_x/', 'DELETE, GET, HEAD'],
+      ['POST', '/healthz', 'GET, HEAD'],
+      ['DELETE', '/openapi.json', 'GET, HEAD'],
     ] as [string, string, string][]) {
       const response = await client(main.url, org.apiKey)(method, route);
       expectError(response, 405, 'invalid_request_error', 'method_not_allowed');
@@ -484,13 +567,15 @@ describe('SPEC §3 errors', () => {
   });
 
   test('415: a body that is not JSON', async () => {
-    const response = await client(main.url, org.apiKey)('POST', '/test/notes', 'name=x', { 'Content-Type': 'application/x-www-form-urlencoded' });
+    const response = await client(main.url, org.apiKey)('POST', '/test/notes', 'name=x', {
+      'Content-Type': 'application/x-www-form-urlencoded',
+    });
     expectError(response, 415, 'invalid_request_error', 'unsupported_media_type');
     const plain = await client(main.url, org.apiKey)('POST', '/test/notes', '{"name":"x"}', { 'Content-Type': 'text/plain' });
     expectError(plain, 415, 'invalid_request_error', 'unsupported_media_type');
   });
 
-  test('a body whose Content-Encoding is unknown or does not decode is refused as the client\'s error', async () => {
+  test("a body whose Content-Encoding is unknown or does not decode is refused as the client's error", async () => {
     const unknown = await client(main.url, org.apiKey)('POST', '/test/notes', '{"name":"x"}', { 'Content-Encoding': 'x-unknown' });
     expectError(unknown, 415, 'invalid_request_error', 'unsupported_media_type');
     const broken = await client(main.url, org.apiKey)('POST', '/test/notes', '{"name":"x"}', { 'Content-Encoding': 'gzip' });
@@ -531,38 +616,95 @@ describe('SPEC §3 errors', () => {
     test('random methods, paths, headers and bodies', async () => {
       const org = await createTestOrg(main.pool, { write: 1_000_000, read: 1_000_000 });
       const printable = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 300 });
-      const segment = fc.string({ unit: fc.constantFrom(...'abcXYZ019_-.~%:@!$&\'()*+,;=é '.split('')), minLength: 1, maxLength: 12 });
+      const segment = fc.string({ unit: fc.constantFrom(..."abcXYZ019_-.~%:@!$&'()*+,;=é ".split('')), minLength: 1, maxLength: 12 });
       const pathArb = fc.oneof(
-        { arbitrary: fc.constantFrom('/keys/verify', '/test/widgets', '/test/orders', '/test/notes', '/test/ping', '/test/widgets/wid_x', '/', '/user', '/intent'), weight: 4 },
-        fc.array(segment, { minLength: 1, maxLength: 4 }).map((parts) => `/${parts.map((p) => encodeURI(p).replace(/%25/g, '%')).join('/')}`),
-        fc.tuple(fc.constantFrom('/test/widgets/', '/test/ping?', '/test/ping?n='), fc.oneof(printable, fc.string({ unit: 'binary', maxLength: 20 })))
-        .map(([a, b]) => `${a}${encodeURIComponent(b.replace(/[\ud800-\udfff]/g, ''))}`),
+        {
+          arbitrary: fc.constantFrom(
+            '/keys/verify',
+            '/test/widgets',
+            '/test/orders',
+            '/test/notes',
+            '/test/ping',
+            '/test/widgets/wid_x',
+            '/',
+            '/user',
+            '/intent',
+          ),
+          weight: 4,
+        },
+        fc
+          .array(segment, { minLength: 1, maxLength: 4 })
+          .map((parts) => `/${parts.map((p) => encodeURI(p).replace(/%25/g, '%')).join('/')}`),
+        fc
+          .tuple(
+            fc.constantFrom('/test/widgets/', '/test/ping?', '/test/ping?n='),
+            fc.oneof(printable, fc.string({ unit: 'binary', maxLength: 20 })),
+          )
+          .map(([a, b]) => `${a}${encodeURIComponent(b.replace(/[\ud800-\udfff]/g, ''))}`),
       );
       const jsonBody = fc.oneof(
-        { arbitrary: fc.record({ name: fc.string({ minLength: 1, maxLength: 100 }), tag: fc.option(fc.string({ minLength: 1, maxLength: 255 }), { nil: undefined }) })
-          .map((v) => JSON.stringify(v)), weight: 3 },
+        {
+          arbitrary: fc
+            .record({
+              name: fc.string({ minLength: 1, maxLength: 100 }),
+              tag: fc.option(fc.string({ minLength: 1, maxLength: 255 }), { nil: undefined }),
+            })
+            .map((v) => JSON.stringify(v)),
+          weight: 3,
+        },
         fc.jsonValue().map((v) => JSON.stringify(v)),
-        fc.record({ name: fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.integer()), tag: fc.option(fc.oneof(fc.string({ maxLength: 300 }), fc.string({ unit: 'binary', maxLength: 300 }))),
-          outcome: fc.option(fc.constantFrom('ok', 'invalid_state', 'identity_not_verified', 'x')), parent_id: fc.option(fc.string()) },
-        { requiredKeys: [] }).map((v) => JSON.stringify(v)),
+        fc
+          .record(
+            {
+              name: fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.integer()),
+              tag: fc.option(fc.oneof(fc.string({ maxLength: 300 }), fc.string({ unit: 'binary', maxLength: 300 }))),
+              outcome: fc.option(fc.constantFrom('ok', 'invalid_state', 'identity_not_verified', 'x')),
+              parent_id: fc.option(fc.string()),
+            },
+            { requiredKeys: [] },
+          )
+          .map((v) => JSON.stringify(v)),
         printable,
         fc.constant(''),
       );
       const routeArb = fc.oneof(
-        { arbitrary: fc.constantFrom(['POST', '/test/widgets'], ['POST', '/test/orders'], ['POST', '/test/notes'], ['POST', '/keys/verify'],
-          ['GET', '/test/ping'], ['GET', '/test/widgets/wid_x'], ['DELETE', '/test/widgets/wid_x']), weight: 3 },
+        {
+          arbitrary: fc.constantFrom(
+            ['POST', '/test/widgets'],
+            ['POST', '/test/orders'],
+            ['POST', '/test/notes'],
+            ['POST', '/keys/verify'],
+            ['GET', '/test/ping'],
+            ['GET', '/test/widgets/wid_x'],
+            ['DELETE', '/test/widgets/wid_x'],
+          ),
+          weight: 3,
+        },
         fc.tuple(fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'), pathArb),
       );
       const requestArb = fc.record({
         route: routeArb,
         auth: fc.oneof({ arbitrary: fc.constant(`Bearer ${org.apiKey}`), weight: 4 }, fc.constant(undefined), printable),
-        contentType: fc.option(fc.constantFrom('application/json', 'application/json', 'application/json', 'application/json; charset=utf-8', 'text/plain', 'application/merge-patch+json', 'multipart/form-data', 'application/json; charset=latin1')),
+        contentType: fc.option(
+          fc.constantFrom(
+            'application/json',
+            'application/json',
+            'application/json',
+            'application/json; charset=utf-8',
+            'text/plain',
+            'application/merge-patch+json',
+            'multipart/form-data',
+            'application/json; charset=latin1',
+          ),
+        ),
         idempotencyKey: fc.option(printable),
         body: fc.option(jsonBody),
-        extraHeader: fc.option(fc.oneof(
-          fc.tuple(fc.constant('Content-Encoding'), fc.constantFrom('gzip', 'deflate', 'br', 'identity', 'x-unknown')),
-          fc.tuple(fc.constantFrom('Accept', 'X-Forwarded-Proto', 'Content-Encoding', 'X-Custom', 'If-None-Match'), printable),
-        )),
+        extraHeader: fc.option(
+          fc.oneof(
+            fc.tuple(fc.constant('Content-Encoding'), fc.constantFrom('gzip', 'deflate', 'br', 'identity', 'x-unknown')),
+            fc.tuple(fc.constantFrom('Accept', 'X-Forwarded-Proto', 'Content-Encoding', 'X-Custom', 'If-None-Match'), printable),
+          ),
+        ),
       });
       const seen = new Map<number, number>();
       await fc.assert(
@@ -604,10 +746,14 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
       expect((await client(main.url, second.api_key)('GET', '/test/ping')).status).toBe(200);
       const revokedAtMs = Date.now();
       await revokeKey(main.pool, second.id);
-      const refused = await eventually(async () => {
-        const response = await client(main.url, second.api_key)('GET', '/test/ping');
-        return response.status === 401 ? response : undefined;
-      }, 1_000, 'the revoked key to be refused');
+      const refused = await eventually(
+        async () => {
+          const response = await client(main.url, second.api_key)('GET', '/test/ping');
+          return response.status === 401 ? response : undefined;
+        },
+        1_000,
+        'the revoked key to be refused',
+      );
       expect(Date.now() - revokedAtMs).toBeLessThan(1_000);
       expectError(refused, 401, 'authentication_error', 'unauthenticated');
       expect((await client(main.url, org.apiKey)('GET', '/test/ping')).status).toBe(200);
@@ -732,7 +878,10 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
       // Something that is no address at all: writes refused, never a 500.
       expect(await readAndWrite(main.url, org, { 'X-Forwarded-For': 'not-an-address' })).toMatchObject({ read: 200, write: 403 });
       const open = await createTestOrg(main.pool);
-      expect(await readAndWrite(main.url, open, { 'X-Forwarded-For': 'fe80::1%eth0, not-an-address' })).toMatchObject({ read: 200, write: 200 });
+      expect(await readAndWrite(main.url, open, { 'X-Forwarded-For': 'fe80::1%eth0, not-an-address' })).toMatchObject({
+        read: 200,
+        write: 200,
+      });
     });
 
     test('::ffff:a.b.c.d matches a.b.c.d, from the socket and from X-Forwarded-For, in entries and in addresses', async () => {
@@ -747,18 +896,18 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
     });
 
     test('entries are normalized (host bits masked, mapped addresses as IPv4) and anything else is refused by name', async () => {
-    const org = await createTestOrg(main.pool);
-    expect(await addAllowlistEntry(main.pool, org.organizationId, '10.1.2.3/8')).toBe('10.0.0.0/8');
-    expect(await addAllowlistEntry(main.pool, org.organizationId, '::ffff:192.0.2.1')).toBe('192.0.2.1/32');
-    expect(await addAllowlistEntry(main.pool, org.organizationId, 'fe80::1%eth0')).toBe('fe80::1/128');
-    expect(await addAllowlistEntry(main.pool, org.organizationId, '2001:DB8::/32')).toBe('2001:db8::/32');
-    for (const bad of ['not-an-ip', '10.0.0.0/33', '300.1.1.1', '']) {
-      await expect(addAllowlistEntry(main.pool, org.organizationId, bad)).rejects.toThrow(/not an IPv4\/IPv6 address or CIDR range/);
-    }
-    expect(await listAllowlist(main.pool, org.organizationId)).toEqual(['10.0.0.0/8', '192.0.2.1/32', '2001:db8::/32', 'fe80::1/128']);
-  });
+      const org = await createTestOrg(main.pool);
+      expect(await addAllowlistEntry(main.pool, org.organizationId, '10.1.2.3/8')).toBe('10.0.0.0/8');
+      expect(await addAllowlistEntry(main.pool, org.organizationId, '::ffff:192.0.2.1')).toBe('192.0.2.1/32');
+      expect(await addAllowlistEntry(main.pool, org.organizationId, 'fe80::1%eth0')).toBe('fe80::1/128');
+      expect(await addAllowlistEntry(main.pool, org.organizationId, '2001:DB8::/32')).toBe('2001:db8::/32');
+      for (const bad of ['not-an-ip', '10.0.0.0/33', '300.1.1.1', '']) {
+        await expect(addAllowlistEntry(main.pool, org.organizationId, bad)).rejects.toThrow(/not an IPv4\/IPv6 address or CIDR range/);
+      }
+      expect(await listAllowlist(main.pool, org.organizationId)).toEqual(['10.0.0.0/8', '192.0.2.1/32', '2001:db8::/32', 'fe80::1/128']);
+    });
 
-  test('IPv6 addresses and CIDR ranges', async () => {
+    test('IPv6 addresses and CIDR ranges', async () => {
       const org = await createTestOrg(main.pool, { allowlist: ['2001:db8:abcd::/48', '2001:db8:ffff::7'] });
       expect(await readAndWrite(main.url, org, { 'X-Forwarded-For': '2001:db8:abcd:12::5' })).toMatchObject({ write: 200 });
       expect(await readAndWrite(main.url, org, { 'X-Forwarded-For': '2001:0DB8:FFFF:0:0:0:0:7' })).toMatchObject({ write: 200 });
@@ -795,17 +944,29 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
 
       const refused = await call('GET', '/test/ping');
       expectError(refused, 429, 'rate_limit_error', 'rate_limited');
-      expect({ retryAfter: refused.headers.get('retry-after'), ...rateHeaders(refused) }).toEqual({ retryAfter: '40', limit: '3', remaining: '0', reset: resetAt });
+      expect({ retryAfter: refused.headers.get('retry-after'), ...rateHeaders(refused) }).toEqual({
+        retryAfter: '40',
+        limit: '3',
+        remaining: '0',
+        reset: resetAt,
+      });
       for (let i = 0; i < 5; i++) expect((await call('GET', '/test/ping')).status).toBe(429);
 
       clock.set(t0 + 59_999);
       const stillRefused = await call('GET', '/test/ping');
-      expect({ status: stillRefused.status, retryAfter: stillRefused.headers.get('retry-after') }).toEqual({ status: 429, retryAfter: '1' });
+      expect({ status: stillRefused.status, retryAfter: stillRefused.headers.get('retry-after') }).toEqual({
+        status: 429,
+        retryAfter: '1',
+      });
 
       clock.set(t0 + 60_000); // the first request leaves the window; the refused ones never entered it
       const readmitted = await call('GET', '/test/ping');
-      expect({ status: readmitted.status, ...rateHeaders(readmitted) })
-        .toEqual({ status: 200, limit: '3', remaining: '0', reset: String(Math.ceil((t0 + 70_000) / 1000)) });
+      expect({ status: readmitted.status, ...rateHeaders(readmitted) }).toEqual({
+        status: 200,
+        limit: '3',
+        remaining: '0',
+        reset: String(Math.ceil((t0 + 70_000) / 1000)),
+      });
       expect((await call('GET', '/test/ping')).status).toBe(429);
       clock.set(t0 + 70_000);
       expect((await call('GET', '/test/ping')).status).toBe(200);
@@ -819,13 +980,22 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
       const call = client(edge.url, org.apiKey);
       for (let i = 0; i < 3; i++) expect((await call('GET', '/test/ping')).status).toBe(200);
       // The process settles its lease when the lease's time is up: then the database holds exactly the 3 admissions.
-      const leases = async () => (await sharedPool.query<{ rows: number; slots: number; settled: boolean }>(
-        `SELECT count(*)::int AS rows, coalesce(sum(slots), 0)::int AS slots, coalesce(bool_and(settled), true) AS settled
-           FROM rate_limit_leases WHERE organization_id = $1`, [org.organizationId])).rows[0]!;
-      await eventually(async () => {
-        const now = await leases();
-        return now.settled ? now : undefined;
-      }, 10_000, 'the lease to be settled');
+      const leases = async () =>
+        (
+          await sharedPool.query<{ rows: number; slots: number; settled: boolean }>(
+            `SELECT count(*)::int AS rows, coalesce(sum(slots), 0)::int AS slots, coalesce(bool_and(settled), true) AS settled
+           FROM rate_limit_leases WHERE organization_id = $1`,
+            [org.organizationId],
+          )
+        ).rows[0]!;
+      await eventually(
+        async () => {
+          const now = await leases();
+          return now.settled ? now : undefined;
+        },
+        10_000,
+        'the lease to be settled',
+      );
       expect(await leases()).toMatchObject({ slots: 3, settled: true });
       const purged = await purgeEdgeState(edge.pool, new Date());
       expect(purged.rateLimitLeases).toBeGreaterThanOrEqual(1);
@@ -872,7 +1042,11 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
       ];
       expect(responses.map((r) => r.status)).toEqual([200, 404, 400, 200, 200, 422, 400, 400, 500, 404, 200]);
       for (const response of responses) expectRateHeaders(response);
-      expect(rateHeaders(await client(edge.url, 'sk_sandbox_bad')('GET', '/test/ping'))).toEqual({ limit: null, remaining: null, reset: null });
+      expect(rateHeaders(await client(edge.url, 'sk_sandbox_bad')('GET', '/test/ping'))).toEqual({
+        limit: null,
+        remaining: null,
+        reset: null,
+      });
     });
 
     test('two api processes on one database together admit no more than the limit', async () => {
@@ -882,21 +1056,33 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
       const child: ChildProcess = spawn(path.join(root, 'node_modules/.bin/tsx'), ['src/bin/api.ts'], {
         cwd: root,
         env: {
-          ...process.env, DATABASE_URL: infra.databaseUrl, TEMPORAL_ADDRESS: infra.temporalAddress, PORT: String(port),
-          HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATABASE_POOL_MAX: '10', TRUST_PROXY: 'off',
+          ...process.env,
+          DATABASE_URL: infra.databaseUrl,
+          TEMPORAL_ADDRESS: infra.temporalAddress,
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          LOG_LEVEL: 'silent',
+          DATABASE_POOL_MAX: '10',
+          TRUST_PROXY: 'off',
         },
         stdio: ['ignore', 'ignore', 'pipe'],
       });
       let stderr = '';
-      child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+      child.stderr!.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
       const second = `http://127.0.0.1:${port}`;
       try {
         await eventually(async () => ((await fetch(`${second}/healthz`)).ok ? true : undefined), 90_000, `second api process (${stderr})`);
         const org = await createTestOrg(sharedPool, { write: 10, read: 15 });
         const servers = [main.url, second];
-        const writes = await Promise.all(Array.from({ length: 40 }, (_, i) => apiClient(servers[i % 2]!, org.apiKey)('POST', '/keys/verify')));
-        const reads = await Promise.all(Array.from({ length: 40 }, (_, i) => apiClient(servers[i % 2]!, org.apiKey)('GET', '/unknown/route')));
+        const writes = await Promise.all(
+          Array.from({ length: 40 }, (_, i) => apiClient(servers[i % 2]!, org.apiKey)('POST', '/keys/verify')),
+        );
+        const reads = await Promise.all(
+          Array.from({ length: 40 }, (_, i) => apiClient(servers[i % 2]!, org.apiKey)('GET', '/unknown/route')),
+        );
         const count = (responses: ApiResponse[], status: number) => responses.filter((r) => r.status === status).length;
         expect({ ok: count(writes, 200), refused: count(writes, 429) }).toEqual({ ok: 10, refused: 30 });
         expect({ admitted: count(reads, 404), refused: count(reads, 429) }).toEqual({ admitted: 15, refused: 25 });
@@ -904,8 +1090,11 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
         // Duplicates spread over both processes execute once: one stored answer, identical replies.
         const bigger = await createTestOrg(sharedPool, { write: 1000 });
         const key = `cross-${randomString(8)}`;
-        const duplicates = await Promise.all(Array.from({ length: 20 }, (_, i) =>
-          apiClient(servers[i % 2]!, bigger.apiKey)('POST', '/keys/verify', undefined, { 'X-Idempotency-Key': key })));
+        const duplicates = await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            apiClient(servers[i % 2]!, bigger.apiKey)('POST', '/keys/verify', undefined, { 'X-Idempotency-Key': key }),
+          ),
+        );
         expect(new Set(duplicates.map((r) => `${r.status} ${r.text}`)).size).toBe(1);
         expect(duplicates[0]!.status).toBe(200);
         expect(duplicates.filter((r) => r.headers.get('idempotent-replayed') === null)).toHaveLength(1);
@@ -938,11 +1127,15 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
      */
     async function servedFromMemory(edge: EdgeServer, call: () => Promise<ApiResponse>) {
       const cache = edge.admission.keys!;
-      await eventually(async () => {
-        const hits = cache.stats().hits;
-        expect((await call()).status).toBe(200);
-        return cache.stats().hits > hits ? true : undefined;
-      }, 10_000, 'a request answered from memory');
+      await eventually(
+        async () => {
+          const hits = cache.stats().hits;
+          expect((await call()).status).toBe(200);
+          return cache.stats().hits > hits ? true : undefined;
+        },
+        10_000,
+        'a request answered from memory',
+      );
     }
 
     test('a key revoked through one process stops working in another within 1 s', async () => {
@@ -956,10 +1149,14 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
 
       const revokedAtMs = Date.now();
       await revokeKey(main.pool, key.id);
-      const refused = await eventually(async () => {
-        const response = await client(other.url, key.api_key)('GET', '/test/ping');
-        return response.status === 401 ? response : undefined;
-      }, 1_000, 'the revoked key to be refused by the other process');
+      const refused = await eventually(
+        async () => {
+          const response = await client(other.url, key.api_key)('GET', '/test/ping');
+          return response.status === 401 ? response : undefined;
+        },
+        1_000,
+        'the revoked key to be refused by the other process',
+      );
       expect(Date.now() - revokedAtMs).toBeLessThan(1_000);
       expectError(refused, 401, 'authentication_error', 'unauthenticated');
       expect((await client(other.url, org.apiKey)('GET', '/test/ping')).status).toBe(200);
@@ -974,21 +1171,29 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
 
       const addedAtMs = Date.now();
       await addAllowlistEntry(main.pool, org.organizationId, '203.0.113.60');
-      const refused = await eventually(async () => {
-        const response = await write('198.51.100.60');
-        return response.status === 403 ? response : undefined;
-      }, 1_000, 'the new allowlist to bind the other process');
+      const refused = await eventually(
+        async () => {
+          const response = await write('198.51.100.60');
+          return response.status === 403 ? response : undefined;
+        },
+        1_000,
+        'the new allowlist to bind the other process',
+      );
       expect(Date.now() - addedAtMs).toBeLessThan(1_000);
       expectError(refused, 403, 'permission_error', 'ip_not_allowed');
       expect((await write('203.0.113.60')).status).toBe(200);
 
       const removedAtMs = Date.now();
       await sharedPool.query(`DELETE FROM ip_allowlist WHERE organization_id = $1`, [org.organizationId]);
-      await eventually(async () => ((await write('198.51.100.60')).status === 200 ? true : undefined), 1_000, 'the emptied allowlist to reach the other process');
+      await eventually(
+        async () => ((await write('198.51.100.60')).status === 200 ? true : undefined),
+        1_000,
+        'the emptied allowlist to reach the other process',
+      );
       expect(Date.now() - removedAtMs).toBeLessThan(1_000);
     });
 
-    test('killing the cache\'s LISTEN connection switches the cache off, so a change made meanwhile is not missed; it comes back empty', async () => {
+    test("killing the cache's LISTEN connection switches the cache off, so a change made meanwhile is not missed; it comes back empty", async () => {
       const cache = await cacheOn(other);
       const org = await createTestOrg(main.pool);
       const key = await createKey(main.pool, org.organizationId, 'sandbox');
@@ -1011,18 +1216,26 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
       }
       const revokedAtMs = Date.now();
       await eventually(async () => (cache.stats().drops > before.drops ? true : undefined), 1_000, 'the cache to notice its listener died');
-      const refused = await eventually(async () => {
-        const response = await call('GET', '/test/ping');
-        return response.status === 401 ? response : undefined;
-      }, 1_000, 'the revoked key to be refused');
+      const refused = await eventually(
+        async () => {
+          const response = await call('GET', '/test/ping');
+          return response.status === 401 ? response : undefined;
+        },
+        1_000,
+        'the revoked key to be refused',
+      );
       expect(Date.now() - revokedAtMs).toBeLessThan(1_000);
       expectError(refused, 401, 'authentication_error', 'unauthenticated');
 
       // A new listener, a new backend, an empty cache that fills again.
-      const after = await eventually(async () => {
-        const stats = cache.stats();
-        return stats.on && stats.resyncs > before.resyncs ? stats : undefined;
-      }, 10_000, 'a new listener');
+      const after = await eventually(
+        async () => {
+          const stats = cache.stats();
+          return stats.on && stats.resyncs > before.resyncs ? stats : undefined;
+        },
+        10_000,
+        'a new listener',
+      );
       expect(after.listenerPid).not.toBe(before.listenerPid);
       await servedFromMemory(other, () => client(other.url, org.apiKey)('GET', '/test/ping'));
       expectError(await call('GET', '/test/ping'), 401, 'authentication_error', 'unauthenticated');
@@ -1037,10 +1250,14 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
       for (let i = 0; i < EDGE_LIMITS.authFailuresPerWindow; i++) {
         expect((await client(main.url, `sk_sandbox_${randomString(32)}`, attacker)('GET', '/test/ping')).status).toBe(401);
       }
-      const blocked = await eventually(async () => {
-        const response = await client(other.url, org.apiKey, attacker)('GET', '/test/ping');
-        return response.status === 429 ? response : undefined;
-      }, 1_000, 'the block to reach the other process');
+      const blocked = await eventually(
+        async () => {
+          const response = await client(other.url, org.apiKey, attacker)('GET', '/test/ping');
+          return response.status === 429 ? response : undefined;
+        },
+        1_000,
+        'the block to reach the other process',
+      );
       expectError(blocked, 429, 'rate_limit_error', 'too_many_auth_failures');
       expect((await client(other.url, org.apiKey, '198.51.100.211')('GET', '/test/ping')).status).toBe(200);
     });
@@ -1065,7 +1282,9 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
           clock.advance(Math.floor(random() * 9_000));
           const atMs = clock.now().getTime();
           const burst = 5 + Math.floor(random() * 40);
-          const responses = await Promise.all(Array.from({ length: burst }, (_, i) => client((i % 2 ? a : b).url, org.apiKey)('GET', '/test/ping')));
+          const responses = await Promise.all(
+            Array.from({ length: burst }, (_, i) => client((i % 2 ? a : b).url, org.apiKey)('GET', '/test/ping')),
+          );
           for (const response of responses) {
             if (response.status === 200) admittedAtMs.push(atMs);
             else if (response.status === 429) refused++;
@@ -1100,8 +1319,11 @@ describe('SPEC §5 idempotency', () => {
     const again = await call('POST', '/test/orders', { name: 'order' }, { 'X-Idempotency-Key': key });
     expect(first.status).toBe(200);
     expect(first.headers.get('idempotent-replayed')).toBeNull();
-    expect({ status: again.status, text: again.text, replayed: again.headers.get('idempotent-replayed') })
-      .toEqual({ status: 200, text: first.text, replayed: 'true' });
+    expect({ status: again.status, text: again.text, replayed: again.headers.get('idempotent-replayed') }).toEqual({
+      status: 200,
+      text: first.text,
+      replayed: 'true',
+    });
     expect(await rowsOf(org.organizationId, 'order')).toBe(before + 1);
   });
 
@@ -1112,10 +1334,16 @@ describe('SPEC §5 idempotency', () => {
     const again = await call('POST', '/test/widgets', { name: 'Ada Lovelace', tag });
     const withHeader = await call('POST', '/test/widgets', { name: 'Ada', tag }, { 'X-Idempotency-Key': `k-${randomString(10)}` });
     for (const response of [again, withHeader]) {
-      expect({ status: response.status, text: response.text, replayed: response.headers.get('idempotent-replayed') })
-        .toEqual({ status: 200, text: first.text, replayed: 'true' });
+      expect({ status: response.status, text: response.text, replayed: response.headers.get('idempotent-replayed') }).toEqual({
+        status: 200,
+        text: first.text,
+        replayed: 'true',
+      });
     }
-    const { rows } = await sharedPool.query(`SELECT 1 FROM edge_test_widgets WHERE organization_id = $1 AND tag = $2`, [org.organizationId, tag]);
+    const { rows } = await sharedPool.query(`SELECT 1 FROM edge_test_widgets WHERE organization_id = $1 AND tag = $2`, [
+      org.organizationId,
+      tag,
+    ]);
     expect(rows).toHaveLength(1);
   });
 
@@ -1129,7 +1357,10 @@ describe('SPEC §5 idempotency', () => {
     expect({ text: again.text, replayed: again.headers.get('idempotent-replayed') }).toEqual({ text: first.text, replayed: 'true' });
     // The same data written with other spacing and key order is the same request.
     const reordered = await call('POST', '/test/notes', `{ "tag": "${tag}", "name": "${name}" }`);
-    expect({ text: reordered.text, replayed: reordered.headers.get('idempotent-replayed') }).toEqual({ text: first.text, replayed: 'true' });
+    expect({ text: reordered.text, replayed: reordered.headers.get('idempotent-replayed') }).toEqual({
+      text: first.text,
+      replayed: 'true',
+    });
     const otherValue = await call('POST', '/test/notes', `{"name":"${name}","tag":"${tag}-2"}`);
     expect(otherValue.status).toBe(200);
     expect(otherValue.body.id).not.toBe(first.body.id);
@@ -1155,8 +1386,12 @@ describe('SPEC §5 idempotency', () => {
     const limited = await createTestOrg(main.pool, { write: 2, allowlist: ['198.51.100.50'] });
     const fromListed = client(main.url, limited.apiKey, '198.51.100.50');
     expect((await fromListed('POST', '/test/orders', { name: '' }, { 'X-Idempotency-Key': key })).status).toBe(400);
-    expect((await client(main.url, 'sk_sandbox_nope')('POST', '/test/orders', { name: 'a' }, { 'X-Idempotency-Key': key })).status).toBe(401);
-    expect((await client(main.url, limited.apiKey, '198.51.100.51')('POST', '/test/orders', { name: 'a' }, { 'X-Idempotency-Key': key })).status).toBe(403);
+    expect((await client(main.url, 'sk_sandbox_nope')('POST', '/test/orders', { name: 'a' }, { 'X-Idempotency-Key': key })).status).toBe(
+      401,
+    );
+    expect(
+      (await client(main.url, limited.apiKey, '198.51.100.51')('POST', '/test/orders', { name: 'a' }, { 'X-Idempotency-Key': key })).status,
+    ).toBe(403);
     expect((await fromListed('POST', '/test/notes', { name: 'uses the one write' })).status).toBe(200);
     expect((await fromListed('POST', '/test/orders', { name: 'a' }, { 'X-Idempotency-Key': key })).status).toBe(429);
     await setRateLimits(main.pool, limited.organizationId, { write: 100 });
@@ -1198,7 +1433,7 @@ describe('SPEC §5 idempotency', () => {
     expect({ text: replay.text, replayed: replay.headers.get('idempotent-replayed') }).toEqual({ text: first.text, replayed: 'true' });
   }, 30_000);
 
-  test('a duplicate waiting for a fast original gets the original\'s answer, not 409', async () => {
+  test("a duplicate waiting for a fast original gets the original's answer, not 409", async () => {
     const call = client(main.url, org.apiKey);
     const name = `brief-${randomString(8)}`;
     const entry = gate(name);
@@ -1208,8 +1443,11 @@ describe('SPEC §5 idempotency', () => {
     const duplicate = call('POST', '/test/widgets', body);
     setTimeout(() => entry.open(), 300);
     const [first, second] = await Promise.all([original, duplicate]);
-    expect({ status: second.status, text: second.text, replayed: second.headers.get('idempotent-replayed') })
-      .toEqual({ status: 200, text: first.text, replayed: 'true' });
+    expect({ status: second.status, text: second.text, replayed: second.headers.get('idempotent-replayed') }).toEqual({
+      status: 200,
+      text: first.text,
+      replayed: 'true',
+    });
   });
 
   test('crash-safe: an uncaught error midway leaves no row, no stored answer and no lock; the retry executes', async () => {
@@ -1236,10 +1474,14 @@ describe('SPEC §5 idempotency', () => {
     const original = call('POST', '/test/widgets', body);
     await eventually(async () => (entry.entered ? true : undefined), 10_000, 'the original to start');
     await sharedPool.query(`SELECT pg_terminate_backend($1)`, [entry.backendPid]);
-    await eventually(async () => {
-      const { rows } = await sharedPool.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1`, [entry.backendPid]);
-      return rows.length === 0 ? true : undefined;
-    }, 10_000, 'the backend to end');
+    await eventually(
+      async () => {
+        const { rows } = await sharedPool.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1`, [entry.backendPid]);
+        return rows.length === 0 ? true : undefined;
+      },
+      10_000,
+      'the backend to end',
+    );
     // Another api process (this one still runs the stuck handler): the lock died with the session, so the
     // retry executes at once instead of waiting for an original that can never finish.
     const otherProcess = await startEdge();
@@ -1268,7 +1510,12 @@ describe('SPEC §5 idempotency', () => {
       const key = `k-${randomString(10)}`;
       expect((await call('POST', '/test/orders', { name: 'day one' }, { 'X-Idempotency-Key': key })).status).toBe(200);
       clock.set(t0 + 24 * 3600_000 - 1000);
-      expectError(await call('POST', '/test/orders', { name: 'day two' }, { 'X-Idempotency-Key': key }), 422, 'idempotency_error', 'idempotency_key_reused');
+      expectError(
+        await call('POST', '/test/orders', { name: 'day two' }, { 'X-Idempotency-Key': key }),
+        422,
+        'idempotency_error',
+        'idempotency_key_reused',
+      );
       clock.set(t0 + 24 * 3600_000 + 1000);
       const fresh2 = await call('POST', '/test/orders', { name: 'day two' }, { 'X-Idempotency-Key': key });
       expect({ status: fresh2.status, replayed: fresh2.headers.get('idempotent-replayed') }).toEqual({ status: 200, replayed: null });

@@ -7,12 +7,16 @@ import { testInfra } from './support/harness';
 const HISTORIES_DIR = path.join(__dirname, 'histories');
 
 function committedHistories() {
-  return fs.readdirSync(HISTORIES_DIR).filter((name) => name.endsWith('.json')).sort().map((name) => ({
-    workflowId: name.replace(/\.json$/, ''),
-    // The files hold protobufjs's own JSON of the fetched History (see test/ledger.test.ts), so fromObject
-    // reads them back exactly (int64 as Long, enums by name, bytes base64).
-    history: temporal.api.history.v1.History.fromObject(JSON.parse(fs.readFileSync(path.join(HISTORIES_DIR, name), 'utf8'))),
-  }));
+  return fs
+    .readdirSync(HISTORIES_DIR)
+    .filter((name) => name.endsWith('.json'))
+    .sort()
+    .map((name) => ({
+      workflowId: name.replace(/\.json$/, ''),
+      // The files hold protobufjs's own JSON of the fetched History (see test/ledger.test.ts), so fromObject
+      // reads them back exactly (int64 as Long, enums by name, bytes base64).
+      history: temporal.api.history.v1.History.fromObject(JSON.parse(fs.readFileSync(path.join(HISTORIES_DIR, name), 'utf8'))),
+    }));
 }
 
 describe('SPEC §9 determinism guard: recorded workflow histories replay against the current workflow code', () => {
@@ -27,7 +31,10 @@ describe('SPEC §9 determinism guard: recorded workflow histories replay against
   });
 
   test('the guard works: a workflow edit that changes the command sequence fails the replay', async () => {
-    const { code } = await bundleWorkflowCode({ workflowsPath: path.join(__dirname, 'support', 'incompatible', 'workflows.ts'), logger: silent });
+    const { code } = await bundleWorkflowCode({
+      workflowsPath: path.join(__dirname, 'support', 'incompatible', 'workflows.ts'),
+      logger: silent,
+    });
     const failures: string[] = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: { code } }, committedHistories())) {
       if (result.error) failures.push(result.error.name);
@@ -37,4 +44,11 @@ describe('SPEC §9 determinism guard: recorded workflow histories replay against
   });
 });
 
-const silent = { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+const silent = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+};

@@ -10,7 +10,13 @@ import { getAccount, recomputeBalances } from '../src/ledger/accounts';
 import { applyTransition, awaitingWorkflowSince, insertTransaction, markWorkflowsStarted, statusHistory } from '../src/ledger/transactions';
 import { createAccount } from '../src/orgs/repo';
 import { createWindowTransfer, settleTransfer } from '../src/settlement/repo';
-import { AccountIdKey, OrganizationIdKey, SettlementDateKey, TransactionDirectionKey, TransactionStatusKey } from '../src/platform/searchAttributes';
+import {
+  AccountIdKey,
+  OrganizationIdKey,
+  SettlementDateKey,
+  TransactionDirectionKey,
+  TransactionStatusKey,
+} from '../src/platform/searchAttributes';
 import { transactionStatusQuery, transferAssignedSignal, transferSettledSignal } from '../src/ledger/contract';
 import type { WorkflowHandle } from '@temporalio/client';
 import { sweepLifecycles } from '../src/ledger/lifecycle';
@@ -41,10 +47,14 @@ async function createIntent(org: TestOrg, body: Record<string, unknown>, key = i
 }
 
 async function statusOf(call: ReturnType<typeof apiClient>, transactionId: string, status: string) {
-  return eventually(async () => {
-    const response = await call('GET', `/transaction/${transactionId}`);
-    return response.body.status === status ? response.body : undefined;
-  }, 30_000, `${transactionId} to become ${status}`);
+  return eventually(
+    async () => {
+      const response = await call('GET', `/transaction/${transactionId}`);
+      return response.body.status === status ? response.body : undefined;
+    },
+    30_000,
+    `${transactionId} to become ${status}`,
+  );
 }
 
 async function saveHistoryOnce(name: string, workflowId: string) {
@@ -59,7 +69,9 @@ async function saveHistoryOnce(name: string, workflowId: string) {
 
 /** What the settlement feature does to a window (src/settlement/repo.ts): batch its transactions into one transfer. */
 async function batchWindow(accountId: string, windowDate: string): Promise<string> {
-  const built = await withTransaction(stack.pool, (tx) => createWindowTransfer(tx, { accountId, windowDate, transferDate: windowDate, now: new Date() }));
+  const built = await withTransaction(stack.pool, (tx) =>
+    createWindowTransfer(tx, { accountId, windowDate, transferDate: windowDate, now: new Date() }),
+  );
   return built!.transfer.id;
 }
 
@@ -79,7 +91,19 @@ function lifecycleShape(history: Awaited<ReturnType<WorkflowHandle['fetchHistory
   };
 }
 
-const TRANSACTION_KEYS = ['account_id', 'amount', 'created_at', 'currency', 'date', 'direction', 'id', 'source_id', 'status', 'transfer', 'type'];
+const TRANSACTION_KEYS = [
+  'account_id',
+  'amount',
+  'created_at',
+  'currency',
+  'date',
+  'direction',
+  'id',
+  'source_id',
+  'status',
+  'transfer',
+  'type',
+];
 
 describe('SPEC §7 accounts', () => {
   test('GET /account lists the settlement account with pending, available and in_transfer balances in cents', async () => {
@@ -87,8 +111,16 @@ describe('SPEC §7 accounts', () => {
     const empty = await call('GET', '/account');
     expect(empty.status).toBe(200);
     expect(empty.body).toEqual({
-      data: [expect.objectContaining({ id: org.accountId, type: 'settlement', currency: 'USD', balances: { pending: 0, available: 0, in_transfer: 0 } })],
-      has_more: false, next_cursor: null,
+      data: [
+        expect.objectContaining({
+          id: org.accountId,
+          type: 'settlement',
+          currency: 'USD',
+          balances: { pending: 0, available: 0, in_transfer: 0 },
+        }),
+      ],
+      has_more: false,
+      next_cursor: null,
     });
     await createIntent(org, { direction: 'cash_in', user_id: userId, amount: 1000 });
     await createIntent(org, { direction: 'cash_out', user_id: userId, amount: 300 });
@@ -107,7 +139,12 @@ describe('SPEC §7 accounts', () => {
     expect(several.body.error).toMatchObject({ code: 'account_required', param: 'account_id' });
     const named = await createIntent(org, { direction: 'cash_in', user_id: userId, amount: 100, account_id: second.id });
     expect(named.body.account_id).toBe(second.id);
-    const unknown = await createIntent(org, { direction: 'cash_in', user_id: userId, amount: 100, account_id: 'account_doesNotExist123456789' });
+    const unknown = await createIntent(org, {
+      direction: 'cash_in',
+      user_id: userId,
+      amount: 100,
+      account_id: 'account_doesNotExist123456789',
+    });
     expect(unknown.status).toBe(400);
     expect(unknown.body.error).toMatchObject({ code: 'resource_missing', param: 'account_id' });
   });
@@ -123,44 +160,61 @@ describe('SPEC §7 accounts', () => {
 describe('SPEC §7 balance invariant', () => {
   test('after any sequence of recordings, confirmations, batchings and settlements the maintained balances equal the formula', async () => {
     const op = fc.oneof(
-      fc.record({ kind: fc.constant('record' as const), direction: fc.constantFrom('cash_in' as const, 'cash_out' as const), amount: fc.integer({ min: 0, max: 100_000 }) }),
+      fc.record({
+        kind: fc.constant('record' as const),
+        direction: fc.constantFrom('cash_in' as const, 'cash_out' as const),
+        amount: fc.integer({ min: 0, max: 100_000 }),
+      }),
       fc.record({ kind: fc.constantFrom('confirm' as const, 'batch' as const, 'settle' as const), pick: fc.nat() }),
     );
-    await fc.assert(fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 12 }), async (ops) => {
-      const org = await createTestOrg(stack.pool);
-      const ids: Array<{ id: string; direction: 'cash_in' | 'cash_out' }> = [];
-      const transfers: string[] = [];
-      let windows = 0;
-      for (const step of ops) {
-        await withTransaction(stack.pool, async (tx) => {
-          const now = new Date();
-          if (step.kind === 'record') {
-            const row = await insertTransaction(tx, { organizationId: org.organizationId, accountId: org.accountId, direction: step.direction,
-              type: 'intent', sourceId: null, amountCents: step.amount, date: settlementDateOf(now, '00:00'), createdAt: now });
-            await markWorkflowsStarted(tx, [row.id]); // no workflow here: this property is about the database alone
-            ids.push({ id: row.id, direction: step.direction });
-            return;
-          }
-          if (step.kind === 'confirm') {
-            const target = ids[step.pick % Math.max(1, ids.length)];
-            if (!target || target.direction !== 'cash_in') return;
-            const { rows } = await tx.query(`SELECT status FROM transactions WHERE id = $1`, [target.id]);
-            if (rows[0].status === 'pending') await applyTransition(tx, { transactionId: target.id, toStatus: 'available', now });
-          } else if (step.kind === 'batch') {
-            // What settlement does (src/settlement/repo.ts): a window's eligible transactions into one transfer.
-            windows += 1;
-            const windowDate = new Date(Date.parse(`${settlementDateOf(now, '00:00')}T12:00:00Z`) + windows * 86_400_000).toISOString().slice(0, 10);
-            const built = await createWindowTransfer(tx, { accountId: org.accountId, windowDate, transferDate: windowDate, now });
-            if (built) transfers.push(built.transfer.id);
-          } else {
-            const transferId = transfers[step.pick % Math.max(1, transfers.length)];
-            if (transferId) await settleTransfer(tx, transferId, now);
-          }
-        });
-      }
-      const maintained = (await getAccount(stack.pool, org.organizationId, org.accountId))!.balances;
-      expect(maintained).toEqual(await recomputeBalances(stack.pool, org.accountId));
-    }), { numRuns: 25 });
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 12 }), async (ops) => {
+        const org = await createTestOrg(stack.pool);
+        const ids: Array<{ id: string; direction: 'cash_in' | 'cash_out' }> = [];
+        const transfers: string[] = [];
+        let windows = 0;
+        for (const step of ops) {
+          await withTransaction(stack.pool, async (tx) => {
+            const now = new Date();
+            if (step.kind === 'record') {
+              const row = await insertTransaction(tx, {
+                organizationId: org.organizationId,
+                accountId: org.accountId,
+                direction: step.direction,
+                type: 'intent',
+                sourceId: null,
+                amountCents: step.amount,
+                date: settlementDateOf(now, '00:00'),
+                createdAt: now,
+              });
+              await markWorkflowsStarted(tx, [row.id]); // no workflow here: this property is about the database alone
+              ids.push({ id: row.id, direction: step.direction });
+              return;
+            }
+            if (step.kind === 'confirm') {
+              const target = ids[step.pick % Math.max(1, ids.length)];
+              if (!target || target.direction !== 'cash_in') return;
+              const { rows } = await tx.query(`SELECT status FROM transactions WHERE id = $1`, [target.id]);
+              if (rows[0].status === 'pending') await applyTransition(tx, { transactionId: target.id, toStatus: 'available', now });
+            } else if (step.kind === 'batch') {
+              // What settlement does (src/settlement/repo.ts): a window's eligible transactions into one transfer.
+              windows += 1;
+              const windowDate = new Date(Date.parse(`${settlementDateOf(now, '00:00')}T12:00:00Z`) + windows * 86_400_000)
+                .toISOString()
+                .slice(0, 10);
+              const built = await createWindowTransfer(tx, { accountId: org.accountId, windowDate, transferDate: windowDate, now });
+              if (built) transfers.push(built.transfer.id);
+            } else {
+              const transferId = transfers[step.pick % Math.max(1, transfers.length)];
+              if (transferId) await settleTransfer(tx, transferId, now);
+            }
+          });
+        }
+        const maintained = (await getAccount(stack.pool, org.organizationId, org.accountId))!.balances;
+        expect(maintained).toEqual(await recomputeBalances(stack.pool, org.accountId));
+      }),
+      { numRuns: 25 },
+    );
   });
 });
 
@@ -172,8 +226,14 @@ describe('SPEC §8 intents and transactions', () => {
     expect(response.status).toBe(200);
     const intent = response.body;
     expect(intent).toMatchObject({
-      idempotency_key: 'key-approved', direction: 'cash_in', user_id: userId, account_id: org.accountId, amount: 1250,
-      currency: 'USD', status: 'approved', decline_category: null,
+      idempotency_key: 'key-approved',
+      direction: 'cash_in',
+      user_id: userId,
+      account_id: org.accountId,
+      amount: 1250,
+      currency: 'USD',
+      status: 'approved',
+      decline_category: null,
     });
     expect(intent.id).toMatch(/^intent_sandbox_[A-Za-z0-9]{16,}$/);
     expect(intent.transactions).toHaveLength(1);
@@ -181,8 +241,14 @@ describe('SPEC §8 intents and transactions', () => {
     expect(txn.status).toBe(200);
     expect(Object.keys(txn.body).sort()).toEqual(TRANSACTION_KEYS);
     expect(txn.body).toMatchObject({
-      amount: 1250, direction: 'cash_in', currency: 'USD', status: 'pending', type: 'intent', source_id: intent.id,
-      account_id: org.accountId, transfer: null,
+      amount: 1250,
+      direction: 'cash_in',
+      currency: 'USD',
+      status: 'pending',
+      type: 'intent',
+      source_id: intent.id,
+      account_id: org.accountId,
+      transfer: null,
     });
     expect(txn.body.id).toMatch(/^txn_/);
     expect(txn.body.date).toBe(settlementDateOf(new Date(txn.body.created_at), '00:00'));
@@ -191,14 +257,23 @@ describe('SPEC §8 intents and transactions', () => {
   });
 
   test('the transaction date follows SETTLEMENT_CUTOFF: with 17:00, a payment at 18:00 Eastern on the 5th is dated the 6th', async () => {
-    const fixed = await startStack({ env: { SETTLEMENT_CUTOFF: '17:00' }, clock: { now: () => new Date('2026-01-05T23:00:00Z') }, worker: false });
+    const fixed = await startStack({
+      env: { SETTLEMENT_CUTOFF: '17:00' },
+      clock: { now: () => new Date('2026-01-05T23:00:00Z') },
+      worker: false,
+    });
     try {
       const org = await createTestOrg(fixed.pool);
       const userId = await createTestUser(fixed.pool, org.organizationId);
       const call = apiClient(fixed.url, org.apiKey);
-      const intent = await call('POST', '/intent', { direction: 'cash_in', user_id: userId, amount: 10, currency: 'USD' }, { 'X-Idempotency-Key': idemKey() });
+      const intent = await call(
+        'POST',
+        '/intent',
+        { direction: 'cash_in', user_id: userId, amount: 10, currency: 'USD' },
+        { 'X-Idempotency-Key': idemKey() },
+      );
       expect(intent.body.transactions[0]).toMatchObject({ created_at: '2026-01-05T23:00:00.000Z', date: '2026-01-06' });
-      const described = await eventually(async () => (await fixed.temporal.workflow.getHandle(intent.body.transactions[0].id).describe()));
+      const described = await eventually(async () => await fixed.temporal.workflow.getHandle(intent.body.transactions[0].id).describe());
       expect(described.typedSearchAttributes.get(SettlementDateKey)).toBe('2026-01-06');
     } finally {
       await fixed.stop();
@@ -278,8 +353,10 @@ describe('SPEC §8 intents and transactions', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: { body: { data: Array<{ id: string }>; next_cursor: string | null; has_more: boolean } } =
-        await call('GET', `/transaction?limit=3${cursor ? `&cursor=${cursor}` : ''}`);
+      const page: { body: { data: Array<{ id: string }>; next_cursor: string | null; has_more: boolean } } = await call(
+        'GET',
+        `/transaction?limit=3${cursor ? `&cursor=${cursor}` : ''}`,
+      );
       seen.push(...page.body.data.map((t) => t.id));
       // A row added while paging lands on top and never shifts the pages after the cursor.
       if (seen.length === 3) await createIntent(org, { direction: 'cash_in', user_id: userId, amount: 1 });
@@ -347,10 +424,20 @@ describe('SPEC §9 transaction lifecycle', () => {
     expect((await call('GET', `/account/${org.accountId}`)).body.balances).toEqual({ pending: 0, available: 0, in_transfer: 0 });
     expect((await handle.describe()).typedSearchAttributes.get(TransactionStatusKey)).toBe('settled');
     expect((await statusHistory(stack.pool, txnId)).map((h) => [h.from_status, h.to_status])).toEqual([
-      [null, 'pending'], ['pending', 'available'], ['available', 'settled'],
+      [null, 'pending'],
+      ['pending', 'available'],
+      ['available', 'settled'],
     ]);
-    const { rows } = await stack.pool.query(`SELECT type, data FROM events WHERE organization_id = $1 AND type NOT LIKE 'transfer.%' ORDER BY seq`, [org.organizationId]);
-    expect(rows.map((row) => row.type)).toEqual(['transaction.created', 'intent.approved', 'transaction.status_changed', 'transaction.status_changed']);
+    const { rows } = await stack.pool.query(
+      `SELECT type, data FROM events WHERE organization_id = $1 AND type NOT LIKE 'transfer.%' ORDER BY seq`,
+      [org.organizationId],
+    );
+    expect(rows.map((row) => row.type)).toEqual([
+      'transaction.created',
+      'intent.approved',
+      'transaction.status_changed',
+      'transaction.status_changed',
+    ]);
     expect(rows[2].data).toMatchObject({ id: txnId, status: 'available', previous_status: 'pending' });
     expect(rows[3].data).toMatchObject({ id: txnId, status: 'settled', previous_status: 'available' });
     // LIFECYCLE_V2: the two writes the workflow makes (submit, available) are local activities (markers), and
@@ -389,7 +476,12 @@ describe('SPEC §9 transaction lifecycle', () => {
       const org = await createTestOrg(fast.pool);
       const userId = await createTestUser(fast.pool, org.organizationId);
       const call = apiClient(fast.url, org.apiKey);
-      const intent = await call('POST', '/intent', { direction: 'cash_in', user_id: userId, amount: 42, currency: 'USD' }, { 'X-Idempotency-Key': idemKey() });
+      const intent = await call(
+        'POST',
+        '/intent',
+        { direction: 'cash_in', user_id: userId, amount: 42, currency: 'USD' },
+        { 'X-Idempotency-Key': idemKey() },
+      );
       const txnId = intent.body.transactions[0].id;
       await eventually(async () => ((await call('GET', `/transaction/${txnId}`)).body.status === 'available' ? true : undefined));
       const history = await fast.temporal.workflow.getHandle(txnId).fetchHistory();
@@ -429,18 +521,29 @@ describe('SPEC §9 transaction lifecycle', () => {
   test('each transition is an idempotent activity keyed by (transaction, target status); an illegal one fails for good', async () => {
     const { org, userId } = await setup();
     const txnId = (await createIntent(org, { direction: 'cash_in', user_id: userId, amount: 77 })).body.transactions[0].id;
-    const activities = createLedgerActivities({ config: stack.config, pool: stack.pool, log: createLogger('silent'), temporal: stack.temporal });
+    const activities = createLedgerActivities({
+      config: stack.config,
+      pool: stack.pool,
+      log: createLogger('silent'),
+      temporal: stack.temporal,
+    });
     const first = await activities.transitionTransaction({ transactionId: txnId, toStatus: 'available', transferId: null });
     const second = await activities.transitionTransaction({ transactionId: txnId, toStatus: 'available', transferId: null });
     expect(first).toMatchObject({ status: 'available', changed: true });
     expect(second).toMatchObject({ status: 'available', changed: false });
     expect((await statusHistory(stack.pool, txnId)).filter((h) => h.to_status === 'available')).toHaveLength(1);
-    await expect(activities.transitionTransaction({ transactionId: txnId, toStatus: 'in_transfer', transferId: 'transfer_x000000000000000003' }))
-      .rejects.toMatchObject({ type: 'InvalidTransition', nonRetryable: true });
+    await expect(
+      activities.transitionTransaction({ transactionId: txnId, toStatus: 'in_transfer', transferId: 'transfer_x000000000000000003' }),
+    ).rejects.toMatchObject({ type: 'InvalidTransition', nonRetryable: true });
     // The workflow, confirmed later, finds the row already available and carries on.
     await stack.temporal.workflow.getHandle(txnId).signal('confirmFunds');
-    await eventually(async () => ((await stack.temporal.workflow.getHandle(txnId).query(transactionStatusQuery)) === 'available' ? true : undefined));
-    const { rows } = await stack.pool.query(`SELECT count(*)::int AS n FROM events WHERE type = 'transaction.status_changed' AND data->>'id' = $1`, [txnId]);
+    await eventually(async () =>
+      (await stack.temporal.workflow.getHandle(txnId).query(transactionStatusQuery)) === 'available' ? true : undefined,
+    );
+    const { rows } = await stack.pool.query(
+      `SELECT count(*)::int AS n FROM events WHERE type = 'transaction.status_changed' AND data->>'id' = $1`,
+      [txnId],
+    );
     expect(rows[0].n).toBe(1);
   });
 
@@ -448,21 +551,33 @@ describe('SPEC §9 transaction lifecycle', () => {
     const { org } = await setup();
     // The api's write path up to its commit, then "death": afterCommit never runs.
     const now = new Date();
-    const row = await withTransaction(stack.pool, (tx) => insertTransaction(tx, {
-      organizationId: org.organizationId, accountId: org.accountId, direction: 'cash_in', type: 'intent', sourceId: null,
-      amountCents: 5, date: settlementDateOf(now, '00:00'), createdAt: now,
-    }));
+    const row = await withTransaction(stack.pool, (tx) =>
+      insertTransaction(tx, {
+        organizationId: org.organizationId,
+        accountId: org.accountId,
+        direction: 'cash_in',
+        type: 'intent',
+        sourceId: null,
+        amountCents: 5,
+        date: settlementDateOf(now, '00:00'),
+        createdAt: now,
+      }),
+    );
     const handle = stack.temporal.workflow.getHandle(row.id);
     await expect(handle.describe()).rejects.toThrow();
     expect(await awaitingWorkflowSince(stack.pool, row.id)).toEqual(now);
-    const description = await eventually(async () => {
-      try {
-        const d = await handle.describe();
-        return d.status.name === 'RUNNING' ? d : undefined;
-      } catch {
-        return undefined;
-      }
-    }, 45_000, 'the reconciler to start the workflow');
+    const description = await eventually(
+      async () => {
+        try {
+          const d = await handle.describe();
+          return d.status.name === 'RUNNING' ? d : undefined;
+        } catch {
+          return undefined;
+        }
+      },
+      45_000,
+      'the reconciler to start the workflow',
+    );
     expect(description.workflowId).toBe(row.id);
     await eventually(async () => ((await awaitingWorkflowSince(stack.pool, row.id)) === null ? true : undefined));
   });
@@ -470,16 +585,25 @@ describe('SPEC §9 transaction lifecycle', () => {
   test('a workflow start the Temporal server lost (its state rolled back) is made again by the start-up sweep', async () => {
     const { org } = await setup();
     const now = new Date();
-    const row = await withTransaction(stack.pool, (tx) => insertTransaction(tx, {
-      organizationId: org.organizationId, accountId: org.accountId, direction: 'cash_in', type: 'intent', sourceId: null,
-      amountCents: 6, date: settlementDateOf(now, '00:00'), createdAt: now,
-    }));
+    const row = await withTransaction(stack.pool, (tx) =>
+      insertTransaction(tx, {
+        organizationId: org.organizationId,
+        accountId: org.accountId,
+        direction: 'cash_in',
+        type: 'intent',
+        sourceId: null,
+        amountCents: 6,
+        date: settlementDateOf(now, '00:00'),
+        createdAt: now,
+      }),
+    );
     // Temporal accepted the start and the api marked it, then the server lost it (a dev server's SQLite rolled
     // back to its last synced checkpoint): the ledger says started, Temporal has no such workflow.
     await markWorkflowsStarted(stack.pool, [row.id]);
     const handle = stack.temporal.workflow.getHandle(row.id);
     await expect(handle.describe()).rejects.toThrow();
-    const sweep = () => sweepLifecycles(stack.pool, stack.temporal, stack.config.TEMPORAL_TASK_QUEUE, { organizationId: org.organizationId });
+    const sweep = () =>
+      sweepLifecycles(stack.pool, stack.temporal, stack.config.TEMPORAL_TASK_QUEUE, { organizationId: org.organizationId });
     expect(await sweep()).toBe(1);
     await eventually(async () => ((await handle.query(transactionStatusQuery)) === 'pending' ? true : undefined));
     // Safe to run again, by any number of workers: an existing workflow is left alone.
@@ -489,8 +613,16 @@ describe('SPEC §9 transaction lifecycle', () => {
 
 describe('SPEC §13 operator CLI: ledger commands', () => {
   async function admin(args: string[]): Promise<{ code: number; json: any }> {
-    const saved = { DATABASE_URL: process.env.DATABASE_URL, TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE: process.env.TEMPORAL_TASK_QUEUE };
-    Object.assign(process.env, { DATABASE_URL: stack.config.DATABASE_URL, TEMPORAL_ADDRESS: process.env.LEDGER_TEST_TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE });
+    const saved = {
+      DATABASE_URL: process.env.DATABASE_URL,
+      TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
+      TEMPORAL_TASK_QUEUE: process.env.TEMPORAL_TASK_QUEUE,
+    };
+    Object.assign(process.env, {
+      DATABASE_URL: stack.config.DATABASE_URL,
+      TEMPORAL_ADDRESS: process.env.LEDGER_TEST_TEMPORAL_ADDRESS,
+      TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
+    });
     const chunks: string[] = [];
     const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
       chunks.push(String(chunk));
@@ -537,17 +669,41 @@ describe('SPEC §14 the OpenAPI document covers the ledger', () => {
   test('every ledger route is documented, the Transaction schema is exactly the seed fields, and the balance formula is written down', async () => {
     const doc = (await (await fetch(`${stack.url}/openapi.json`)).json()) as any;
     for (const [route, method] of [
-      ['/intent', 'post'], ['/intent', 'get'], ['/intent/{id}', 'get'], ['/intent/{id}/approve', 'post'], ['/intent/{id}/cancel', 'post'],
-      ['/transaction', 'get'], ['/transaction/{id}', 'get'], ['/account', 'get'], ['/account/{id}', 'get'],
+      ['/intent', 'post'],
+      ['/intent', 'get'],
+      ['/intent/{id}', 'get'],
+      ['/intent/{id}/approve', 'post'],
+      ['/intent/{id}/cancel', 'post'],
+      ['/transaction', 'get'],
+      ['/transaction/{id}', 'get'],
+      ['/account', 'get'],
+      ['/account/{id}', 'get'],
       ['/simulate/transaction/{id}/confirm', 'post'],
     ] as const) {
       expect(doc.paths[route]?.[method]).toBeDefined();
     }
     expect(Object.keys(doc.components.schemas.Transaction.properties).sort()).toEqual(TRANSACTION_KEYS);
-    expect(doc.components.schemas.Account.description).toMatch(/available = Σ cash_in available and not yet in a transfer − Σ cash_out pending/);
+    expect(doc.components.schemas.Account.description).toMatch(
+      /available = Σ cash_in available and not yet in a transfer − Σ cash_out pending/,
+    );
     const filters = doc.paths['/transaction'].get.parameters.map((p: { name: string }) => p.name);
-    expect(filters).toEqual(expect.arrayContaining(['status', 'direction', 'type', 'account_id', 'date', 'transfer_id', 'created_at.gte', 'created_at.lt', 'limit', 'cursor']));
-    expect(doc.paths['/intent'].post.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'X-Idempotency-Key', required: true })]));
+    expect(filters).toEqual(
+      expect.arrayContaining([
+        'status',
+        'direction',
+        'type',
+        'account_id',
+        'date',
+        'transfer_id',
+        'created_at.gte',
+        'created_at.lt',
+        'limit',
+        'cursor',
+      ]),
+    );
+    expect(doc.paths['/intent'].post.parameters).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'X-Idempotency-Key', required: true })]),
+    );
   });
 });
 
@@ -558,13 +714,20 @@ describe('SPEC §1/§2 production deployment', () => {
       const org = await createTestOrg(production.pool, { environment: 'production' });
       const userId = await createTestUser(production.pool, org.organizationId);
       const call = apiClient(production.url, org.apiKey);
-      const intent = await call('POST', '/intent', { direction: 'cash_in', user_id: userId, amount: 10, currency: 'USD' }, { 'X-Idempotency-Key': idemKey() });
+      const intent = await call(
+        'POST',
+        '/intent',
+        { direction: 'cash_in', user_id: userId, amount: 10, currency: 'USD' },
+        { 'X-Idempotency-Key': idemKey() },
+      );
       expect(intent.status).toBe(200);
       expect(intent.body.id).toMatch(/^intent_production_[A-Za-z0-9]{16,}$/);
       const txnId = intent.body.transactions[0].id;
       expect((await call('POST', `/simulate/transaction/${txnId}/confirm`)).status).toBe(404);
       // No simulator in production: the callback rail waits for the network's confirmFunds signal.
-      await eventually(async () => ((await production.temporal.workflow.getHandle(txnId).query(transactionStatusQuery)) === 'pending' ? true : undefined));
+      await eventually(async () =>
+        (await production.temporal.workflow.getHandle(txnId).query(transactionStatusQuery)) === 'pending' ? true : undefined,
+      );
       await production.temporal.workflow.getHandle(txnId).signal('confirmFunds');
       await eventually(async () => ((await call('GET', `/transaction/${txnId}`)).body.status === 'available' ? true : undefined));
     } finally {

@@ -18,8 +18,14 @@ describe('SPEC §1 configuration', () => {
   test('defaults match the spec', () => {
     const config = loadConfig({});
     expect(config).toMatchObject({
-      PORT: 3000, TEMPORAL_NAMESPACE: 'default', LEDGER_ENVIRONMENT: 'sandbox', TRUST_PROXY: false,
-      SETTLEMENT_CUTOFF: '00:00', LOG_LEVEL: 'info', SANDBOX_CONFIRM_SECONDS: 30, SANDBOX_SETTLE_SECONDS: 60,
+      PORT: 3000,
+      TEMPORAL_NAMESPACE: 'default',
+      LEDGER_ENVIRONMENT: 'sandbox',
+      TRUST_PROXY: false,
+      SETTLEMENT_CUTOFF: '00:00',
+      LOG_LEVEL: 'info',
+      SANDBOX_CONFIRM_SECONDS: 30,
+      SANDBOX_SETTLE_SECONDS: 60,
     });
     expect(config.DATABASE_URL).toBeUndefined();
     expect(config.TEMPORAL_ADDRESS).toBeUndefined();
@@ -40,7 +46,11 @@ describe('SPEC §1 configuration', () => {
   });
 
   test('TRUST_PROXY accepts a list of proxies', () => {
-    expect(loadConfig({ TRUST_PROXY: '10.0.0.1, 192.168.0.0/16, loopback' }).TRUST_PROXY).toEqual(['10.0.0.1', '192.168.0.0/16', 'loopback']);
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.1, 192.168.0.0/16, loopback' }).TRUST_PROXY).toEqual([
+      '10.0.0.1',
+      '192.168.0.0/16',
+      'loopback',
+    ]);
   });
 
   test('a process given a bad value stops with exit code 2 and names the variable', async () => {
@@ -78,7 +88,12 @@ describe('migrations', () => {
 describe('SPEC §1 npm start on embedded defaults', () => {
   test('first start prints the addresses and a demo key; SIGTERM stops everything; a second start keeps the data', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-start-'));
-    const ports = { PORT: await freePort(), TEMPORAL_PORT: await freePort(), TEMPORAL_UI_PORT: await freePort(), EMBEDDED_PG_PORT: await freePort() };
+    const ports = {
+      PORT: await freePort(),
+      TEMPORAL_PORT: await freePort(),
+      TEMPORAL_UI_PORT: await freePort(),
+      EMBEDDED_PG_PORT: await freePort(),
+    };
     const env: Record<string, string | undefined> = {
       DATA_DIR: dataDir,
       LOG_LEVEL: 'warn',
@@ -141,9 +156,13 @@ describe('SPEC §13 operator CLI', () => {
     expect(json.api_key).toMatch(/^sk_sandbox_\w{32}$/);
     const verified = await apiClient(stack.url, json.api_key)('POST', '/keys/verify');
     expect(verified.body).toEqual({ organization_name: 'CLI operator', organization_id: json.organization_id, environment: 'sandbox' });
-    const stored = await stack.pool.query(`SELECT count(*)::int AS n FROM api_keys WHERE key_hash = sha256($1::bytea)`, [Buffer.from(json.api_key)]);
+    const stored = await stack.pool.query(`SELECT count(*)::int AS n FROM api_keys WHERE key_hash = sha256($1::bytea)`, [
+      Buffer.from(json.api_key),
+    ]);
     expect(stored.rows[0].n).toBe(1);
-    const plain = await stack.pool.query(`SELECT count(*)::int AS n FROM api_keys WHERE encode(key_hash, 'escape') LIKE '%' || $1 || '%'`, [json.api_key]);
+    const plain = await stack.pool.query(`SELECT count(*)::int AS n FROM api_keys WHERE encode(key_hash, 'escape') LIKE '%' || $1 || '%'`, [
+      json.api_key,
+    ]);
     expect(plain.rows[0].n).toBe(0);
   });
 
@@ -231,7 +250,11 @@ describe('SPEC §14 operability', () => {
   });
 
   test('every response carries X-Request-Id, errors included', async () => {
-    for (const response of [await fetch(`${stack.url}/healthz`), await fetch(`${stack.url}/nope`), await fetch(`${stack.url}/keys/verify`, { method: 'POST' })]) {
+    for (const response of [
+      await fetch(`${stack.url}/healthz`),
+      await fetch(`${stack.url}/nope`),
+      await fetch(`${stack.url}/keys/verify`, { method: 'POST' }),
+    ]) {
       expect(response.headers.get('x-request-id')).toMatch(/^req_\w{16,}$/);
     }
   });
@@ -239,7 +262,12 @@ describe('SPEC §14 operability', () => {
   test('logs redact keys and personal data', async () => {
     const lines: string[] = [];
     const { Writable } = await import('node:stream');
-    const sink = new Writable({ write(chunk, _encoding, done) { lines.push(String(chunk)); done(); } });
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
     const log = createLogger('info', 'test', sink);
     log.info({ req: { headers: { authorization: 'Bearer sk_sandbox_secret' } }, user: { email: 'a@b.c', name: { first: 'Ann' } } }, 'x');
     expect(lines.join('')).not.toMatch(/sk_sandbox_secret|a@b\.c|Ann/);
@@ -269,7 +297,11 @@ describe('SPEC §14 readiness fails when a dependency is down', () => {
 
   test('Temporal unreachable → 503 naming temporal', async () => {
     const server = await startTemporalDevServer({
-      cliPath: testInfra().cliPath, port: await freePort(), uiPort: null, dbFile: null, namespace: 'default',
+      cliPath: testInfra().cliPath,
+      port: await freePort(),
+      uiPort: null,
+      dbFile: null,
+      namespace: 'default',
       logFile: path.join(testInfra().workDir, 'temporal-readiness.log'),
     });
     const config = testConfig();

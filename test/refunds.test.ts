@@ -27,7 +27,13 @@ describe('SPEC §11 refunds', () => {
     expect(refund).toMatchObject({ intent_id: intent.id, amount: 300, currency: 'USD', status: 'pending' });
     expect(refund.id).toMatch(/^refund_[A-Za-z0-9]{16,}$/);
     expect(refund.transaction).toMatchObject({
-      type: 'refund', direction: 'cash_out', source_id: refund.id, amount: 300, status: 'pending', account_id: intent.account_id, transfer: null,
+      type: 'refund',
+      direction: 'cash_out',
+      source_id: refund.id,
+      amount: 300,
+      status: 'pending',
+      account_id: intent.account_id,
+      transfer: null,
     });
     // Eligible for the next settlement window: a pending cash_out dated by its own creation.
     expect(refund.transaction.date).toBe(settlementDateOf(new Date(refund.transaction.created_at), stack.config.SETTLEMENT_CUTOFF));
@@ -97,12 +103,27 @@ describe('SPEC §11 refunds', () => {
   });
 
   test('only approved cash_in intents can be refunded: cash_out, declined and pending intents are 409 invalid_state', async () => {
-    const cashOut = await call('POST', '/intent', { direction: 'cash_out', user_id: userId, amount: 100, currency: 'USD' }, idempotencyKey());
+    const cashOut = await call(
+      'POST',
+      '/intent',
+      { direction: 'cash_out', user_id: userId, amount: 100, currency: 'USD' },
+      idempotencyKey(),
+    );
     expect(cashOut.body.status).toBe('approved');
     const suspended = await createTestUser(stack.pool, org.organizationId, 'suspended');
-    const declined = await call('POST', '/intent', { direction: 'cash_in', user_id: suspended, amount: 100, currency: 'USD' }, idempotencyKey());
+    const declined = await call(
+      'POST',
+      '/intent',
+      { direction: 'cash_in', user_id: suspended, amount: 100, currency: 'USD' },
+      idempotencyKey(),
+    );
     expect(declined.body.status).toBe('declined');
-    const pending = await call('POST', '/intent', { direction: 'cash_out', user_id: userId, amount: 100, currency: 'USD', approval_mode: 'manual' }, idempotencyKey());
+    const pending = await call(
+      'POST',
+      '/intent',
+      { direction: 'cash_out', user_id: userId, amount: 100, currency: 'USD', approval_mode: 'manual' },
+      idempotencyKey(),
+    );
     expect(pending.body.status).toBe('pending');
     for (const intent of [cashOut.body, declined.body, pending.body]) {
       const response = await call('POST', '/refund', { intent_id: intent.id }, idempotencyKey());
@@ -151,17 +172,20 @@ describe('SPEC §11 refunds', () => {
 
   test('20 concurrent "refund everything left" requests refund the intent exactly once', async () => {
     const intent = await approvedCashIn(call, userId, 777);
-    const responses = await Promise.all(Array.from({ length: 20 }, () => call('POST', '/refund', { intent_id: intent.id }, idempotencyKey())));
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () => call('POST', '/refund', { intent_id: intent.id }, idempotencyKey())),
+    );
     expect(responses.filter((r) => r.status === 200).map((r) => r.body.amount)).toEqual([777]);
     expect(responses.filter((r) => r.status === 409)).toHaveLength(19);
   });
 
   test('the database itself refuses a refund beyond the intent, whatever the application does', async () => {
     const intent = await approvedCashIn(call, userId, 100);
-    const insert = (amount: number) => stack.pool.query(
-      `INSERT INTO refunds (id, organization_id, intent_id, account_id, amount_cents, created_at) VALUES ($1, $2, $3, $4, $5, now())`,
-      [`refund_${randomString(24)}`, org.organizationId, intent.id, intent.account_id, amount],
-    );
+    const insert = (amount: number) =>
+      stack.pool.query(
+        `INSERT INTO refunds (id, organization_id, intent_id, account_id, amount_cents, created_at) VALUES ($1, $2, $3, $4, $5, now())`,
+        [`refund_${randomString(24)}`, org.organizationId, intent.id, intent.account_id, amount],
+      );
     await expect(insert(101)).rejects.toThrow(/would return 101/);
     await insert(100);
     await expect(insert(1)).rejects.toThrow(/would return 101/);
@@ -182,7 +206,8 @@ describe('SPEC §11 refunds', () => {
   test('GET /refund lists newest first, filters by intent_id and pages without repeats', async () => {
     const intent = await approvedCashIn(call, userId, 1000);
     const ids: string[] = [];
-    for (let i = 0; i < 5; i += 1) ids.push((await call('POST', '/refund', { intent_id: intent.id, amount: 10 }, idempotencyKey())).body.id);
+    for (let i = 0; i < 5; i += 1)
+      ids.push((await call('POST', '/refund', { intent_id: intent.id, amount: 10 }, idempotencyKey())).body.id);
     const seen: string[] = [];
     let cursor: string | null = null;
     do {

@@ -17,7 +17,19 @@ import { apiClient, createTestOrg, createTestUser, eventually, startStack, testI
 
 const REPO_ROOT = path.resolve(__dirname, '..');
 const TRANSFER_SUMMARY_KEYS = ['amount', 'created_at', 'currency', 'date', 'direction', 'id'];
-const TRANSFER_KEYS = ['account_id', 'amount', 'created_at', 'currency', 'date', 'direction', 'id', 'settled_at', 'status', 'transaction_count', 'window_date'];
+const TRANSFER_KEYS = [
+  'account_id',
+  'amount',
+  'created_at',
+  'currency',
+  'date',
+  'direction',
+  'id',
+  'settled_at',
+  'status',
+  'transaction_count',
+  'window_date',
+];
 
 /** The API's clock: real time unless a test pins it to a moment (DST boundaries). */
 let pinnedNow: Date | null = null;
@@ -47,12 +59,27 @@ async function setup(target: Stack = stack) {
 }
 
 /** Records a transaction through POST /intent (at `at` when given) and returns its id. */
-async function record(call: Call, userId: string, direction: 'cash_in' | 'cash_out', amount: number, options: { at?: Date; accountId?: string } = {}) {
+async function record(
+  call: Call,
+  userId: string,
+  direction: 'cash_in' | 'cash_out',
+  amount: number,
+  options: { at?: Date; accountId?: string } = {},
+) {
   pinnedNow = options.at ?? null;
   try {
-    const response = await call('POST', '/intent', {
-      direction, user_id: userId, amount, currency: 'USD', ...(options.accountId ? { account_id: options.accountId } : {}),
-    }, { 'X-Idempotency-Key': idemKey() });
+    const response = await call(
+      'POST',
+      '/intent',
+      {
+        direction,
+        user_id: userId,
+        amount,
+        currency: 'USD',
+        ...(options.accountId ? { account_id: options.accountId } : {}),
+      },
+      { 'X-Idempotency-Key': idemKey() },
+    );
     expect(response.status).toBe(200);
     return response.body.transactions[0].id as string;
   } finally {
@@ -61,10 +88,14 @@ async function record(call: Call, userId: string, direction: 'cash_in' | 'cash_o
 }
 
 async function statusOf(call: Call, transactionId: string, status: string) {
-  return eventually(async () => {
-    const response = await call('GET', `/transaction/${transactionId}`);
-    return response.body.status === status ? response.body : undefined;
-  }, 30_000, `${transactionId} to become ${status}`);
+  return eventually(
+    async () => {
+      const response = await call('GET', `/transaction/${transactionId}`);
+      return response.body.status === status ? response.body : undefined;
+    },
+    30_000,
+    `${transactionId} to become ${status}`,
+  );
 }
 
 /** Confirms a cash_in now (sandbox) and waits until it is available. */
@@ -85,18 +116,26 @@ async function transfersOf(call: Call, query: string) {
 
 /** Waits for the account's settlement workflow of the window to finish (transfer built and settled, members told). */
 async function settlementDone(accountId: string, windowDate: string, target: Stack = stack) {
-  return eventually(async () => {
-    const handle = target.temporal.workflow.getHandle(accountSettlementWorkflowId(accountId, windowDate));
-    const described = await handle.describe();
-    return described.status.name === 'COMPLETED' ? handle.result() : undefined;
-  }, 60_000, `settlement of ${accountId} window ${windowDate}`);
+  return eventually(
+    async () => {
+      const handle = target.temporal.workflow.getHandle(accountSettlementWorkflowId(accountId, windowDate));
+      const described = await handle.describe();
+      return described.status.name === 'COMPLETED' ? handle.result() : undefined;
+    },
+    60_000,
+    `settlement of ${accountId} window ${windowDate}`,
+  );
 }
 
 async function workflowCompleted(transactionId: string, target: Stack = stack) {
-  return eventually(async () => {
-    const described = await target.temporal.workflow.getHandle(transactionId).describe();
-    return described.status.name === 'COMPLETED' ? described : undefined;
-  }, 60_000, `the lifecycle workflow of ${transactionId} to complete`);
+  return eventually(
+    async () => {
+      const described = await target.temporal.workflow.getHandle(transactionId).describe();
+      return described.status.name === 'COMPLETED' ? described : undefined;
+    },
+    60_000,
+    `the lifecycle workflow of ${transactionId} to complete`,
+  );
 }
 
 const today = () => settlementDateOf(new Date(), '00:00');
@@ -113,17 +152,35 @@ describe('SPEC §10 settlement windows and transfers', () => {
 
     const run = await closeWindow(call, {});
     expect(run).toMatchObject({ window_date: windowDate, account_id: null, status: 'started' });
-    const [transfer] = await eventually(async () => {
-      const found = await transfersOf(call, `window_date=${windowDate}`);
-      return found.length > 0 ? found : undefined;
-    }, 30_000, 'the transfer');
+    const [transfer] = await eventually(
+      async () => {
+        const found = await transfersOf(call, `window_date=${windowDate}`);
+        return found.length > 0 ? found : undefined;
+      },
+      30_000,
+      'the transfer',
+    );
     expect(Object.keys(transfer!).sort()).toEqual(TRANSFER_KEYS);
     expect(transfer).toMatchObject({
-      amount: 1200, currency: 'USD', direction: 'disbursement', status: 'pending', account_id: org.accountId,
-      window_date: windowDate, date: transferDateOf(windowDate, '00:00'), transaction_count: 3, settled_at: null,
+      amount: 1200,
+      currency: 'USD',
+      direction: 'disbursement',
+      status: 'pending',
+      account_id: org.accountId,
+      window_date: windowDate,
+      date: transferDateOf(windowDate, '00:00'),
+      transaction_count: 3,
+      settled_at: null,
     });
     expect(transfer!.id).toMatch(/^transfer_[A-Za-z0-9]{16,}$/);
-    const summary = { id: transfer!.id, amount: 1200, currency: 'USD', direction: 'disbursement', created_at: transfer!.created_at, date: transfer!.date };
+    const summary = {
+      id: transfer!.id,
+      amount: 1200,
+      currency: 'USD',
+      direction: 'disbursement',
+      created_at: transfer!.created_at,
+      date: transfer!.date,
+    };
 
     const out = await statusOf(call, out1, 'in_transfer');
     expect(Object.keys(out.transfer).sort()).toEqual(TRANSFER_SUMMARY_KEYS);
@@ -175,7 +232,10 @@ describe('SPEC §10 settlement windows and transfers', () => {
     const windowDate = today();
     await closeWindow(call, { date: windowDate });
 
-    const collection = await eventually(async () => (await transfersOf(call, `account_id=${org.accountId}&window_date=${windowDate}`))[0], 30_000);
+    const collection = await eventually(
+      async () => (await transfersOf(call, `account_id=${org.accountId}&window_date=${windowDate}`))[0],
+      30_000,
+    );
     expect(collection).toMatchObject({ amount: 300, direction: 'collection', status: 'pending', transaction_count: 2 });
     // A 0 transfer settles at once, though the network would take an hour here.
     const settledZero = await settlementDone(zero.id, windowDate);
@@ -188,8 +248,8 @@ describe('SPEC §10 settlement windows and transfers', () => {
     // Filters.
     expect((await transfersOf(call, 'direction=collection')).map((t) => t.id)).toEqual([collection.id]);
     expect((await transfersOf(call, 'status=settled')).map((t) => t.id)).toEqual([zeroTransfer!.id]);
-    expect((await transfersOf(call, `date=${transferDateOf(windowDate, '00:00')}`))).toHaveLength(2);
-    expect((await transfersOf(call, 'window_date=2000-01-01'))).toEqual([]);
+    expect(await transfersOf(call, `date=${transferDateOf(windowDate, '00:00')}`)).toHaveLength(2);
+    expect(await transfersOf(call, 'window_date=2000-01-01')).toEqual([]);
     const paged = await call('GET', '/transfer?limit=1');
     expect(paged.body).toMatchObject({ has_more: true, data: [expect.objectContaining({ id: expect.any(String) })] });
     const rest = await call('GET', `/transfer?limit=1&cursor=${paged.body.next_cursor}`);
@@ -228,28 +288,39 @@ describe('SPEC §10 settlement windows and transfers', () => {
   });
 
   test.each([
-    ['spring forward (2026-03-08, 23 h)', '2026-03-08', ['2026-03-08T04:59:59Z', '2026-03-08T05:00:00Z', '2026-03-09T03:59:59Z', '2026-03-09T04:00:00Z']],
-    ['fall back (2026-11-01, 25 h)', '2026-11-01', ['2026-11-01T03:59:59Z', '2026-11-01T04:00:00Z', '2026-11-02T04:59:59Z', '2026-11-02T05:00:00Z']],
-  ])('window %s holds exactly its Eastern day: 23:59:59 before it and 00:00:00 after it belong to the neighbours', async (_name, day, instants) => {
-    const { userId, call } = await setup();
-    // Amounts name the instants: 1 = 23:59:59 the day before, 10 = 00:00:00, 100 = 23:59:59, 1000 = 00:00:00 the day after.
-    const ids: string[] = [];
-    for (const [index, at] of instants.entries()) ids.push(await record(call, userId, 'cash_out', 10 ** index, { at: new Date(at) }));
-    const dates = await Promise.all(ids.map(async (id) => (await call('GET', `/transaction/${id}`)).body.date));
-    const before = new Date(`${day}T12:00:00Z`);
-    before.setUTCDate(before.getUTCDate() - 1);
-    const after = new Date(`${day}T12:00:00Z`);
-    after.setUTCDate(after.getUTCDate() + 1);
-    const [dayBefore, dayAfter] = [before.toISOString().slice(0, 10), after.toISOString().slice(0, 10)];
-    expect(dates).toEqual([dayBefore, day, day, dayAfter]);
+    [
+      'spring forward (2026-03-08, 23 h)',
+      '2026-03-08',
+      ['2026-03-08T04:59:59Z', '2026-03-08T05:00:00Z', '2026-03-09T03:59:59Z', '2026-03-09T04:00:00Z'],
+    ],
+    [
+      'fall back (2026-11-01, 25 h)',
+      '2026-11-01',
+      ['2026-11-01T03:59:59Z', '2026-11-01T04:00:00Z', '2026-11-02T04:59:59Z', '2026-11-02T05:00:00Z'],
+    ],
+  ])(
+    'window %s holds exactly its Eastern day: 23:59:59 before it and 00:00:00 after it belong to the neighbours',
+    async (_name, day, instants) => {
+      const { userId, call } = await setup();
+      // Amounts name the instants: 1 = 23:59:59 the day before, 10 = 00:00:00, 100 = 23:59:59, 1000 = 00:00:00 the day after.
+      const ids: string[] = [];
+      for (const [index, at] of instants.entries()) ids.push(await record(call, userId, 'cash_out', 10 ** index, { at: new Date(at) }));
+      const dates = await Promise.all(ids.map(async (id) => (await call('GET', `/transaction/${id}`)).body.date));
+      const before = new Date(`${day}T12:00:00Z`);
+      before.setUTCDate(before.getUTCDate() - 1);
+      const after = new Date(`${day}T12:00:00Z`);
+      after.setUTCDate(after.getUTCDate() + 1);
+      const [dayBefore, dayAfter] = [before.toISOString().slice(0, 10), after.toISOString().slice(0, 10)];
+      expect(dates).toEqual([dayBefore, day, day, dayAfter]);
 
-    for (const window of [dayBefore, day, dayAfter]) {
-      await closeWindow(call, { date: window });
-      await eventually(async () => (await transfersOf(call, `window_date=${window}`))[0], 30_000, `window ${window}`);
-    }
-    const amounts = Object.fromEntries((await transfersOf(call, '')).map((t) => [t.window_date, t.amount]));
-    expect(amounts).toEqual({ [dayBefore]: 1, [day]: 110, [dayAfter]: 1000 });
-  });
+      for (const window of [dayBefore, day, dayAfter]) {
+        await closeWindow(call, { date: window });
+        await eventually(async () => (await transfersOf(call, `window_date=${window}`))[0], 30_000, `window ${window}`);
+      }
+      const amounts = Object.fromEntries((await transfersOf(call, '')).map((t) => [t.window_date, t.amount]));
+      expect(amounts).toEqual({ [dayBefore]: 1, [day]: 110, [dayAfter]: 1000 });
+    },
+  );
 
   test('SETTLEMENT_CUTOFF 17:00: window D is the 24 h ending 17:00 Eastern on D, its transfer is dated D, the schedule fires at 17:00 New York', async () => {
     let cutoffNow: Date | null = null;
@@ -262,7 +333,12 @@ describe('SPEC §10 settlement windows and transfers', () => {
       const at = async (iso: string, amount: number) => {
         cutoffNow = new Date(iso);
         try {
-          const response = await call('POST', '/intent', { direction: 'cash_out', user_id: userId, amount, currency: 'USD' }, { 'X-Idempotency-Key': idemKey() });
+          const response = await call(
+            'POST',
+            '/intent',
+            { direction: 'cash_out', user_id: userId, amount, currency: 'USD' },
+            { 'X-Idempotency-Key': idemKey() },
+          );
           return response.body.transactions[0];
         } finally {
           cutoffNow = null;
@@ -277,20 +353,35 @@ describe('SPEC §10 settlement windows and transfers', () => {
         const found = (await call('GET', '/transfer?window_date=2026-06-10')).body.data;
         return found.length ? found : undefined;
       }, 30_000);
-      expect(transfer).toMatchObject({ amount: 11, direction: 'collection', window_date: '2026-06-10', date: '2026-06-10', transaction_count: 2 });
+      expect(transfer).toMatchObject({
+        amount: 11,
+        direction: 'collection',
+        window_date: '2026-06-10',
+        date: '2026-06-10',
+        transaction_count: 2,
+      });
 
       const scheduleId = `test-cutoff-${randomString(8)}`;
       await ensureSettlementSchedule(cutoffStack.temporal, {
-        taskQueue: cutoffStack.config.TEMPORAL_TASK_QUEUE, cutoff: cutoffStack.config.SETTLEMENT_CUTOFF, scheduleId, scope: { organizationId: org.organizationId },
+        taskQueue: cutoffStack.config.TEMPORAL_TASK_QUEUE,
+        cutoff: cutoffStack.config.SETTLEMENT_CUTOFF,
+        scheduleId,
+        scope: { organizationId: org.organizationId },
       });
       const handle = cutoffStack.temporal.schedule.getHandle(scheduleId);
       try {
         const described = await handle.describe();
         expect(described.spec.timezone).toBe('America/New_York');
-        expect(described.spec.calendars).toEqual([expect.objectContaining({ hour: [{ start: 17, end: 17, step: 1 }], minute: [{ start: 0, end: 0, step: 1 }] })]);
+        expect(described.spec.calendars).toEqual([
+          expect.objectContaining({ hour: [{ start: 17, end: 17, step: 1 }], minute: [{ start: 0, end: 0, step: 1 }] }),
+        ]);
         // The next firing is 17:00 on the New York clock whatever the season.
         for (const next of described.info.nextActionTimes.slice(0, 3)) {
-          expect(new Intl.DateTimeFormat('en-US', { timeZone: 'America/New_York', hour: '2-digit', minute: '2-digit', hour12: false }).format(next)).toBe('17:00');
+          expect(
+            new Intl.DateTimeFormat('en-US', { timeZone: 'America/New_York', hour: '2-digit', minute: '2-digit', hour12: false }).format(
+              next,
+            ),
+          ).toBe('17:00');
         }
       } finally {
         await handle.delete();
@@ -315,7 +406,12 @@ describe('SPEC §10 settlement windows and transfers', () => {
     const { org, userId, call } = await setup();
     await record(call, userId, 'cash_out', 4200, { at: new Date('2026-03-08T15:00:00Z') });
     const scheduleId = `test-schedule-${randomString(8)}`;
-    const options = { taskQueue: stack.config.TEMPORAL_TASK_QUEUE, cutoff: '00:00', scheduleId, scope: { organizationId: org.organizationId } };
+    const options = {
+      taskQueue: stack.config.TEMPORAL_TASK_QUEUE,
+      cutoff: '00:00',
+      scheduleId,
+      scope: { organizationId: org.organizationId },
+    };
     expect((await ensureSettlementSchedule(stack.temporal, options)).created).toBe(true);
     expect((await ensureSettlementSchedule(stack.temporal, options)).created).toBe(false);
     const handle = stack.temporal.schedule.getHandle(scheduleId);
@@ -325,13 +421,21 @@ describe('SPEC §10 settlement windows and transfers', () => {
       expect(described.policies.overlap).toBe('BUFFER_ALL');
       expect(described.policies.catchupWindow).toBe(7 * 24 * 3600 * 1000);
       // Settlement runs on its own task queue, so a window never waits behind a backlog of lifecycle tasks.
-      expect(described.action).toMatchObject({ type: 'startWorkflow', workflowType: 'settlementWindowWorkflow', taskQueue: settlementTaskQueue(stack.config.TEMPORAL_TASK_QUEUE) });
+      expect(described.action).toMatchObject({
+        type: 'startWorkflow',
+        workflowType: 'settlementWindowWorkflow',
+        taskQueue: settlementTaskQueue(stack.config.TEMPORAL_TASK_QUEUE),
+      });
       // Midnight opening 2026-03-09 (EDT, the day after spring forward) closes 2026-03-08, months ago.
       await handle.backfill({ start: new Date('2026-03-09T03:59:00Z'), end: new Date('2026-03-09T04:01:00Z') });
-      const [transfer] = await eventually(async () => {
-        const found = await transfersOf(call, '');
-        return found.length ? found : undefined;
-      }, 30_000, 'the backfilled window');
+      const [transfer] = await eventually(
+        async () => {
+          const found = await transfersOf(call, '');
+          return found.length ? found : undefined;
+        },
+        30_000,
+        'the backfilled window',
+      );
       expect(transfer).toMatchObject({ window_date: '2026-03-08', date: '2026-03-09', amount: 4200, direction: 'collection' });
     } finally {
       await handle.delete();
@@ -346,8 +450,18 @@ describe('SPEC §10 settlement windows and transfers', () => {
     await confirm(call, inId);
     const windowDate = today();
     // Concurrent closes of the same window and account, straight through the activity: one transfer.
-    const built = await Promise.all([1, 2, 3].map(() => withTransaction(stack.pool, (tx) =>
-      createWindowTransfer(tx, { accountId: org.accountId, windowDate, transferDate: transferDateOf(windowDate, '00:00'), now: new Date() }))));
+    const built = await Promise.all(
+      [1, 2, 3].map(() =>
+        withTransaction(stack.pool, (tx) =>
+          createWindowTransfer(tx, {
+            accountId: org.accountId,
+            windowDate,
+            transferDate: transferDateOf(windowDate, '00:00'),
+            now: new Date(),
+          }),
+        ),
+      ),
+    );
     expect(new Set(built.map((b) => b!.transfer.id)).size).toBe(1);
     expect(built.filter((b) => b!.created)).toHaveLength(1);
     const transferId = built[0]!.transfer.id;
@@ -360,12 +474,14 @@ describe('SPEC §10 settlement windows and transfers', () => {
     const printed: string[] = [];
     const write = process.stdout.write.bind(process.stdout);
     Object.assign(process.env, {
-      DATABASE_URL: testInfra().databaseUrl, TEMPORAL_ADDRESS: testInfra().temporalAddress, TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
+      DATABASE_URL: testInfra().databaseUrl,
+      TEMPORAL_ADDRESS: testInfra().temporalAddress,
+      TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
     });
-    process.stdout.write = ((chunk: string) => {
+    process.stdout.write = (chunk: string) => {
       printed.push(String(chunk));
       return true;
-    });
+    };
     let code: number;
     try {
       code = await runAdmin(['--json', 'settlement', 'run', '--date', windowDate, '--account', org.accountId]);
@@ -378,7 +494,10 @@ describe('SPEC §10 settlement windows and transfers', () => {
     }
     expect(code).toBe(0);
     const answer = JSON.parse(printed.join('').trim().split('\n').pop()!);
-    expect(answer).toMatchObject({ window_date: windowDate, transfers: [expect.objectContaining({ id: transferId, amount: 500, direction: 'disbursement' })] });
+    expect(answer).toMatchObject({
+      window_date: windowDate,
+      transfers: [expect.objectContaining({ id: transferId, amount: 500, direction: 'disbursement' })],
+    });
     expect((await transfersOf(call, `window_date=${windowDate}`)).map((t) => t.id)).toEqual([transferId]);
     await statusOf(call, outId, 'in_transfer');
 
@@ -389,7 +508,8 @@ describe('SPEC §10 settlement windows and transfers', () => {
     await refused(
       `INSERT INTO transfers (id, organization_id, account_id, amount_cents, direction, status, window_date, date, transaction_count, created_at)
        VALUES ('transfer_second0000000000000001', $1, $2, 0, 'disbursement', 'pending', $3, $3, 0, now())`,
-      [org.organizationId, org.accountId, windowDate]);
+      [org.organizationId, org.accountId, windowDate],
+    );
     // A member never moves to another transfer, nor joins a transfer that is already built.
     const other = await record(call, userId, 'cash_out', 50);
     await refused(`UPDATE transactions SET transfer_id = $2, status = 'in_transfer' WHERE id = $1`, [other, transferId]);
@@ -398,15 +518,24 @@ describe('SPEC §10 settlement windows and transfers', () => {
     await refused(
       `WITH t AS (INSERT INTO transfers (id, organization_id, account_id, amount_cents, direction, status, window_date, date, transaction_count, created_at)
                   VALUES ('transfer_wrongNet000000000000001', $1, $2, 0, 'disbursement', 'pending', '2001-01-01', '2001-01-02', 0, now()) RETURNING id)
-       SELECT 1`, [org.organizationId, org.accountId]);
-    await expect(withTransaction(stack.pool, async (tx) => {
-      await tx.query(
-        `INSERT INTO transfers (id, organization_id, account_id, amount_cents, direction, status, window_date, date, transaction_count, created_at)
+       SELECT 1`,
+      [org.organizationId, org.accountId],
+    );
+    await expect(
+      withTransaction(stack.pool, async (tx) => {
+        await tx.query(
+          `INSERT INTO transfers (id, organization_id, account_id, amount_cents, direction, status, window_date, date, transaction_count, created_at)
          VALUES ('transfer_wrongNet000000000000002', $1, $2, 0, 'disbursement', 'pending', '2001-01-01', '2001-01-02', 0, now())`,
-        [org.organizationId, org.accountId]);
-      await tx.query(`UPDATE transactions SET transfer_id = 'transfer_wrongNet000000000000002', status = 'in_transfer' WHERE id = $1`, [other]);
-      await tx.query(`UPDATE transfers SET amount_cents = 49, direction = 'collection', transaction_count = 1 WHERE id = 'transfer_wrongNet000000000000002'`);
-    })).rejects.toThrow(/not the net/);
+          [org.organizationId, org.accountId],
+        );
+        await tx.query(`UPDATE transactions SET transfer_id = 'transfer_wrongNet000000000000002', status = 'in_transfer' WHERE id = $1`, [
+          other,
+        ]);
+        await tx.query(
+          `UPDATE transfers SET amount_cents = 49, direction = 'collection', transaction_count = 1 WHERE id = 'transfer_wrongNet000000000000002'`,
+        );
+      }),
+    ).rejects.toThrow(/not the net/);
     // Amount and members are fixed once built; settled is final; transfers are never deleted.
     await refused(`UPDATE transfers SET amount_cents = amount_cents + 1 WHERE id = $1`, [transferId]);
     await refused(`DELETE FROM transfers WHERE id = $1`, [transferId]);
@@ -419,7 +548,11 @@ describe('SPEC §10 settlement has a task queue of its own', () => {
     // worst lifecycle backlog there is. Only settlement's queue is polled.
     // The API's clock as the suite pins it: the members are recorded in a past window, whose transfer goes to
     // the rail at once (one closing today would wait for its business day: SPEC §15).
-    const backlog = await startStack({ worker: false, env: { SANDBOX_SETTLE_SECONDS: '0' }, clock: { now: () => pinnedNow ?? new Date() } });
+    const backlog = await startStack({
+      worker: false,
+      env: { SANDBOX_SETTLE_SECONDS: '0' },
+      clock: { now: () => pinnedNow ?? new Date() },
+    });
     const infra = testInfra();
     const connection = await NativeConnection.connect({ address: infra.temporalAddress });
     const settlementOnly = await Worker.create({
@@ -517,7 +650,11 @@ describe('SPEC §10 settlement survives killed workers', () => {
     // (a window closing today would be held until its business day: SPEC §15).
     const windowDate = '2026-06-09';
     let recordingAt: Date | null = null;
-    const api = await startStack({ worker: false, env: { TEMPORAL_TASK_QUEUE: taskQueue, ...workerEnv }, clock: { now: () => recordingAt ?? new Date() } });
+    const api = await startStack({
+      worker: false,
+      env: { TEMPORAL_TASK_QUEUE: taskQueue, ...workerEnv },
+      clock: { now: () => recordingAt ?? new Date() },
+    });
     let { child: worker, ready } = spawnWorker(taskQueue, workerEnv);
     await ready;
     // Seeded randomness, printed, so a failing schedule of kills can be replayed.
@@ -541,17 +678,33 @@ describe('SPEC §10 settlement survives killed workers', () => {
       recordingAt = new Date(`${windowDate}T16:30:00Z`);
       for (let i = 0; i < 60; i += 1) {
         const direction = i % 3 === 2 ? 'cash_out' : 'cash_in';
-        const response = await call('POST', '/intent', {
-          direction, user_id: userId, amount: 100 + i * 7, currency: 'USD', account_id: i % 2 ? second.id : org.accountId,
-        }, { 'X-Idempotency-Key': idemKey() });
+        const response = await call(
+          'POST',
+          '/intent',
+          {
+            direction,
+            user_id: userId,
+            amount: 100 + i * 7,
+            currency: 'USD',
+            account_id: i % 2 ? second.id : org.accountId,
+          },
+          { 'X-Idempotency-Key': idemKey() },
+        );
         ids.push(response.body.transactions[0].id);
       }
       recordingAt = null;
       // Every cash_in confirmed (the sandbox confirms at once here) before the window closes.
-      await eventually(async () => {
-        const { rows } = await api.pool.query(`SELECT count(*)::int AS n FROM transactions WHERE id = ANY($1) AND status = 'pending' AND direction = 'cash_in'`, [ids]);
-        return rows[0].n === 0 ? true : undefined;
-      }, 60_000, 'cash_in confirmed');
+      await eventually(
+        async () => {
+          const { rows } = await api.pool.query(
+            `SELECT count(*)::int AS n FROM transactions WHERE id = ANY($1) AND status = 'pending' AND direction = 'cash_in'`,
+            [ids],
+          );
+          return rows[0].n === 0 ? true : undefined;
+        },
+        60_000,
+        'cash_in confirmed',
+      );
       expect((await call('POST', '/simulate/settlement', { date: windowDate }, { 'X-Idempotency-Key': idemKey() })).status).toBe(200);
 
       // Kill points spread over the settlement: each round picks a phase (building the transfers, telling
@@ -559,17 +712,25 @@ describe('SPEC §10 settlement survives killed workers', () => {
       // workflow reaches it, waits a random moment more and kills the worker; the next worker takes over.
       const order = ['not started', 'building', 'notifying_assigned', 'awaiting_network', 'settling', 'notifying_settled', 'done'];
       // A query needs a running worker; the deadline keeps it from waiting for one.
-      const phaseOf = (accountId: string) => api.temporal
-        .withDeadline(Date.now() + 2_000, () => api.temporal.workflow.getHandle(accountSettlementWorkflowId(accountId, windowDate)).query(settlementProgressQuery))
-        .then((progress) => progress.phase as string).catch(() => 'not started');
+      const phaseOf = (accountId: string) =>
+        api.temporal
+          .withDeadline(Date.now() + 2_000, () =>
+            api.temporal.workflow.getHandle(accountSettlementWorkflowId(accountId, windowDate)).query(settlementProgressQuery),
+          )
+          .then((progress) => progress.phase as string)
+          .catch(() => 'not started');
       let reached = 0;
       for (let round = 0; round < 4 && reached < order.length - 1; round += 1) {
         const target = Math.min(order.length - 2, reached + Math.floor(random() * 3));
-        await eventually(async () => {
-          const phases = await Promise.all([org.accountId, second.id].map(phaseOf));
-          reached = Math.max(...phases.map((phase) => order.indexOf(phase)));
-          return reached >= target ? true : undefined;
-        }, 120_000, `a settlement reaching ${order[target]}`);
+        await eventually(
+          async () => {
+            const phases = await Promise.all([org.accountId, second.id].map(phaseOf));
+            reached = Math.max(...phases.map((phase) => order.indexOf(phase)));
+            return reached >= target ? true : undefined;
+          },
+          120_000,
+          `a settlement reaching ${order[target]}`,
+        );
         const delayMs = Math.floor(random() * 400);
         await new Promise((resolve) => setTimeout(resolve, delayMs));
         process.stderr.write(`[chaos] round ${round}: SIGKILL ${delayMs} ms after reaching ${order[reached]}\n`);
@@ -579,16 +740,24 @@ describe('SPEC §10 settlement survives killed workers', () => {
       }
 
       for (const accountId of [org.accountId, second.id]) {
-        await eventually(async () => {
-          const described = await api.temporal.workflow.getHandle(accountSettlementWorkflowId(accountId, windowDate)).describe();
-          return described.status.name === 'COMPLETED' ? true : undefined;
-        }, 150_000, `settlement of ${accountId}`);
+        await eventually(
+          async () => {
+            const described = await api.temporal.workflow.getHandle(accountSettlementWorkflowId(accountId, windowDate)).describe();
+            return described.status.name === 'COMPLETED' ? true : undefined;
+          },
+          150_000,
+          `settlement of ${accountId}`,
+        );
       }
       for (const id of ids) {
-        await eventually(async () => {
-          const d = await api.temporal.workflow.getHandle(id).describe();
-          return d.status.name === 'COMPLETED' ? true : undefined;
-        }, 120_000, `lifecycle of ${id}`);
+        await eventually(
+          async () => {
+            const d = await api.temporal.workflow.getHandle(id).describe();
+            return d.status.name === 'COMPLETED' ? true : undefined;
+          },
+          120_000,
+          `lifecycle of ${id}`,
+        );
       }
       expect(await settlementViolations(api.pool, { accountIds: [org.accountId, second.id], windowDate })).toEqual([]);
       const { rows } = await api.pool.query(`SELECT count(*)::int AS n FROM transactions WHERE id = ANY($1) AND status = 'settled'`, [ids]);
@@ -597,7 +766,10 @@ describe('SPEC §10 settlement survives killed workers', () => {
       expect(transfers).toHaveLength(2);
     } finally {
       await killed(worker);
-      await api.temporal.schedule.getHandle(settlementScheduleId(taskQueue)).delete().catch(() => undefined);
+      await api.temporal.schedule
+        .getHandle(settlementScheduleId(taskQueue))
+        .delete()
+        .catch(() => undefined);
       await api.stop();
     }
   }, 400_000);

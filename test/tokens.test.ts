@@ -8,7 +8,16 @@ import { createLogger } from '../src/logger';
 import { connectTemporal } from '../src/platform/temporal';
 import { abaValid, cardBrand, cardExpired, luhnValid } from '../src/tokens/checks';
 import { startWorker } from '../src/worker';
-import { apiClient, createTestOrg, createTestUser, testConfig, testInfra, type ApiResponse, type Stack, type TestOrg } from './support/harness';
+import {
+  apiClient,
+  createTestOrg,
+  createTestUser,
+  testConfig,
+  testInfra,
+  type ApiResponse,
+  type Stack,
+  type TestOrg,
+} from './support/harness';
 import { workflowRunning } from './support/payments';
 
 const NY = 'America/New_York';
@@ -26,10 +35,23 @@ async function startLoggedStack(clock: Clock, lines: string[]): Promise<Stack> {
   const log = createLogger('trace', 'ledger', destination);
   const pool = createPool(infra.databaseUrl, config.DATABASE_POOL_MAX);
   const { connection, client } = await connectTemporal(infra.temporalAddress, config.TEMPORAL_NAMESPACE);
-  const worker = await startWorker({ config, pool, log, temporal: client, address: infra.temporalAddress, workflowBundlePath: infra.workflowBundlePath });
+  const worker = await startWorker({
+    config,
+    pool,
+    log,
+    temporal: client,
+    address: infra.temporalAddress,
+    workflowBundlePath: infra.workflowBundlePath,
+  });
   const api = await startApi({ config, pool, log, temporal: client, clock });
   return {
-    config, pool, temporal: client, connection, api, worker, url: api.url,
+    config,
+    pool,
+    temporal: client,
+    connection,
+    api,
+    worker,
+    url: api.url,
     async stop() {
       await api.close();
       await worker.shutdown();
@@ -94,10 +116,12 @@ describe('SPEC §11 tokens and authorization', () => {
   describe('checks (pure)', () => {
     test('Luhn: valid test numbers pass, a changed check digit fails', () => {
       for (const number of [VISA, MASTERCARD, AMEX, DISCOVER, '4242424242424242']) expect(luhnValid(number)).toBe(true);
-      for (const number of [LUHN_BAD, '4242424242424241', '1234567812345678', '', '4242a42424242424']) expect(luhnValid(number)).toBe(false);
+      for (const number of [LUHN_BAD, '4242424242424241', '1234567812345678', '', '4242a42424242424'])
+        expect(luhnValid(number)).toBe(false);
     });
     test('ABA: valid routing numbers pass; a wrong checksum or an unassigned prefix fails', () => {
-      for (const routing of [ROUTING_KNOWN, ROUTING_UNKNOWN, '021000021', '011000138', '121000248', '110000000']) expect(abaValid(routing)).toBe(true);
+      for (const routing of [ROUTING_KNOWN, ROUTING_UNKNOWN, '021000021', '011000138', '121000248', '110000000'])
+        expect(abaValid(routing)).toBe(true);
       expect(abaValid(ROUTING_BAD)).toBe(false);
       expect(abaValid('12345678')).toBe(false);
       // A number with a correct 3-7-1 checksum but prefix 13, which the Federal Reserve does not assign.
@@ -108,8 +132,15 @@ describe('SPEC §11 tokens and authorization', () => {
       expect(abaValid(withPrefix13)).toBe(false);
     });
     test('brands by leading digits', () => {
-      expect([VISA, MASTERCARD, AMEX, DISCOVER, '2221000000000009', '3530111333300000', '36227206271667'].map(cardBrand))
-        .toEqual(['visa', 'mastercard', 'amex', 'discover', 'mastercard', 'jcb', 'diners']);
+      expect([VISA, MASTERCARD, AMEX, DISCOVER, '2221000000000009', '3530111333300000', '36227206271667'].map(cardBrand)).toEqual([
+        'visa',
+        'mastercard',
+        'amex',
+        'discover',
+        'mastercard',
+        'jcb',
+        'diners',
+      ]);
     });
     test('a card is good through the last moment of its expiry month, Eastern time', () => {
       const end = DateTime.fromObject({ year: 2030, month: 6, day: 30, hour: 23, minute: 59 }, { zone: NY });
@@ -126,9 +157,14 @@ describe('SPEC §11 tokens and authorization', () => {
       expect(response.status).toBe(200);
       const token = response.body;
       expect(token).toEqual({
-        id: expect.stringMatching(/^token_[A-Za-z0-9]{16,}$/), type: 'card', user_id: userId, bank_account: null,
+        id: expect.stringMatching(/^token_[A-Za-z0-9]{16,}$/),
+        type: 'card',
+        user_id: userId,
+        bank_account: null,
         card: { brand: 'visa', last4: '5556', exp_month: 12, exp_year: thisMonth().year + 3 },
-        expires_at: new Date(Date.parse(token.created_at) + 15 * 60_000).toISOString(), used: false, created_at: token.created_at,
+        expires_at: new Date(Date.parse(token.created_at) + 15 * 60_000).toISOString(),
+        used: false,
+        created_at: token.created_at,
       });
       expect((await call('GET', `/token/${token.id}`)).body).toEqual(token);
     });
@@ -166,7 +202,12 @@ describe('SPEC §11 tokens and authorization', () => {
     test('a bank account becomes a token with the bank (when known) and last4 only', async () => {
       const known = await bankToken();
       expect(known.status).toBe(200);
-      expect(known.body).toMatchObject({ type: 'bank_account', card: null, bank_account: { bank: 'JPMorgan Chase Bank', last4: '1012' }, used: false });
+      expect(known.body).toMatchObject({
+        type: 'bank_account',
+        card: null,
+        bank_account: { bank: 'JPMorgan Chase Bank', last4: '1012' },
+        used: false,
+      });
       expect((await bankToken(ROUTING_UNKNOWN)).body.bank_account).toEqual({ bank: null, last4: '1012' });
     });
 
@@ -175,12 +216,22 @@ describe('SPEC §11 tokens and authorization', () => {
       expect(response.status).toBe(400);
       expect(response.body.error).toMatchObject({ code: 'validation_failed', param: 'bank_account.routing_number' });
       expect((await bankToken('12345')).body.error.param).toBe('bank_account.routing_number');
-      const shortAccount = await call('POST', '/token', { user_id: userId, bank_account: { routing_number: ROUTING_KNOWN, account_number: '1234' } }, fresh());
+      const shortAccount = await call(
+        'POST',
+        '/token',
+        { user_id: userId, bank_account: { routing_number: ROUTING_KNOWN, account_number: '1234' } },
+        fresh(),
+      );
       expect(shortAccount.body.error.param).toBe('bank_account.account_number');
     });
 
     test('exactly one of card or bank_account', async () => {
-      const both = await call('POST', '/token', { user_id: userId, card: futureCard(), bank_account: { routing_number: ROUTING_KNOWN, account_number: ACCOUNT } }, fresh());
+      const both = await call(
+        'POST',
+        '/token',
+        { user_id: userId, card: futureCard(), bank_account: { routing_number: ROUTING_KNOWN, account_number: ACCOUNT } },
+        fresh(),
+      );
       expect(both.status).toBe(400);
       const neither = await call('POST', '/token', { user_id: userId }, fresh());
       expect(neither.status).toBe(400);
@@ -207,8 +258,15 @@ describe('SPEC §11 tokens and authorization', () => {
       expect(response.status).toBe(200);
       const intent = response.body;
       expect(intent).toMatchObject({
-        id: expect.stringMatching(/^intent_sandbox_/), idempotency_key: token.id, user_id: userId, account_id: org.accountId, direction: 'cash_in',
-        amount: 1500, currency: 'USD', status: 'approved', decline_category: null,
+        id: expect.stringMatching(/^intent_sandbox_/),
+        idempotency_key: token.id,
+        user_id: userId,
+        account_id: org.accountId,
+        direction: 'cash_in',
+        amount: 1500,
+        currency: 'USD',
+        status: 'approved',
+        decline_category: null,
       });
       expect(intent.transactions).toHaveLength(1);
       expect(intent.transactions[0]).toMatchObject({ type: 'intent', source_id: intent.id, status: 'pending', direction: 'cash_in' });
@@ -252,7 +310,9 @@ describe('SPEC §11 tokens and authorization', () => {
 
     test('concurrent authorizations with one token: identical requests execute once and answer alike; other bodies get token_used', async () => {
       const token = (await cardToken()).body;
-      const same = await Promise.all(Array.from({ length: 10 }, () => authorize(token.id, {}, { 'X-Idempotency-Key': `k-${randomString(12)}` })));
+      const same = await Promise.all(
+        Array.from({ length: 10 }, () => authorize(token.id, {}, { 'X-Idempotency-Key': `k-${randomString(12)}` })),
+      );
       expect(same.every((r) => r.status === 200)).toBe(true);
       expect(new Set(same.map((r) => r.text)).size).toBe(1);
       const other = await Promise.all(Array.from({ length: 5 }, (_, i) => authorize(token.id, { amount: 100 + i })));
@@ -274,13 +334,15 @@ describe('SPEC §11 tokens and authorization', () => {
       expect((await call('GET', `/token/${old.id}`)).body.used).toBe(false);
     });
 
-    test('an unknown token, or another organization\'s, is 400 resource_missing on token', async () => {
+    test("an unknown token, or another organization's, is 400 resource_missing on token", async () => {
       const unknown = await authorize(`token_${randomString(24)}`);
       expect(unknown.status).toBe(400);
       expect(unknown.body.error).toMatchObject({ code: 'resource_missing', param: 'token' });
       const other = await createTestOrg(stack.pool);
       const otherCall = apiClient(stack.url, other.apiKey);
-      const theirs = (await otherCall('POST', '/token', { user_id: await createTestUser(stack.pool, other.organizationId), card: futureCard() }, fresh())).body;
+      const theirs = (
+        await otherCall('POST', '/token', { user_id: await createTestUser(stack.pool, other.organizationId), card: futureCard() }, fresh())
+      ).body;
       expect((await authorize(theirs.id)).body.error.code).toBe('resource_missing');
     });
 
@@ -306,7 +368,11 @@ describe('SPEC §11 tokens and authorization', () => {
 
     test('body checks: amount, currency and direction are validated (400 validation_failed)', async () => {
       const token = (await cardToken()).body;
-      for (const [extra, param] of [[{ amount: 0 }, 'amount'], [{ currency: 'EUR' }, 'currency'], [{ direction: 'sideways' }, 'direction']] as const) {
+      for (const [extra, param] of [
+        [{ amount: 0 }, 'amount'],
+        [{ currency: 'EUR' }, 'currency'],
+        [{ direction: 'sideways' }, 'direction'],
+      ] as const) {
         const response = await authorize(token.id, extra);
         expect(response.status).toBe(400);
         expect(response.body.error.param).toBe(param);
@@ -332,7 +398,10 @@ describe('SPEC §11 tokens and authorization', () => {
       );
       expect(tables.map((t) => t.table_name)).toEqual(expect.arrayContaining(['payment_tokens', 'idempotency_keys', 'events', 'intents']));
       // Tokens were made above: the scan would be vacuous otherwise.
-      expect((await stack.pool.query(`SELECT count(*)::int AS n FROM payment_tokens WHERE organization_id = $1`, [org.organizationId])).rows[0].n).toBeGreaterThan(5);
+      expect(
+        (await stack.pool.query(`SELECT count(*)::int AS n FROM payment_tokens WHERE organization_id = $1`, [org.organizationId])).rows[0]
+          .n,
+      ).toBeGreaterThan(5);
       for (const { table_name: table } of tables) {
         // The whole row as text: every text, json and other column at once.
         const { rows } = await stack.pool.query<{ n: number }>(

@@ -47,36 +47,146 @@ afterAll(async () => {
 });
 
 async function rowsWithTag(organizationId: string, tag: string): Promise<number> {
-  const { rows } = await stack.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM users WHERE organization_id = $1 AND tag = $2`, [organizationId, tag]);
+  const { rows } = await stack.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM users WHERE organization_id = $1 AND tag = $2`, [
+    organizationId,
+    tag,
+  ]);
   return rows[0]!.n;
 }
 
 async function eventsFor(userId: string): Promise<Array<{ type: string; data: Body }>> {
-  const { rows } = await stack.pool.query<{ type: string; data: Body }>(`SELECT type, data FROM events WHERE data->>'id' = $1 ORDER BY seq`, [userId]);
+  const { rows } = await stack.pool.query<{ type: string; data: Body }>(
+    `SELECT type, data FROM events WHERE data->>'id' = $1 ORDER BY seq`,
+    [userId],
+  );
   return rows;
 }
 
 describe('SPEC §6 users: POST /user validates every field', () => {
   const valid: Array<[string, (body: Body) => void]> = [
-    ['the required fields alone (no address_line_2, phone_number or tag)', (b) => { delete b.tag; b.email = `only-${randomString(8)}@example.com`; }],
-    ['an address_line_2', (b) => { b.address.address_line_2 = 'Apt 4B'; }],
-    ['a null address_line_2', (b) => { b.address.address_line_2 = null; }],
-    ['a non-US address with a free-form region and postal code', (b) => { b.address = { address_line_1: '10 Downing St', locality: 'London', administrative_area: 'Greater London', postal_code: 'SW1A 2AA', country: 'GB' }; }],
-    ['a US territory code (PR)', (b) => { b.address.administrative_area = 'PR'; b.address.postal_code = '00901'; }],
-    ['the District of Columbia', (b) => { b.address.administrative_area = 'DC'; b.address.postal_code = '20500'; }],
-    ['a US ZIP+4 postal code', (b) => { b.address.postal_code = '07102-1234'; }],
-    ['a leap day date of birth', (b) => { b.date_of_birth = '2000-02-29'; }],
-    ['yesterday as date of birth', (b) => { b.date_of_birth = isoDate(-1); }],
-    ['a passport without state', (b) => { b.government_id = { type: 'passport', last4: '0000' }; }],
-    ['a military_id without state', (b) => { b.government_id = { type: 'military_id', last4: '1234' }; }],
-    ['an ssn without state', (b) => { b.government_id = { type: 'ssn', last4: '9876' }; }],
-    ['a drivers_license with its state', (b) => { b.government_id = { type: 'drivers_license', last4: '1234', state: 'NJ' }; }],
-    ['a state_id with its state', (b) => { b.government_id = { type: 'state_id', last4: '1234', state: 'NY' }; }],
-    ['an E.164 phone number', (b) => { b.phone_number = '+12015550123'; }],
-    ['a 15-digit E.164 phone number', (b) => { b.phone_number = '+442071234567890'; }],
-    ['a tag of 255 characters', (b) => { b.tag = `t${randomString(254)}`; }],
-    ['a one-character tag', (b) => { b.tag = String.fromCodePoint(0x4e00 + Math.floor(Math.random() * 20_000)); }],
-    ['names of 100 characters', (b) => { b.name = { first: 'A'.repeat(100), last: 'B'.repeat(100) }; }],
+    [
+      'the required fields alone (no address_line_2, phone_number or tag)',
+      (b) => {
+        delete b.tag;
+        b.email = `only-${randomString(8)}@example.com`;
+      },
+    ],
+    [
+      'an address_line_2',
+      (b) => {
+        b.address.address_line_2 = 'Apt 4B';
+      },
+    ],
+    [
+      'a null address_line_2',
+      (b) => {
+        b.address.address_line_2 = null;
+      },
+    ],
+    [
+      'a non-US address with a free-form region and postal code',
+      (b) => {
+        b.address = {
+          address_line_1: '10 Downing St',
+          locality: 'London',
+          administrative_area: 'Greater London',
+          postal_code: 'SW1A 2AA',
+          country: 'GB',
+        };
+      },
+    ],
+    [
+      'a US territory code (PR)',
+      (b) => {
+        b.address.administrative_area = 'PR';
+        b.address.postal_code = '00901';
+      },
+    ],
+    [
+      'the District of Columbia',
+      (b) => {
+        b.address.administrative_area = 'DC';
+        b.address.postal_code = '20500';
+      },
+    ],
+    [
+      'a US ZIP+4 postal code',
+      (b) => {
+        b.address.postal_code = '07102-1234';
+      },
+    ],
+    [
+      'a leap day date of birth',
+      (b) => {
+        b.date_of_birth = '2000-02-29';
+      },
+    ],
+    [
+      'yesterday as date of birth',
+      (b) => {
+        b.date_of_birth = isoDate(-1);
+      },
+    ],
+    [
+      'a passport without state',
+      (b) => {
+        b.government_id = { type: 'passport', last4: '0000' };
+      },
+    ],
+    [
+      'a military_id without state',
+      (b) => {
+        b.government_id = { type: 'military_id', last4: '1234' };
+      },
+    ],
+    [
+      'an ssn without state',
+      (b) => {
+        b.government_id = { type: 'ssn', last4: '9876' };
+      },
+    ],
+    [
+      'a drivers_license with its state',
+      (b) => {
+        b.government_id = { type: 'drivers_license', last4: '1234', state: 'NJ' };
+      },
+    ],
+    [
+      'a state_id with its state',
+      (b) => {
+        b.government_id = { type: 'state_id', last4: '1234', state: 'NY' };
+      },
+    ],
+    [
+      'an E.164 phone number',
+      (b) => {
+        b.phone_number = '+12015550123';
+      },
+    ],
+    [
+      'a 15-digit E.164 phone number',
+      (b) => {
+        b.phone_number = '+442071234567890';
+      },
+    ],
+    [
+      'a tag of 255 characters',
+      (b) => {
+        b.tag = `t${randomString(254)}`;
+      },
+    ],
+    [
+      'a one-character tag',
+      (b) => {
+        b.tag = String.fromCodePoint(0x4e00 + Math.floor(Math.random() * 20_000));
+      },
+    ],
+    [
+      'names of 100 characters',
+      (b) => {
+        b.name = { first: 'A'.repeat(100), last: 'B'.repeat(100) };
+      },
+    ],
   ];
   test.each(valid)('accepts %s', async (_what, patch) => {
     const body = userBody(patch);
@@ -86,61 +196,391 @@ describe('SPEC §6 users: POST /user validates every field', () => {
   });
 
   const invalid: Array<[string, string, (body: Body) => void]> = [
-    ['name missing', 'name', (b) => { delete b.name; }],
-    ['name.first missing', 'name.first', (b) => { delete b.name.first; }],
-    ['name.first blank', 'name.first', (b) => { b.name.first = '   '; }],
-    ['name.last over 100 characters', 'name.last', (b) => { b.name.last = 'x'.repeat(101); }],
-    ['name.last with a control character', 'name.last', (b) => { b.name.last = 'Love\u0000lace'; }],
-    ['address missing', 'address', (b) => { delete b.address; }],
-    ['address.address_line_1 missing', 'address.address_line_1', (b) => { delete b.address.address_line_1; }],
-    ['address.address_line_2 empty', 'address.address_line_2', (b) => { b.address.address_line_2 = ''; }],
-    ['address.locality missing', 'address.locality', (b) => { delete b.address.locality; }],
-    ['address.administrative_area missing', 'address.administrative_area', (b) => { delete b.address.administrative_area; }],
-    ['address.postal_code missing', 'address.postal_code', (b) => { delete b.address.postal_code; }],
-    ['address.country missing', 'address.country', (b) => { delete b.address.country; }],
-    ['address.country alpha-3', 'address.country', (b) => { b.address.country = 'USA'; }],
-    ['address.country in lower case', 'address.country', (b) => { b.address.country = 'us'; }],
-    ['address.country not assigned (XX)', 'address.country', (b) => { b.address.country = 'XX'; }],
-    ['a US state written out', 'address.administrative_area', (b) => { b.address.administrative_area = 'New Jersey'; }],
-    ['a US state code that does not exist', 'address.administrative_area', (b) => { b.address.administrative_area = 'XX'; }],
-    ['a US postal code of 4 digits', 'address.postal_code', (b) => { b.address.postal_code = '0710'; }],
-    ['a US postal code of 6 digits', 'address.postal_code', (b) => { b.address.postal_code = '071021'; }],
-    ['a US postal code with a short +4', 'address.postal_code', (b) => { b.address.postal_code = '07102-12'; }],
-    ['a US postal code with letters', 'address.postal_code', (b) => { b.address.postal_code = 'SW1A 2AA'; }],
-    ['email missing', 'email', (b) => { delete b.email; }],
-    ['email without a domain', 'email', (b) => { b.email = 'ada@'; }],
-    ['email that is not one', 'email', (b) => { b.email = 'not-an-email'; }],
-    ['email over 254 characters', 'email', (b) => { b.email = `${'a'.repeat(250)}@example.com`; }],
-    ['date_of_birth missing', 'date_of_birth', (b) => { delete b.date_of_birth; }],
-    ['date_of_birth not zero-padded', 'date_of_birth', (b) => { b.date_of_birth = '1990-1-1'; }],
-    ['date_of_birth with month 13', 'date_of_birth', (b) => { b.date_of_birth = '1990-13-01'; }],
-    ['date_of_birth 29 February of a common year', 'date_of_birth', (b) => { b.date_of_birth = '2023-02-29'; }],
-    ['date_of_birth 31 April', 'date_of_birth', (b) => { b.date_of_birth = '1990-04-31'; }],
-    ['date_of_birth today', 'date_of_birth', (b) => { b.date_of_birth = isoDate(0); }],
-    ['date_of_birth tomorrow', 'date_of_birth', (b) => { b.date_of_birth = isoDate(1); }],
-    ['date_of_birth before 1900', 'date_of_birth', (b) => { b.date_of_birth = '1850-01-01'; }],
-    ['date_of_birth with a time', 'date_of_birth', (b) => { b.date_of_birth = '1990-12-10T00:00:00Z'; }],
-    ['government_id missing', 'government_id', (b) => { delete b.government_id; }],
-    ['government_id.type not in the list', 'government_id.type', (b) => { b.government_id.type = 'national_id'; }],
-    ['government_id.type missing', 'government_id.type', (b) => { delete b.government_id.type; }],
-    ['government_id.last4 of three digits', 'government_id.last4', (b) => { b.government_id.last4 = '123'; }],
-    ['government_id.last4 of five digits', 'government_id.last4', (b) => { b.government_id.last4 = '12345'; }],
-    ['government_id.last4 with letters', 'government_id.last4', (b) => { b.government_id.last4 = '12a4'; }],
-    ['government_id.last4 as a number', 'government_id.last4', (b) => { b.government_id.last4 = 1234; }],
-    ['a drivers_license without state', 'government_id.state', (b) => { b.government_id = { type: 'drivers_license', last4: '1234' }; }],
-    ['a state_id without state', 'government_id.state', (b) => { b.government_id = { type: 'state_id', last4: '1234' }; }],
-    ['a state_id with a null state', 'government_id.state', (b) => { b.government_id = { type: 'state_id', last4: '1234', state: null }; }],
-    ['identity_verified missing', 'identity_verified', (b) => { delete b.identity_verified; }],
-    ['identity_verified as a string', 'identity_verified', (b) => { b.identity_verified = 'true'; }],
-    ['phone_number without +', 'phone_number', (b) => { b.phone_number = '12015550123'; }],
-    ['phone_number with a leading zero', 'phone_number', (b) => { b.phone_number = '+012015550123'; }],
-    ['phone_number of 16 digits', 'phone_number', (b) => { b.phone_number = '+1234567890123456'; }],
-    ['phone_number with spaces', 'phone_number', (b) => { b.phone_number = '+1 201 555 0123'; }],
-    ['tag empty', 'tag', (b) => { b.tag = ''; }],
-    ['tag of 256 characters', 'tag', (b) => { b.tag = `t${randomString(255)}`; }],
-    ['tag as a number', 'tag', (b) => { b.tag = 42; }],
-    ['a field the API does not know', '(body)', (b) => { b.phone = '+12015550123'; }],
-    ['an unknown member of address', 'address', (b) => { b.address.street = 'Main'; }],
+    [
+      'name missing',
+      'name',
+      (b) => {
+        delete b.name;
+      },
+    ],
+    [
+      'name.first missing',
+      'name.first',
+      (b) => {
+        delete b.name.first;
+      },
+    ],
+    [
+      'name.first blank',
+      'name.first',
+      (b) => {
+        b.name.first = '   ';
+      },
+    ],
+    [
+      'name.last over 100 characters',
+      'name.last',
+      (b) => {
+        b.name.last = 'x'.repeat(101);
+      },
+    ],
+    [
+      'name.last with a control character',
+      'name.last',
+      (b) => {
+        b.name.last = 'Love\u0000lace';
+      },
+    ],
+    [
+      'address missing',
+      'address',
+      (b) => {
+        delete b.address;
+      },
+    ],
+    [
+      'address.address_line_1 missing',
+      'address.address_line_1',
+      (b) => {
+        delete b.address.address_line_1;
+      },
+    ],
+    [
+      'address.address_line_2 empty',
+      'address.address_line_2',
+      (b) => {
+        b.address.address_line_2 = '';
+      },
+    ],
+    [
+      'address.locality missing',
+      'address.locality',
+      (b) => {
+        delete b.address.locality;
+      },
+    ],
+    [
+      'address.administrative_area missing',
+      'address.administrative_area',
+      (b) => {
+        delete b.address.administrative_area;
+      },
+    ],
+    [
+      'address.postal_code missing',
+      'address.postal_code',
+      (b) => {
+        delete b.address.postal_code;
+      },
+    ],
+    [
+      'address.country missing',
+      'address.country',
+      (b) => {
+        delete b.address.country;
+      },
+    ],
+    [
+      'address.country alpha-3',
+      'address.country',
+      (b) => {
+        b.address.country = 'USA';
+      },
+    ],
+    [
+      'address.country in lower case',
+      'address.country',
+      (b) => {
+        b.address.country = 'us';
+      },
+    ],
+    [
+      'address.country not assigned (XX)',
+      'address.country',
+      (b) => {
+        b.address.country = 'XX';
+      },
+    ],
+    [
+      'a US state written out',
+      'address.administrative_area',
+      (b) => {
+        b.address.administrative_area = 'New Jersey';
+      },
+    ],
+    [
+      'a US state code that does not exist',
+      'address.administrative_area',
+      (b) => {
+        b.address.administrative_area = 'XX';
+      },
+    ],
+    [
+      'a US postal code of 4 digits',
+      'address.postal_code',
+      (b) => {
+        b.address.postal_code = '0710';
+      },
+    ],
+    [
+      'a US postal code of 6 digits',
+      'address.postal_code',
+      (b) => {
+        b.address.postal_code = '071021';
+      },
+    ],
+    [
+      'a US postal code with a short +4',
+      'address.postal_code',
+      (b) => {
+        b.address.postal_code = '07102-12';
+      },
+    ],
+    [
+      'a US postal code with letters',
+      'address.postal_code',
+      (b) => {
+        b.address.postal_code = 'SW1A 2AA';
+      },
+    ],
+    [
+      'email missing',
+      'email',
+      (b) => {
+        delete b.email;
+      },
+    ],
+    [
+      'email without a domain',
+      'email',
+      (b) => {
+        b.email = 'ada@';
+      },
+    ],
+    [
+      'email that is not one',
+      'email',
+      (b) => {
+        b.email = 'not-an-email';
+      },
+    ],
+    [
+      'email over 254 characters',
+      'email',
+      (b) => {
+        b.email = `${'a'.repeat(250)}@example.com`;
+      },
+    ],
+    [
+      'date_of_birth missing',
+      'date_of_birth',
+      (b) => {
+        delete b.date_of_birth;
+      },
+    ],
+    [
+      'date_of_birth not zero-padded',
+      'date_of_birth',
+      (b) => {
+        b.date_of_birth = '1990-1-1';
+      },
+    ],
+    [
+      'date_of_birth with month 13',
+      'date_of_birth',
+      (b) => {
+        b.date_of_birth = '1990-13-01';
+      },
+    ],
+    [
+      'date_of_birth 29 February of a common year',
+      'date_of_birth',
+      (b) => {
+        b.date_of_birth = '2023-02-29';
+      },
+    ],
+    [
+      'date_of_birth 31 April',
+      'date_of_birth',
+      (b) => {
+        b.date_of_birth = '1990-04-31';
+      },
+    ],
+    [
+      'date_of_birth today',
+      'date_of_birth',
+      (b) => {
+        b.date_of_birth = isoDate(0);
+      },
+    ],
+    [
+      'date_of_birth tomorrow',
+      'date_of_birth',
+      (b) => {
+        b.date_of_birth = isoDate(1);
+      },
+    ],
+    [
+      'date_of_birth before 1900',
+      'date_of_birth',
+      (b) => {
+        b.date_of_birth = '1850-01-01';
+      },
+    ],
+    [
+      'date_of_birth with a time',
+      'date_of_birth',
+      (b) => {
+        b.date_of_birth = '1990-12-10T00:00:00Z';
+      },
+    ],
+    [
+      'government_id missing',
+      'government_id',
+      (b) => {
+        delete b.government_id;
+      },
+    ],
+    [
+      'government_id.type not in the list',
+      'government_id.type',
+      (b) => {
+        b.government_id.type = 'national_id';
+      },
+    ],
+    [
+      'government_id.type missing',
+      'government_id.type',
+      (b) => {
+        delete b.government_id.type;
+      },
+    ],
+    [
+      'government_id.last4 of three digits',
+      'government_id.last4',
+      (b) => {
+        b.government_id.last4 = '123';
+      },
+    ],
+    [
+      'government_id.last4 of five digits',
+      'government_id.last4',
+      (b) => {
+        b.government_id.last4 = '12345';
+      },
+    ],
+    [
+      'government_id.last4 with letters',
+      'government_id.last4',
+      (b) => {
+        b.government_id.last4 = '12a4';
+      },
+    ],
+    [
+      'government_id.last4 as a number',
+      'government_id.last4',
+      (b) => {
+        b.government_id.last4 = 1234;
+      },
+    ],
+    [
+      'a drivers_license without state',
+      'government_id.state',
+      (b) => {
+        b.government_id = { type: 'drivers_license', last4: '1234' };
+      },
+    ],
+    [
+      'a state_id without state',
+      'government_id.state',
+      (b) => {
+        b.government_id = { type: 'state_id', last4: '1234' };
+      },
+    ],
+    [
+      'a state_id with a null state',
+      'government_id.state',
+      (b) => {
+        b.government_id = { type: 'state_id', last4: '1234', state: null };
+      },
+    ],
+    [
+      'identity_verified missing',
+      'identity_verified',
+      (b) => {
+        delete b.identity_verified;
+      },
+    ],
+    [
+      'identity_verified as a string',
+      'identity_verified',
+      (b) => {
+        b.identity_verified = 'true';
+      },
+    ],
+    [
+      'phone_number without +',
+      'phone_number',
+      (b) => {
+        b.phone_number = '12015550123';
+      },
+    ],
+    [
+      'phone_number with a leading zero',
+      'phone_number',
+      (b) => {
+        b.phone_number = '+012015550123';
+      },
+    ],
+    [
+      'phone_number of 16 digits',
+      'phone_number',
+      (b) => {
+        b.phone_number = '+1234567890123456';
+      },
+    ],
+    [
+      'phone_number with spaces',
+      'phone_number',
+      (b) => {
+        b.phone_number = '+1 201 555 0123';
+      },
+    ],
+    [
+      'tag empty',
+      'tag',
+      (b) => {
+        b.tag = '';
+      },
+    ],
+    [
+      'tag of 256 characters',
+      'tag',
+      (b) => {
+        b.tag = `t${randomString(255)}`;
+      },
+    ],
+    [
+      'tag as a number',
+      'tag',
+      (b) => {
+        b.tag = 42;
+      },
+    ],
+    [
+      'a field the API does not know',
+      '(body)',
+      (b) => {
+        b.phone = '+12015550123';
+      },
+    ],
+    [
+      'an unknown member of address',
+      'address',
+      (b) => {
+        b.address.street = 'Main';
+      },
+    ],
   ];
   test.each(invalid)('refuses %s with 400 validation_failed naming %s', async (_what, param, patch) => {
     const body = userBody(patch);
@@ -148,29 +588,53 @@ describe('SPEC §6 users: POST /user validates every field', () => {
     expect(response.status).toBe(400);
     expect(response.body.error).toMatchObject({ type: 'invalid_request_error', code: 'validation_failed', param });
     expect(new Set(response.body.error.details.map((detail: { param: string }) => detail.param))).toEqual(new Set([param]));
-    if (typeof body.tag === 'string' && body.tag.length >= 1 && body.tag.length <= 255) expect(await rowsWithTag(org.organizationId, body.tag)).toBe(0);
+    if (typeof body.tag === 'string' && body.tag.length >= 1 && body.tag.length <= 255)
+      expect(await rowsWithTag(org.organizationId, body.tag)).toBe(0);
   });
 
   test('reports every bad field at once, one details entry each', async () => {
-    const response = await call('POST', '/user', userBody((b) => {
-      b.name.first = '';
-      b.address.postal_code = '1';
-      b.address.locality = '';
-      b.date_of_birth = '2023-02-29';
-      b.government_id = { type: 'drivers_license', last4: 'abcd' };
-      b.phone_number = 'call me';
-    }));
+    const response = await call(
+      'POST',
+      '/user',
+      userBody((b) => {
+        b.name.first = '';
+        b.address.postal_code = '1';
+        b.address.locality = '';
+        b.date_of_birth = '2023-02-29';
+        b.government_id = { type: 'drivers_license', last4: 'abcd' };
+        b.phone_number = 'call me';
+      }),
+    );
     expect(response.status).toBe(400);
     expect(response.body.error.details.map((detail: { param: string }) => detail.param).sort()).toEqual([
-      'address.locality', 'address.postal_code', 'date_of_birth', 'government_id.last4', 'government_id.state', 'name.first', 'phone_number',
+      'address.locality',
+      'address.postal_code',
+      'date_of_birth',
+      'government_id.last4',
+      'government_id.state',
+      'name.first',
+      'phone_number',
     ]);
   });
 
   test('a validation failure stores nothing: the corrected request with the same tag creates the user', async () => {
     const tag = `fix-${randomString(12)}`;
-    const bad = await call('POST', '/user', userBody((b) => { b.tag = tag; b.email = 'nope'; }));
+    const bad = await call(
+      'POST',
+      '/user',
+      userBody((b) => {
+        b.tag = tag;
+        b.email = 'nope';
+      }),
+    );
     expect(bad.status).toBe(400);
-    const good = await call('POST', '/user', userBody((b) => { b.tag = tag; }));
+    const good = await call(
+      'POST',
+      '/user',
+      userBody((b) => {
+        b.tag = tag;
+      }),
+    );
     expect(good.status).toBe(200);
     expect(good.headers.get('idempotent-replayed')).toBeNull();
   });
@@ -178,7 +642,9 @@ describe('SPEC §6 users: POST /user validates every field', () => {
 
 describe('SPEC §6 users: KYC requirement', () => {
   test('with KYC required (the default), identity_verified false answers 400 identity_not_verified and creates nothing', async () => {
-    const body = userBody((b) => { b.identity_verified = false; });
+    const body = userBody((b) => {
+      b.identity_verified = false;
+    });
     const response = await call('POST', '/user', body);
     expect(response.status).toBe(400);
     expect(response.body.error).toMatchObject({ type: 'invalid_request_error', code: 'identity_not_verified', param: 'identity_verified' });
@@ -194,7 +660,13 @@ describe('SPEC §6 users: KYC requirement', () => {
   test('with KYC off, an unverified user is created in status created and a verified one enabled', async () => {
     const relaxed = await createTestOrg(stack.pool, { kycRequired: false });
     const relaxedCall = apiClient(stack.url, relaxed.apiKey);
-    const unverified = await relaxedCall('POST', '/user', userBody((b) => { b.identity_verified = false; }));
+    const unverified = await relaxedCall(
+      'POST',
+      '/user',
+      userBody((b) => {
+        b.identity_verified = false;
+      }),
+    );
     expect(unverified.status).toBe(200);
     expect((await relaxedCall('GET', `/user/${unverified.body.id}`)).body).toMatchObject({ status: 'created', identity_verified: false });
     const verified = await relaxedCall('POST', '/user', userBody());
@@ -217,8 +689,22 @@ describe('SPEC §6 users: tag is unique per organization and makes creation idem
 
   test('a repeated tag with a different body still answers the original id', async () => {
     const tag = `tag-${randomString(16)}`;
-    const first = await call('POST', '/user', userBody((b) => { b.tag = tag; }));
-    const second = await call('POST', '/user', userBody((b) => { b.tag = tag; b.email = 'someone.else@example.com'; b.name.first = 'Grace'; }));
+    const first = await call(
+      'POST',
+      '/user',
+      userBody((b) => {
+        b.tag = tag;
+      }),
+    );
+    const second = await call(
+      'POST',
+      '/user',
+      userBody((b) => {
+        b.tag = tag;
+        b.email = 'someone.else@example.com';
+        b.name.first = 'Grace';
+      }),
+    );
     expect(second.body).toEqual(first.body);
     expect(await rowsWithTag(org.organizationId, tag)).toBe(1);
   });
@@ -261,7 +747,9 @@ describe('SPEC §6 users: tag is unique per organization and makes creation idem
 
   test('50 concurrent requests with one tag but distinct X-Idempotency-Keys create exactly one user', async () => {
     const body = userBody();
-    const responses = await Promise.all(Array.from({ length: 50 }, (_, i) => call('POST', '/user', body, { 'X-Idempotency-Key': `race-${i}-${randomString(8)}` })));
+    const responses = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => call('POST', '/user', body, { 'X-Idempotency-Key': `race-${i}-${randomString(8)}` })),
+    );
     expect(responses.map((response) => response.status)).toEqual(Array(50).fill(200));
     expect(new Set(responses.map((response) => response.body.id)).size).toBe(1);
     expect(await rowsWithTag(org.organizationId, body.tag)).toBe(1);
@@ -280,12 +768,18 @@ describe('SPEC §6 users: tag is unique per organization and makes creation idem
 
 describe('SPEC §6 users: GET /user/{id}', () => {
   test('answers id, tag, status and created_at, and no personal data', async () => {
-    const body = userBody((b) => { b.phone_number = '+12015550123'; });
+    const body = userBody((b) => {
+      b.phone_number = '+12015550123';
+    });
     const created = await call('POST', '/user', body);
     const response = await call('GET', `/user/${created.body.id}`);
     expect(response.status).toBe(200);
     expect(response.body).toEqual({
-      id: created.body.id, tag: body.tag, status: 'enabled', identity_verified: true, created_at: expect.any(String),
+      id: created.body.id,
+      tag: body.tag,
+      status: 'enabled',
+      identity_verified: true,
+      created_at: expect.any(String),
     });
     expect(new Date(response.body.created_at).toISOString()).toBe(response.body.created_at);
     for (const secret of [body.email, body.name.first, body.address.address_line_1, body.date_of_birth, body.phone_number]) {
@@ -294,7 +788,14 @@ describe('SPEC §6 users: GET /user/{id}', () => {
   });
 
   test('a user without a tag shows tag null', async () => {
-    const created = await call('POST', '/user', userBody((b) => { delete b.tag; b.email = `untagged-${randomString(8)}@example.com`; }));
+    const created = await call(
+      'POST',
+      '/user',
+      userBody((b) => {
+        delete b.tag;
+        b.email = `untagged-${randomString(8)}@example.com`;
+      }),
+    );
     expect((await call('GET', `/user/${created.body.id}`)).body.tag).toBeNull();
   });
 
@@ -324,7 +825,10 @@ describe('SPEC §6 users: GET /user lists with §8 paging', () => {
     const seen: Body[] = [];
     let cursor: string | null = null;
     for (let pages = 0; pages < 1000; pages++) {
-      const response: { status: number; body: Body } = await client('GET', `/user?limit=${limit}${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const response: { status: number; body: Body } = await client(
+        'GET',
+        `/user?limit=${limit}${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
       expect(response.status).toBe(200);
       expect(response.body.data.length).toBeLessThanOrEqual(limit);
       seen.push(...response.body.data);
@@ -401,8 +905,12 @@ describe('SPEC §6 users: GET /user lists with §8 paging', () => {
   });
 
   test.each([
-    ['limit=0', 'limit'], ['limit=101', 'limit'], ['limit=abc', 'limit'], ['status=active', 'status'],
-    ['cursor=not-a-cursor!', 'cursor'], [`cursor=${Buffer.from('{"c":"x","i":"y"}').toString('base64url')}`, 'cursor'],
+    ['limit=0', 'limit'],
+    ['limit=101', 'limit'],
+    ['limit=abc', 'limit'],
+    ['status=active', 'status'],
+    ['cursor=not-a-cursor!', 'cursor'],
+    [`cursor=${Buffer.from('{"c":"x","i":"y"}').toString('base64url')}`, 'cursor'],
   ])('refuses ?%s with 400 naming %s', async (query, param) => {
     const response = await call('GET', `/user?${query}`);
     expect(response.status).toBe(400);
@@ -432,17 +940,25 @@ describe('SPEC §6 users: status lifecycle', () => {
       await expect(attempt).rejects.toMatchObject({ status: 409, code: 'invalid_state' });
       await expect(attempt).rejects.toBeInstanceOf(ApiError);
     } else {
-      await expect(attempt).resolves.toMatchObject({ previous_status: from, changed: outcome === 'changed', user: { id: userId, status: to } });
+      await expect(attempt).resolves.toMatchObject({
+        previous_status: from,
+        changed: outcome === 'changed',
+        user: { id: userId, status: to },
+      });
     }
     expect(await getUserStatus(stack.pool, org.organizationId, userId)).toBe(outcome === 'refused' ? from : to);
     const history = await stack.pool.query<{ from_status: string | null; to_status: string; source: string }>(
-      `SELECT from_status, to_status, source FROM user_status_history WHERE user_id = $1 ORDER BY seq`, [userId]);
+      `SELECT from_status, to_status, source FROM user_status_history WHERE user_id = $1 ORDER BY seq`,
+      [userId],
+    );
     const expected = [{ from_status: null, to_status: from, source: 'system' }];
     if (outcome === 'changed') expected.push({ from_status: from, to_status: to, source: 'cli' } as never);
     expect(history.rows).toEqual(expected);
     const events = await eventsFor(userId);
     if (outcome === 'changed') {
-      expect(events).toEqual([{ type: 'user.status_changed', data: expect.objectContaining({ id: userId, status: to, previous_status: from }) }]);
+      expect(events).toEqual([
+        { type: 'user.status_changed', data: expect.objectContaining({ id: userId, status: to, previous_status: from }) },
+      ]);
     } else {
       expect(events).toEqual([]);
     }
@@ -450,7 +966,9 @@ describe('SPEC §6 users: status lifecycle', () => {
 
   test('the database itself refuses a transition the lifecycle does not have', async () => {
     const userId = await createTestUser(stack.pool, org.organizationId, 'disabled');
-    await expect(stack.pool.query(`UPDATE users SET status = 'enabled' WHERE id = $1`, [userId])).rejects.toThrow(/may not go from disabled to enabled/);
+    await expect(stack.pool.query(`UPDATE users SET status = 'enabled' WHERE id = $1`, [userId])).rejects.toThrow(
+      /may not go from disabled to enabled/,
+    );
     await expect(stack.pool.query(`DELETE FROM user_status_history WHERE user_id = $1`, [userId])).rejects.toThrow(/append-only/);
   });
 
@@ -458,7 +976,12 @@ describe('SPEC §6 users: status lifecycle', () => {
     const body = userBody();
     const created = await call('POST', '/user', body);
     const events = await eventsFor(created.body.id);
-    expect(events).toEqual([{ type: 'user.created', data: { id: created.body.id, tag: body.tag, status: 'enabled', identity_verified: true, created_at: expect.any(String) } }]);
+    expect(events).toEqual([
+      {
+        type: 'user.created',
+        data: { id: created.body.id, tag: body.tag, status: 'enabled', identity_verified: true, created_at: expect.any(String) },
+      },
+    ]);
     expect(JSON.stringify(events)).not.toContain(body.email);
   });
 
@@ -521,11 +1044,16 @@ describe('SPEC §6 users: status lifecycle', () => {
     function admin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
       const root = path.resolve(__dirname, '..');
       return new Promise((resolve) => {
-        execFile(path.join(root, 'node_modules/.bin/tsx'), ['src/bin/admin.ts', ...args], {
-          cwd: root,
-          env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: testInfra().databaseUrl, LOG_LEVEL: 'silent' },
-          timeout: 60_000,
-        }, (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }));
+        execFile(
+          path.join(root, 'node_modules/.bin/tsx'),
+          ['src/bin/admin.ts', ...args],
+          {
+            cwd: root,
+            env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: testInfra().databaseUrl, LOG_LEVEL: 'silent' },
+            timeout: 60_000,
+          },
+          (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+        );
       });
     }
 
@@ -566,17 +1094,33 @@ describe('SPEC §14 operability for users', () => {
       expect(document.components.schemas[name].example).toBeDefined();
     }
     expect(document.components.schemas.UserCreateRequest.required).toEqual(
-      expect.arrayContaining(['name', 'address', 'email', 'date_of_birth', 'government_id', 'identity_verified']));
+      expect.arrayContaining(['name', 'address', 'email', 'date_of_birth', 'government_id', 'identity_verified']),
+    );
   });
 
   test('log redaction hides names, emails, birth dates, addresses and row values in database errors', () => {
     const lines: string[] = [];
-    const sink = new Writable({ write(chunk, _encoding, done) { lines.push(String(chunk)); done(); } });
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
     const log = pino({ redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, sink);
-    const body = userBody((b) => { b.phone_number = '+12015550123'; });
+    const body = userBody((b) => {
+      b.phone_number = '+12015550123';
+    });
     log.info({ body }, 'a body');
     log.info({ user: { first_name: 'Ada', last_name: 'Lovelace', email: body.email } }, 'a row');
-    log.error({ err: { message: 'new row violates check constraint', detail: 'Failing row contains (user_x, Ada, Lovelace, ada@example.com, 1990-12-10)' } }, 'db');
+    log.error(
+      {
+        err: {
+          message: 'new row violates check constraint',
+          detail: 'Failing row contains (user_x, Ada, Lovelace, ada@example.com, 1990-12-10)',
+        },
+      },
+      'db',
+    );
     const output = lines.join('');
     for (const secret of ['Ada', 'Lovelace', 'ada@example.com', '1990-12-10', '12 Market Street', 'Newark', '+12015550123', '6789']) {
       expect(output).not.toContain(secret);

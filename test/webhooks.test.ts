@@ -23,7 +23,10 @@ class Receiver {
   readonly requests: Received[] = [];
   /** A status to answer with, or 'hold' to leave the request hanging (until the receiver closes). */
   answer: (request: Received, received: Received[]) => number | 'hold' = () => 200;
-  private constructor(private readonly server: http.Server, readonly url: string) {}
+  private constructor(
+    private readonly server: http.Server,
+    readonly url: string,
+  ) {}
 
   static async start(): Promise<Receiver> {
     const server = http.createServer();
@@ -35,7 +38,10 @@ class Receiver {
       req.on('end', () => {
         const request = { headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
         receiver.requests.push(request);
-        const status = receiver.answer(request, receiver.requests.filter((r) => r.headers['webhook-id'] === request.headers['webhook-id']));
+        const status = receiver.answer(
+          request,
+          receiver.requests.filter((r) => r.headers['webhook-id'] === request.headers['webhook-id']),
+        );
         if (status === 'hold') return;
         res.statusCode = status;
         res.end('{}');
@@ -96,7 +102,12 @@ const DELIVERY_ENV = {
 describe('SPEC §12 webhooks: Standard Webhooks signing', () => {
   test('signatures match the Standard Webhooks reference vector', () => {
     // The test vector of the Standard Webhooks reference libraries: same secret, id, timestamp and body.
-    const headers = signPayload('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'msg_p5jXN8AQM9LWM0D4loKWxJek', 1614265330, '{"test": 2432232314}');
+    const headers = signPayload(
+      'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      'msg_p5jXN8AQM9LWM0D4loKWxJek',
+      1614265330,
+      '{"test": 2432232314}',
+    );
     expect(headers).toEqual({
       'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek',
       'webhook-timestamp': '1614265330',
@@ -127,7 +138,10 @@ describe('SPEC §12 webhooks: endpoint management', () => {
   });
 
   test('POST /webhook answers the endpoint with a whsec_ secret that is never shown again', async () => {
-    const created = await call('POST', '/webhook', { url: 'https://operator.example.com/hooks', events: ['user.created', 'transaction.status_changed'] });
+    const created = await call('POST', '/webhook', {
+      url: 'https://operator.example.com/hooks',
+      events: ['user.created', 'transaction.status_changed'],
+    });
     expect(created.status).toBe(200);
     expect(created.body).toEqual({
       id: expect.stringMatching(/^whk_[A-Za-z0-9]{16,}$/),
@@ -189,7 +203,11 @@ describe('SPEC §12 webhooks: endpoint management', () => {
   test("DELETE /webhook/{id} removes the endpoint; another organization's endpoint is 404 everywhere", async () => {
     const created = await call('POST', '/webhook', { url: 'https://operator.example.com/hooks/delete-me' });
     const other = apiClient(stack.url, (await createTestOrg(stack.pool)).apiKey);
-    for (const [method, path] of [['GET', ''], ['GET', '/deliveries'], ['DELETE', '']] as const) {
+    for (const [method, path] of [
+      ['GET', ''],
+      ['GET', '/deliveries'],
+      ['DELETE', ''],
+    ] as const) {
       const response = await other(method, `/webhook/${created.body.id}${path}`);
       expect(response.status).toBe(404);
       expect(response.body.error.code).toBe('not_found');
@@ -291,8 +309,16 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
     const attempts = await deliveries(hook.id);
     expect(attempts).toEqual([
       {
-        id: expect.stringMatching(/^whd_/), endpoint_id: hook.id, event_id: eventId, event_type: 'user.created', attempt: 1,
-        outcome: 'succeeded', response_status_code: 200, duration_ms: expect.any(Number), error: null, created_at: expect.any(String),
+        id: expect.stringMatching(/^whd_/),
+        endpoint_id: hook.id,
+        event_id: eventId,
+        event_type: 'user.created',
+        attempt: 1,
+        outcome: 'succeeded',
+        response_status_code: 200,
+        duration_ms: expect.any(Number),
+        error: null,
+        created_at: expect.any(String),
       },
     ]);
   });
@@ -305,14 +331,22 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
     const skipped = await recordEvent(stack.pool, org.organizationId, 'user.created', { id: 'user_skipped' });
     const wanted = await recordEvent(stack.pool, org.organizationId, 'transfer.settled', { id: 'transfer_1' });
     // "After" is the outbox's order, not the clock: an event stamped with an earlier time still arrives.
-    const backdated = await recordEvent(stack.pool, org.organizationId, 'transfer.settled', { id: 'transfer_2' }, new Date('2020-01-01T00:00:00Z'));
+    const backdated = await recordEvent(
+      stack.pool,
+      org.organizationId,
+      'transfer.settled',
+      { id: 'transfer_2' },
+      new Date('2020-01-01T00:00:00Z'),
+    );
     expect(await outcome(wanted, hook.id)).toEqual({ outcome: 'delivered' });
     expect(await outcome(backdated, hook.id)).toEqual({ outcome: 'delivered' });
     expect(JSON.parse(receiver.for(backdated)[0]!.body).created_at).toBe('2020-01-01T00:00:00.000Z');
     await eventually(async () => ((await dispatchedAt(stack, skipped)) ? true : undefined), 20_000, 'dispatch');
     // Dispatched, yet no delivery workflow was ever started for the unsubscribed pair.
     for (const eventId of [skipped, before]) {
-      await expect(stack.temporal.workflow.getHandle(webhookDeliveryWorkflowId(eventId, hook.id)).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+      await expect(stack.temporal.workflow.getHandle(webhookDeliveryWorkflowId(eventId, hook.id)).describe()).rejects.toBeInstanceOf(
+        WorkflowNotFoundError,
+      );
     }
     expect((await deliveries(hook.id)).map((attempt) => attempt.event_id).sort()).toEqual([wanted, backdated].sort());
   });
@@ -324,7 +358,10 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
     const eventId = await recordEvent(stack.pool, org.organizationId, 'transaction.created', { id: 'txn_retry' });
     expect(await outcome(eventId, hook.id)).toEqual({ outcome: 'delivered' });
     const attempts = await deliveries(hook.id);
-    expect(attempts.map((a) => [a.attempt, a.outcome, a.response_status_code])).toEqual([[2, 'succeeded', 200], [1, 'failed', 500]]);
+    expect(attempts.map((a) => [a.attempt, a.outcome, a.response_status_code])).toEqual([
+      [2, 'succeeded', 200],
+      [1, 'failed', 500],
+    ]);
     expect(attempts[1]!.error).toBe('the endpoint answered 500');
     expect(receiver.for(eventId)).toHaveLength(2);
   });
@@ -363,7 +400,9 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
 
       const second = await recordEvent(stack.pool, org.organizationId, 'dispute.created', { id: 'dispute_2' });
       await eventually(async () => ((await dispatchedAt(stack, second)) ? true : undefined), 20_000, 'dispatch');
-      await expect(stack.temporal.workflow.getHandle(webhookDeliveryWorkflowId(second, hook.id)).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+      await expect(stack.temporal.workflow.getHandle(webhookDeliveryWorkflowId(second, hook.id)).describe()).rejects.toBeInstanceOf(
+        WorkflowNotFoundError,
+      );
       expect(gone.requests).toHaveLength(1);
     } finally {
       await gone.close();
@@ -393,10 +432,14 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
     const inFlight = await recordEvent(stack.pool, org.organizationId, 'transfer.created', { id: 'transfer_inflight' });
     const handle = stack.temporal.workflow.getHandle(webhookDeliveryWorkflowId(inFlight, hook.id));
     // Wait until Temporal holds a retry for it: the first attempt failed and was reported.
-    await eventually(async () => {
-      const description = await handle.describe();
-      return (description.raw.pendingActivities?.[0]?.attempt ?? 0) >= 2 ? true : undefined;
-    }, 20_000, 'a pending retry');
+    await eventually(
+      async () => {
+        const description = await handle.describe();
+        return (description.raw.pendingActivities?.[0]?.attempt ?? 0) >= 2 ? true : undefined;
+      },
+      20_000,
+      'a pending retry',
+    );
 
     await stack.worker!.shutdown();
     // No worker, no dispatcher: this event waits in the outbox.
@@ -405,10 +448,16 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
 
     receiverUp = true;
     const infra = testInfra();
-    extraWorkers.push(await startWorker({
-      config: stack.config, pool: stack.pool, log: createLogger('silent'), temporal: stack.temporal,
-      address: infra.temporalAddress, workflowBundlePath: infra.workflowBundlePath,
-    }));
+    extraWorkers.push(
+      await startWorker({
+        config: stack.config,
+        pool: stack.pool,
+        log: createLogger('silent'),
+        temporal: stack.temporal,
+        address: infra.temporalAddress,
+        workflowBundlePath: infra.workflowBundlePath,
+      }),
+    );
     expect(await handle.result()).toEqual({ outcome: 'delivered' });
     expect(await outcome(waiting, hook.id)).toEqual({ outcome: 'delivered' });
     expect(receiver.for(inFlight).at(-1)!.headers['webhook-id']).toBe(inFlight);
@@ -441,11 +490,18 @@ describe('SPEC §12 webhooks: a killed worker', () => {
     receiver.answer = (_request, sameEvent) => (sameEvent.length === 1 ? 'hold' : 200);
     const infra = testInfra();
     child = await spawnWorkerProcess({
-      DATABASE_URL: infra.databaseUrl, TEMPORAL_ADDRESS: infra.temporalAddress, TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
-      LOG_LEVEL: 'silent', TRANSACTION_RECONCILER: 'off', ...DELIVERY_ENV,
+      DATABASE_URL: infra.databaseUrl,
+      TEMPORAL_ADDRESS: infra.temporalAddress,
+      TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
+      LOG_LEVEL: 'silent',
+      TRANSACTION_RECONCILER: 'off',
+      ...DELIVERY_ENV,
     });
 
-    const inFlight = await recordEvent(stack.pool, org.organizationId, 'transaction.status_changed', { id: 'txn_killed', previous_status: 'pending' });
+    const inFlight = await recordEvent(stack.pool, org.organizationId, 'transaction.status_changed', {
+      id: 'txn_killed',
+      previous_status: 'pending',
+    });
     await eventually(async () => (receiver.for(inFlight).length === 1 ? true : undefined), 30_000, 'the first attempt to arrive');
     const pending = (await call('GET', `/webhook/${hook.id}/deliveries`)).body.data;
     expect(pending).toMatchObject([{ event_id: inFlight, attempt: 1, outcome: 'pending', duration_ms: null }]);
@@ -455,8 +511,12 @@ describe('SPEC §12 webhooks: a killed worker', () => {
     expect(await dispatchedAt(stack, waiting)).toBeNull();
 
     replacement = await startWorker({
-      config: stack.config, pool: stack.pool, log: createLogger('silent'), temporal: stack.temporal,
-      address: infra.temporalAddress, workflowBundlePath: infra.workflowBundlePath,
+      config: stack.config,
+      pool: stack.pool,
+      log: createLogger('silent'),
+      temporal: stack.temporal,
+      address: infra.temporalAddress,
+      workflowBundlePath: infra.workflowBundlePath,
     });
     expect(await deliveryOutcome(stack, inFlight, hook.id)).toEqual({ outcome: 'delivered' });
     expect(await deliveryOutcome(stack, waiting, hook.id)).toEqual({ outcome: 'delivered' });
@@ -530,14 +590,26 @@ describe('SPEC §12 webhooks: targets refused in production', () => {
     const port = new URL(receiver.url).port;
     const hooks = [];
     for (const url of [`http://localhost:${port}/hooks`, `http://127.0.0.1:${port}/hooks`]) {
-      hooks.push(await createEndpoint(stack.pool, { organizationId: org.organizationId, url, events: ['*'], secretSealed: sealSecret(secret, undefined) }));
+      hooks.push(
+        await createEndpoint(stack.pool, {
+          organizationId: org.organizationId,
+          url,
+          events: ['*'],
+          secretSealed: sealSecret(secret, undefined),
+        }),
+      );
     }
     const eventId = await recordEvent(stack.pool, org.organizationId, 'intent.approved', { id: 'intent_production_x' });
     for (const hook of hooks) {
       expect(await deliveryOutcome(stack, eventId, hook.id)).toEqual({ outcome: 'refused' });
       const attempts = (await call('GET', `/webhook/${hook.id}/deliveries`)).body.data;
       expect(attempts).toHaveLength(1);
-      expect(attempts[0]).toMatchObject({ attempt: 1, outcome: 'refused', response_status_code: null, error: expect.stringMatching(/127\.0\.0\.1|::1/) });
+      expect(attempts[0]).toMatchObject({
+        attempt: 1,
+        outcome: 'refused',
+        response_status_code: null,
+        error: expect.stringMatching(/127\.0\.0\.1|::1/),
+      });
     }
     expect(receiver.requests).toHaveLength(0);
   });

@@ -1,12 +1,28 @@
 import {
-  ApplicationFailure, condition, continueAsNew, log, patched, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo,
+  ApplicationFailure,
+  condition,
+  continueAsNew,
+  log,
+  patched,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { SettlementActivities } from '../activities/settlement';
 import { ScheduledStartTimeKey, SettlementDateKey, TransferIdKey } from '../src/platform/searchAttributes';
 import {
-  HAND_OFF_ON_SETTLEMENT_DATE_PATCH, networkSettledSignal, SETTLEMENT_LIMITS, settlementProgressQuery,
-  type AccountSettlementInput, type AccountSettlementResult, type MemberCursor, type SettlementPhase, type SettlementProgress,
-  type SettlementWindowInput, type SettlementWindowResult,
+  HAND_OFF_ON_SETTLEMENT_DATE_PATCH,
+  networkSettledSignal,
+  SETTLEMENT_LIMITS,
+  settlementProgressQuery,
+  type AccountSettlementInput,
+  type AccountSettlementResult,
+  type MemberCursor,
+  type SettlementPhase,
+  type SettlementProgress,
+  type SettlementWindowInput,
+  type SettlementWindowResult,
 } from '../src/settlement/contract';
 
 /**
@@ -47,7 +63,10 @@ export async function settlementWindowWorkflow(input: SettlementWindowInput = {}
   let afterAccountId: string | null = null;
   do {
     const page: Awaited<ReturnType<SettlementActivities['startAccountSettlements']>> = await bulk.startAccountSettlements({
-      windowDate, organizationId: input.organizationId, accountId: input.accountId, afterAccountId,
+      windowDate,
+      organizationId: input.organizationId,
+      accountId: input.accountId,
+      afterAccountId,
     });
     progress.accountsStarted += page.started;
     progress.accountsAlreadyStarted += page.alreadyStarted;
@@ -90,18 +109,32 @@ export async function accountSettlementWorkflow(input: AccountSettlementInput): 
     if (input.resume?.phase !== phase) progress.notified = 0;
     progress.phase = phase;
     do {
-      const batch: Awaited<ReturnType<SettlementActivities['notifyMembers']>> = await bulk.notifyMembers({ transferId: transfer.transferId, kind, after: cursor });
+      const batch: Awaited<ReturnType<SettlementActivities['notifyMembers']>> = await bulk.notifyMembers({
+        transferId: transfer.transferId,
+        kind,
+        after: cursor,
+      });
       progress.notified += batch.signalled + batch.notRunning;
       cursor = batch.next;
       if (cursor !== null && (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > SETTLEMENT_LIMITS.historyEventsMax)) {
         await continueAsNew<typeof accountSettlementWorkflow>({
-          accountId, windowDate, resume: { phase, transfer, cursor, networkSettled, notified: progress.notified },
+          accountId,
+          windowDate,
+          resume: { phase, transfer, cursor, networkSettled, notified: progress.notified },
         });
       }
     } while (cursor !== null);
   };
 
-  const phaseOrder: SettlementPhase[] = ['building', 'notifying_assigned', 'awaiting_date', 'awaiting_network', 'settling', 'notifying_settled', 'done'];
+  const phaseOrder: SettlementPhase[] = [
+    'building',
+    'notifying_assigned',
+    'awaiting_date',
+    'awaiting_network',
+    'settling',
+    'notifying_settled',
+    'done',
+  ];
   const reached = (phase: SettlementPhase) => phaseOrder.indexOf(progress.phase) > phaseOrder.indexOf(phase);
 
   if (transfer.status === 'pending' && !reached('notifying_assigned')) await notify('assigned', 'notifying_assigned');
@@ -131,7 +164,11 @@ export async function accountSettlementWorkflow(input: AccountSettlementInput): 
   progress.phase = 'done';
   log.info('transfer settled', { transferId: transfer.transferId, accountId, windowDate });
   return {
-    accountId, windowDate, transferId: transfer.transferId, amountCents: transfer.amountCents,
-    direction: transfer.direction, transactionCount: transfer.transactionCount,
+    accountId,
+    windowDate,
+    transferId: transfer.transferId,
+    amountCents: transfer.amountCents,
+    direction: transfer.direction,
+    transactionCount: transfer.transactionCount,
   };
 }

@@ -1,10 +1,22 @@
 import {
-  ApplicationFailure, condition, log, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes,
+  ApplicationFailure,
+  condition,
+  log,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { LedgerActivities } from '../activities/ledger';
 import {
-  confirmFundsSignal, INVALID_TRANSITION, transactionStatusQuery, transferAssignedSignal, transferSettledSignal,
-  type TransactionStatus, type TransactionWorkflowInput,
+  confirmFundsSignal,
+  INVALID_TRANSITION,
+  transactionStatusQuery,
+  transferAssignedSignal,
+  transferSettledSignal,
+  type TransactionStatus,
+  type TransactionWorkflowInput,
 } from '../src/ledger/contract';
 import { TransactionStatusKey, TransferIdKey } from '../src/platform/searchAttributes';
 
@@ -82,7 +94,10 @@ async function lifecycleV2(input: TransactionWorkflowInput): Promise<Status> {
   const show = (next: Status, transferId: string | null) => {
     if (next === status) return;
     status = next;
-    upsertSearchAttributes([{ key: TransactionStatusKey, value: next }, ...(transferId ? [{ key: TransferIdKey, value: transferId }] : [])]);
+    upsertSearchAttributes([
+      { key: TransactionStatusKey, value: next },
+      ...(transferId ? [{ key: TransferIdKey, value: transferId }] : []),
+    ]);
   };
 
   const submitted = await local.submitPayment({ transactionId: input.transactionId });

@@ -12,7 +12,9 @@ runMain(async () => {
   const log = createLogger(config.LOG_LEVEL, 'ledger-api');
   // Every process applies pending migrations at start; node-pg-migrate's lock makes concurrent starts safe.
   await migrate(databaseUrlOf(config), (message) => log.info(message));
-  const pool = createPool(databaseUrlOf(config), config.DATABASE_POOL_MAX, (error) => log.warn({ err: error }, 'idle database connection lost'));
+  const pool = createPool(databaseUrlOf(config), config.DATABASE_POOL_MAX, (error) =>
+    log.warn({ err: error }, 'idle database connection lost'),
+  );
   const { connection, client } = await connectTemporal(temporalAddressOf(config), config.TEMPORAL_NAMESPACE);
   const api = await startApi({ config, pool, log, temporal: client });
   log.info({ url: api.url }, 'api listening');

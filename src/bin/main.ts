@@ -52,7 +52,13 @@ runMain(async () => {
       const startPostgres = () =>
         startEmbeddedPostgres({ dataDir: config.DATA_DIR, port: config.EMBEDDED_PG_PORT, sharedDir: config.EMBEDDED_PG_SHARED_DIR, say });
       const embedded = await startPostgres();
-      const supervisor = supervise({ component: 'embedded Postgres', first: embedded, start: startPostgres, log: supervisorLog, onGiveUp: giveUp });
+      const supervisor = supervise({
+        component: 'embedded Postgres',
+        first: embedded,
+        start: startPostgres,
+        log: supervisorLog,
+        onGiveUp: giveUp,
+      });
       teardown.push(['embedded postgres', () => supervisor.stop()]);
       readiness.embedded_postgres = () => supervisor.check();
       databaseUrl = embedded.databaseUrl;
@@ -74,7 +80,13 @@ runMain(async () => {
         });
       };
       const dev = await startDevServer();
-      const supervisor = supervise({ component: 'Temporal dev server', first: dev, start: startDevServer, log: supervisorLog, onGiveUp: giveUp });
+      const supervisor = supervise({
+        component: 'Temporal dev server',
+        first: dev,
+        start: startDevServer,
+        log: supervisorLog,
+        onGiveUp: giveUp,
+      });
       teardown.push(['temporal dev server', () => supervisor.stop()]);
       readiness.temporal_dev_server = () => supervisor.check();
       temporalUi = dev.uiUrl;
@@ -96,16 +108,19 @@ runMain(async () => {
     teardown.push(['api', () => api.close()]);
 
     const firstStart = (await countOrganizations(pool)) === 0;
-    const demo = firstStart && config.LEDGER_ENVIRONMENT === 'sandbox'
-      ? await createOrganization(pool, { name: 'Demo operator', kycRequired: true, environment: 'sandbox' })
-      : null;
+    const demo =
+      firstStart && config.LEDGER_ENVIRONMENT === 'sandbox'
+        ? await createOrganization(pool, { name: 'Demo operator', kycRequired: true, environment: 'sandbox' })
+        : null;
 
     say('');
     say(`Payments ledger (${config.LEDGER_ENVIRONMENT}) ready in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
     say(`  API            ${api.url}`);
     say(`  API reference  ${api.url}/docs`);
     say(`  Temporal UI    ${temporalUi ?? `(external Temporal at ${address})`}`);
-    say(`  Metrics        ${api.url}/metrics${config.TEMPORAL_METRICS_ADDRESS === 'off' ? '' : `, Temporal SDK http://${config.TEMPORAL_METRICS_ADDRESS}/metrics`}`);
+    say(
+      `  Metrics        ${api.url}/metrics${config.TEMPORAL_METRICS_ADDRESS === 'off' ? '' : `, Temporal SDK http://${config.TEMPORAL_METRICS_ADDRESS}/metrics`}`,
+    );
     if (demo) {
       say(`  Demo organization ${demo.organization.id}, account ${demo.account.id}`);
       say(`  Demo sandbox API key (shown once): ${demo.key.api_key}`);

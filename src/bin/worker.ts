@@ -17,7 +17,9 @@ runMain(async () => {
   const metrics = config.WORKER_METRICS_PORT === 0 ? null : await serveWorkerMetrics(config.HOST, config.WORKER_METRICS_PORT);
   // Every process applies pending migrations at start; node-pg-migrate's lock makes concurrent starts safe.
   await migrate(databaseUrlOf(config), (message) => log.info(message));
-  const pool = createPool(databaseUrlOf(config), config.DATABASE_POOL_MAX, (error) => log.warn({ err: error }, 'idle database connection lost'));
+  const pool = createPool(databaseUrlOf(config), config.DATABASE_POOL_MAX, (error) =>
+    log.warn({ err: error }, 'idle database connection lost'),
+  );
   const address = temporalAddressOf(config);
   const { connection, client } = await connectTemporal(address, config.TEMPORAL_NAMESPACE);
   await registerSearchAttributes(connection, config.TEMPORAL_NAMESPACE);
@@ -26,7 +28,10 @@ runMain(async () => {
   const worker = await startWorker({ config, pool, log, temporal: client, address, ...(workflowBundlePath ? { workflowBundlePath } : {}) });
   // The daily window close (SPEC §10), created or updated at every start.
   await ensureSettlementSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE, cutoff: config.SETTLEMENT_CUTOFF });
-  log.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, metrics: metrics?.url ?? null, temporal_metrics: config.TEMPORAL_METRICS_ADDRESS }, 'worker running');
+  log.info(
+    { taskQueue: config.TEMPORAL_TASK_QUEUE, metrics: metrics?.url ?? null, temporal_metrics: config.TEMPORAL_METRICS_ADDRESS },
+    'worker running',
+  );
   onShutdownSignal(async () => {
     await worker.shutdown();
     await connection.close();

@@ -43,40 +43,76 @@ const registerOrgCommands: CommandRegistrar = (program, ctx) => {
     .option('--kyc-required <bool>', 'whether users must have verified identities (true|false)', bool, true)
     .action(async (options: { name: string; kycRequired: boolean }) => {
       const { config, pool, out } = ctx();
-      const created = await orgs.createOrganization(pool, { name: options.name, kycRequired: options.kycRequired, environment: config.LEDGER_ENVIRONMENT });
+      const created = await orgs.createOrganization(pool, {
+        name: options.name,
+        kycRequired: options.kycRequired,
+        environment: config.LEDGER_ENVIRONMENT,
+      });
       out(
-        [`organization ${created.organization.id} (${created.organization.name}), KYC ${created.organization.kyc_required ? 'required' : 'not required'}`,
+        [
+          `organization ${created.organization.id} (${created.organization.name}), KYC ${created.organization.kyc_required ? 'required' : 'not required'}`,
           `account      ${created.account.id}`,
-          `api key      ${created.key.api_key}  (shown once; only its hash is stored)`].join('\n'),
-        { organization_id: created.organization.id, account_id: created.account.id, api_key: created.key.api_key, key_id: created.key.id,
-          kyc_required: created.organization.kyc_required, environment: created.key.environment },
+          `api key      ${created.key.api_key}  (shown once; only its hash is stored)`,
+        ].join('\n'),
+        {
+          organization_id: created.organization.id,
+          account_id: created.account.id,
+          api_key: created.key.api_key,
+          key_id: created.key.id,
+          kyc_required: created.organization.kyc_required,
+          environment: created.key.environment,
+        },
       );
     });
 
   const key = program.command('key').description('API keys');
-  key.command('create').requiredOption('--org <id>').description('issue a new API key (shown once)').action(async (options: { org: string }) => {
-    const { config, pool, out } = ctx();
-    const issued = await orgs.createKey(pool, options.org, config.LEDGER_ENVIRONMENT);
-    out(`key ${issued.id}: ${issued.api_key}  (shown once)`, { key_id: issued.id, api_key: issued.api_key, environment: issued.environment });
-  });
-  key.command('list').requiredOption('--org <id>').description("list an organization's keys (never the keys themselves)").action(async (options: { org: string }) => {
-    const { pool, out } = ctx();
-    const keys = await orgs.listKeys(pool, options.org);
-    out(
-      keys.map((k) => `${k.id}  sk_${k.environment}_…${k.last4}  created ${k.created_at.toISOString()}${k.revoked_at ? `  revoked ${k.revoked_at.toISOString()}` : ''}`).join('\n') || '(no keys)',
-      { keys: keys.map((k) => ({ ...k, created_at: k.created_at.toISOString(), revoked_at: k.revoked_at?.toISOString() ?? null })) },
-    );
-  });
-  key.command('revoke').argument('<key_id>').description('revoke a key; it fails authentication from now on').action(async (keyId: string) => {
-    const { pool, out } = ctx();
-    const revoked = await orgs.revokeKey(pool, keyId);
-    out(`revoked ${revoked.id}`, { key_id: revoked.id, revoked_at: revoked.revoked_at?.toISOString() ?? null });
-  });
+  key
+    .command('create')
+    .requiredOption('--org <id>')
+    .description('issue a new API key (shown once)')
+    .action(async (options: { org: string }) => {
+      const { config, pool, out } = ctx();
+      const issued = await orgs.createKey(pool, options.org, config.LEDGER_ENVIRONMENT);
+      out(`key ${issued.id}: ${issued.api_key}  (shown once)`, {
+        key_id: issued.id,
+        api_key: issued.api_key,
+        environment: issued.environment,
+      });
+    });
+  key
+    .command('list')
+    .requiredOption('--org <id>')
+    .description("list an organization's keys (never the keys themselves)")
+    .action(async (options: { org: string }) => {
+      const { pool, out } = ctx();
+      const keys = await orgs.listKeys(pool, options.org);
+      out(
+        keys
+          .map(
+            (k) =>
+              `${k.id}  sk_${k.environment}_…${k.last4}  created ${k.created_at.toISOString()}${k.revoked_at ? `  revoked ${k.revoked_at.toISOString()}` : ''}`,
+          )
+          .join('\n') || '(no keys)',
+        { keys: keys.map((k) => ({ ...k, created_at: k.created_at.toISOString(), revoked_at: k.revoked_at?.toISOString() ?? null })) },
+      );
+    });
+  key
+    .command('revoke')
+    .argument('<key_id>')
+    .description('revoke a key; it fails authentication from now on')
+    .action(async (keyId: string) => {
+      const { pool, out } = ctx();
+      const revoked = await orgs.revokeKey(pool, keyId);
+      out(`revoked ${revoked.id}`, { key_id: revoked.id, revoked_at: revoked.revoked_at?.toISOString() ?? null });
+    });
 
   const allowlist = program.command('allowlist').description('IP allowlist for write requests');
   for (const action of ['add', 'remove'] as const) {
-    allowlist.command(action).description(action === 'add' ? 'allow writes from an address or range' : 'stop allowing an address or range')
-      .requiredOption('--org <id>').requiredOption('--ip <cidr>', 'an IPv4/IPv6 address or CIDR range', cidrArg)
+    allowlist
+      .command(action)
+      .description(action === 'add' ? 'allow writes from an address or range' : 'stop allowing an address or range')
+      .requiredOption('--org <id>')
+      .requiredOption('--ip <cidr>', 'an IPv4/IPv6 address or CIDR range', cidrArg)
       .action(async (options: { org: string; ip: string }) => {
         const { pool, out } = ctx();
         if (action === 'add') {
@@ -84,48 +120,78 @@ const registerOrgCommands: CommandRegistrar = (program, ctx) => {
           out(`allowed ${cidr}`, { organization_id: options.org, added: cidr, allowlist: await orgs.listAllowlist(pool, options.org) });
         } else {
           const removed = await orgs.removeAllowlistEntry(pool, options.org, options.ip);
-          out(removed ? `removed ${options.ip}` : `${options.ip} was not on the list`,
-            { organization_id: options.org, removed, allowlist: await orgs.listAllowlist(pool, options.org) });
+          out(removed ? `removed ${options.ip}` : `${options.ip} was not on the list`, {
+            organization_id: options.org,
+            removed,
+            allowlist: await orgs.listAllowlist(pool, options.org),
+          });
         }
       });
   }
-  allowlist.command('list').description("an organization's allowlist (empty: every address may write)").requiredOption('--org <id>').action(async (options: { org: string }) => {
-    const { pool, out } = ctx();
-    const entries = await orgs.listAllowlist(pool, options.org);
-    out(entries.join('\n') || '(empty: every address may write)', { organization_id: options.org, allowlist: entries });
-  });
+  allowlist
+    .command('list')
+    .description("an organization's allowlist (empty: every address may write)")
+    .requiredOption('--org <id>')
+    .action(async (options: { org: string }) => {
+      const { pool, out } = ctx();
+      const entries = await orgs.listAllowlist(pool, options.org);
+      out(entries.join('\n') || '(empty: every address may write)', { organization_id: options.org, allowlist: entries });
+    });
 
-  program.command('account').description('settlement accounts').command('create').description('another settlement account of an organization')
-    .requiredOption('--org <id>').requiredOption('--name <name>')
+  program
+    .command('account')
+    .description('settlement accounts')
+    .command('create')
+    .description('another settlement account of an organization')
+    .requiredOption('--org <id>')
+    .requiredOption('--name <name>')
     .action(async (options: { org: string; name: string }) => {
       const { pool, out } = ctx();
       const account = await orgs.createAccount(pool, options.org, options.name);
-      out(`account ${account.id} (${account.name})`, { account_id: account.id, organization_id: account.organization_id, name: account.name });
+      out(`account ${account.id} (${account.name})`, {
+        account_id: account.id,
+        organization_id: account.organization_id,
+        name: account.name,
+      });
     });
 
   const rateLimit = program.command('rate-limit').description('per-organization rate limits');
-  const setRateLimit = rateLimit.command('set').description('set the write and/or read limit (requests per sliding 60 s)').requiredOption('--org <id>')
-    .option('--write <n>', 'write requests per 60 s', positiveInt).option('--read <n>', 'read requests per 60 s', positiveInt);
-  setRateLimit
-    .action(async (options: { org: string; write?: number; read?: number }) => {
-      // Printed and exit 2 like commander's own parse errors.
-      if (options.write === undefined && options.read === undefined) setRateLimit.error('error: give --write and/or --read', { code: 'commander.usage', exitCode: 2 });
-      const { pool, out } = ctx();
-      const org = await orgs.setRateLimits(pool, options.org, options);
-      out(`${org.id}: write ${org.rate_limit_write}/min, read ${org.rate_limit_read}/min`,
-        { organization_id: org.id, write: org.rate_limit_write, read: org.rate_limit_read });
+  const setRateLimit = rateLimit
+    .command('set')
+    .description('set the write and/or read limit (requests per sliding 60 s)')
+    .requiredOption('--org <id>')
+    .option('--write <n>', 'write requests per 60 s', positiveInt)
+    .option('--read <n>', 'read requests per 60 s', positiveInt);
+  setRateLimit.action(async (options: { org: string; write?: number; read?: number }) => {
+    // Printed and exit 2 like commander's own parse errors.
+    if (options.write === undefined && options.read === undefined)
+      setRateLimit.error('error: give --write and/or --read', { code: 'commander.usage', exitCode: 2 });
+    const { pool, out } = ctx();
+    const org = await orgs.setRateLimits(pool, options.org, options);
+    out(`${org.id}: write ${org.rate_limit_write}/min, read ${org.rate_limit_read}/min`, {
+      organization_id: org.id,
+      write: org.rate_limit_write,
+      read: org.rate_limit_read,
     });
+  });
 };
 
 /** Feature modules add their commands here (user set-status, settlement run, ...). */
 export const commandRegistrars: CommandRegistrar[] = [
-  registerOrgCommands, registerUserCommands, registerLedgerCommands, registerSettlementCommands, registerRefundCommands,
-  registerSettlementReportCommands, registerCalendarCommands,
+  registerOrgCommands,
+  registerUserCommands,
+  registerLedgerCommands,
+  registerSettlementCommands,
+  registerRefundCommands,
+  registerSettlementReportCommands,
+  registerCalendarCommands,
 ];
 
 /** The whole command tree; `ctx` is called only by a command that runs (help and usage errors need no database). */
 export function buildAdminProgram(ctx: () => CliContext): Command {
-  const program = new Command('admin').description('Operator CLI of the payments ledger').option('--json', 'print one JSON object on stdout');
+  const program = new Command('admin')
+    .description('Operator CLI of the payments ledger')
+    .option('--json', 'print one JSON object on stdout');
   program.exitOverride();
   for (const register of commandRegistrars) register(program, ctx);
   return program;
@@ -152,8 +218,13 @@ export async function runAdmin(argv: string[]): Promise<number> {
   } catch (error) {
     const err = error as { code?: string; exitCode?: number; message: string };
     if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
-    const code = err.code?.startsWith('commander.') ? 'usage' : error instanceof orgs.NotFoundError ? 'not_found'
-      : error instanceof ApiError ? error.code : 'failed';
+    const code = err.code?.startsWith('commander.')
+      ? 'usage'
+      : error instanceof orgs.NotFoundError
+        ? 'not_found'
+        : error instanceof ApiError
+          ? error.code
+          : 'failed';
     const message = err.message.replace(/^error: /, '');
     if (json()) process.stdout.write(`${JSON.stringify({ error: { code, message } })}\n`);
     else if (!err.code?.startsWith('commander.')) process.stderr.write(`error: ${message}\n`);

@@ -65,7 +65,9 @@ export async function keysetPage<R extends { id: string }>(
   const conditions = [...spec.filters.conditions];
   if (page.cursor !== undefined) {
     params.push(page.cursor);
-    conditions.push(`(${alias}.created_at, ${alias}.id) < (SELECT c.created_at, c.id FROM ${table} c WHERE c.id = $${params.length} AND c.organization_id = $1)`);
+    conditions.push(
+      `(${alias}.created_at, ${alias}.id) < (SELECT c.created_at, c.id FROM ${table} c WHERE c.id = $${params.length} AND c.organization_id = $1)`,
+    );
   }
   params.push(page.limit + 1);
   const { rows } = await db.query<R>(

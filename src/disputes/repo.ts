@@ -52,7 +52,12 @@ export async function disputeOfIntent(db: Queryable, intentId: string): Promise<
   return rows[0] ?? null;
 }
 
-export async function getDisputeRow(db: Queryable, organizationId: string, disputeId: string, forUpdate = false): Promise<DisputeRow | null> {
+export async function getDisputeRow(
+  db: Queryable,
+  organizationId: string,
+  disputeId: string,
+  forUpdate = false,
+): Promise<DisputeRow | null> {
   const { rows } = await db.query<DisputeRow>(
     `SELECT * FROM disputes WHERE id = $1 AND organization_id = $2 ${forUpdate ? 'FOR UPDATE' : ''}`,
     [disputeId, organizationId],
@@ -74,7 +79,13 @@ export async function renderDisputes(db: Queryable, rows: DisputeRow[]): Promise
   for (const row of rows) byOrg.set(row.organization_id, [...(byOrg.get(row.organization_id) ?? []), row]);
   const txns = new Map<string, Transaction[]>();
   for (const [orgId, orgRows] of byOrg) {
-    for (const [source, list] of await transactionsOfSources(db, orgId, orgRows.map((r) => r.id), 'dispute')) txns.set(source, list);
+    for (const [source, list] of await transactionsOfSources(
+      db,
+      orgId,
+      orgRows.map((r) => r.id),
+      'dispute',
+    ))
+      txns.set(source, list);
   }
   return rows.map((row) => renderDispute(row, txns.get(row.id) ?? []));
 }

@@ -2,9 +2,7 @@ import { defineRoute, retrieveRoute } from '../http/route';
 import { idParams } from '../ledger/schemas';
 import { listEnvelope } from '../zod';
 import { getDispute, listDisputes } from './repo';
-import {
-  createDisputeBody, disputeListQuery, disputeSchema, resolveDisputeBody,
-} from './schemas';
+import { createDisputeBody, disputeListQuery, disputeSchema, resolveDisputeBody } from './schemas';
 import { openDispute, resolveDispute } from './service';
 
 export const disputeRoutes = [

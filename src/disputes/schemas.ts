@@ -8,21 +8,29 @@ export const disputeStatusSchema = z.enum(['created', 'won', 'lost']).openapi({
 });
 export type DisputeStatus = z.infer<typeof disputeStatusSchema>;
 
-const disputeCode = z.string().regex(/^[A-Za-z0-9._-]{1,32}$/, 'must be 1 to 32 letters, digits, dots, dashes or underscores').openapi({
-  description: "The network's reason code, e.g. an ACH return code (`R10`) or a card network reason code (`10.4`).",
-  example: 'R10',
-});
+const disputeCode = z
+  .string()
+  .regex(/^[A-Za-z0-9._-]{1,32}$/, 'must be 1 to 32 letters, digits, dots, dashes or underscores')
+  .openapi({
+    description: "The network's reason code, e.g. an ACH return code (`R10`) or a card network reason code (`10.4`).",
+    example: 'R10',
+  });
 
 export const disputeSchema = z
   .object({
     id: z.string().openapi({ example: exampleId('dispute') }),
     intent_id: z.string().openapi({ example: 'intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4' }),
-    amount: z.number().int().min(1).openapi({ description: 'US cents the network took back: what was left of the intent (its amount minus refunds).', example: 1250 }),
+    amount: z
+      .number()
+      .int()
+      .min(1)
+      .openapi({ description: 'US cents the network took back: what was left of the intent (its amount minus refunds).', example: 1250 }),
     currency: z.literal('USD'),
     code: disputeCode,
     status: disputeStatusSchema,
     transactions: z.array(transactionSchema).openapi({
-      description: 'Transactions of type `dispute` (source_id = this dispute), oldest first: the cash_out recorded when it opened and, once won, the cash_in that returns the funds.',
+      description:
+        'Transactions of type `dispute` (source_id = this dispute), oldest first: the cash_out recorded when it opened and, once won, the cash_in that returns the funds.',
     }),
     created_at: z.string().openapi({ format: 'date-time', example: '2026-11-21T15:04:05.000Z' }),
     resolved_at: z.string().nullable().openapi({ format: 'date-time', description: 'When it was won or lost; null while `created`.' }),

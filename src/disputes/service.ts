@@ -16,11 +16,20 @@ export async function openDispute(op: Op, input: CreateDisputeBody): Promise<Out
   if (existing) throw errors.invalidState(`Intent ${intent.id} is already disputed (${existing.id}, ${existing.status}).`);
   if (leftCents <= 0) throw errors.invalidState(`Intent ${intent.id} was fully refunded; there is nothing left to dispute.`);
   const dispute = await insertDispute(op.db, {
-    id: newId('dispute'), organization_id: op.organizationId, intent_id: intent.id, account_id: intent.account_id, amount_cents: leftCents,
-    code: input.code, created_at: op.now,
+    id: newId('dispute'),
+    organization_id: op.organizationId,
+    intent_id: intent.id,
+    account_id: intent.account_id,
+    amount_cents: leftCents,
+    code: input.code,
+    created_at: op.now,
   });
   const { row, afterCommit } = await recordTransaction(op, {
-    accountId: intent.account_id, direction: 'cash_out', type: 'dispute', sourceId: dispute.id, amountCents: leftCents,
+    accountId: intent.account_id,
+    direction: 'cash_out',
+    type: 'dispute',
+    sourceId: dispute.id,
+    amountCents: leftCents,
   });
   const body = renderDispute(dispute, [row.json]);
   await recordEvent(op.db, op.organizationId, 'dispute.created', body, op.now);
@@ -30,13 +39,19 @@ export async function openDispute(op: Op, input: CreateDisputeBody): Promise<Out
 export async function resolveDispute(op: Op, disputeId: string, input: ResolveDisputeBody): Promise<Outcome<Dispute>> {
   const open = await getDisputeRow(op.db, op.organizationId, disputeId, true);
   if (!open) throw errors.notFound('dispute', disputeId);
-  if (open.status !== 'created') throw errors.invalidState(`Dispute ${open.id} was already ${open.status}; only a created dispute can be resolved.`);
+  if (open.status !== 'created')
+    throw errors.invalidState(`Dispute ${open.id} was already ${open.status}; only a created dispute can be resolved.`);
   const resolved = await markResolved(op.db, open.id, input.result, op.now);
-  const recorded = resolved.status === 'won'
-    ? await recordTransaction(op, {
-      accountId: resolved.account_id, direction: 'cash_in', type: 'dispute', sourceId: resolved.id, amountCents: resolved.amount_cents,
-    })
-    : null;
+  const recorded =
+    resolved.status === 'won'
+      ? await recordTransaction(op, {
+          accountId: resolved.account_id,
+          direction: 'cash_in',
+          type: 'dispute',
+          sourceId: resolved.id,
+          amountCents: resolved.amount_cents,
+        })
+      : null;
   const txns = (await transactionsOfSources(op.db, op.organizationId, [resolved.id], 'dispute')).get(resolved.id) ?? [];
   const body = renderDispute(resolved, txns);
   await recordEvent(op.db, op.organizationId, 'dispute.resolved', body, op.now);

@@ -2,17 +2,29 @@ import type { Queryable } from '../db/pool';
 
 /** SPEC §12's event types. */
 export type EventType =
-  | 'user.created' | 'user.status_changed'
-  | 'intent.approved' | 'intent.declined'
-  | 'transaction.created' | 'transaction.status_changed'
-  | 'transfer.created' | 'transfer.settled'
-  | 'refund.created' | 'dispute.created' | 'dispute.resolved';
+  | 'user.created'
+  | 'user.status_changed'
+  | 'intent.approved'
+  | 'intent.declined'
+  | 'transaction.created'
+  | 'transaction.status_changed'
+  | 'transfer.created'
+  | 'transfer.settled'
+  | 'refund.created'
+  | 'dispute.created'
+  | 'dispute.resolved';
 
 /**
  * Records an event in the outbox. Call it with the transaction that makes the change it describes, never
  * after that transaction: both commit together or neither does.
  */
-export async function recordEvent(db: Queryable, organizationId: string, type: EventType, data: unknown, createdAt?: Date): Promise<string> {
+export async function recordEvent(
+  db: Queryable,
+  organizationId: string,
+  type: EventType,
+  data: unknown,
+  createdAt?: Date,
+): Promise<string> {
   // The id comes from the column's default (migrations/0010): one format for every event, however written.
   const { rows } = await db.query<{ id: string }>(
     `INSERT INTO events (organization_id, type, data, created_at) VALUES ($1, $2, $3, coalesce($4, now())) RETURNING id`,

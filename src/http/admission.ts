@@ -34,9 +34,10 @@ function identifyClient(req: Request): ClientIdentity {
   // req.ip applies TRUST_PROXY (Express's proxy-addr): X-Forwarded-For counts only through the named proxies.
   const address = parseAddress(req.ip);
   const counted = address ?? parseAddress(req.socket.remoteAddress) ?? ipaddr.parse('0.0.0.0');
-  const failureBucket = counted.kind() === 'ipv6'
-    ? new ipaddr.IPv6([...(counted as ipaddr.IPv6).parts.slice(0, 4), 0, 0, 0, 0]).toString()
-    : counted.toString();
+  const failureBucket =
+    counted.kind() === 'ipv6'
+      ? new ipaddr.IPv6([...(counted as ipaddr.IPv6).parts.slice(0, 4), 0, 0, 0, 0]).toString()
+      : counted.toString();
   return { address: address?.toString() ?? null, failureBucket };
 }
 
@@ -114,7 +115,12 @@ function allowed(allowlist: Cidr[], address: string | null): boolean {
  * database round trip (edge_authenticate, migrations/0013_edge_leases.sql) whose answer the cache keeps.
  */
 async function authenticate(
-  deps: EdgeDeps, cache: KeyCache | null, client: ClientIdentity, key: string, keyHash: Buffer, now: Date,
+  deps: EdgeDeps,
+  cache: KeyCache | null,
+  client: ClientIdentity,
+  key: string,
+  keyHash: Buffer,
+  now: Date,
 ): Promise<CachedKey> {
   const keyHashHex = keyHash.toString('hex');
   if (cache?.on()) {
@@ -175,7 +181,9 @@ export async function admit(deps: AdmissionDeps, req: Request, res: Response, wr
   res.locals.organizationId = organizationId;
   const kind = write ? 'write' : 'read';
   const permitted = !write || allowed(entry.allowlist, client.address);
-  const rate = permitted ? await admission.limiter.take(organizationId, kind, now) : await admission.limiter.peek(organizationId, kind, now);
+  const rate = permitted
+    ? await admission.limiter.take(organizationId, kind, now)
+    : await admission.limiter.peek(organizationId, kind, now);
   res.set('X-RateLimit-Limit', String(rate.limit));
   res.set('X-RateLimit-Remaining', String(rate.remaining));
   res.set('X-RateLimit-Reset', String(Math.ceil(rate.resetMs / 1000)));

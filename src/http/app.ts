@@ -74,7 +74,11 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[] = allRoutes): expres
       customProps: (req, res) => ({ route: routeLabel(req as Request), organization_id: res.locals.organizationId as string | undefined }),
       customAttributeKeys: { responseTime: 'duration_ms' },
       serializers: {
-        req: (req: { id: string; method: string; url: string; remoteAddress?: string }) => ({ id: req.id, method: req.method, url: req.url }),
+        req: (req: { id: string; method: string; url: string; remoteAddress?: string }) => ({
+          id: req.id,
+          method: req.method,
+          url: req.url,
+        }),
         res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
       },
       // Every request leaves one line at the default level; failures of the service itself stand out.
@@ -160,9 +164,15 @@ export function toApiError(error: unknown): ApiError {
   if (isUnavailable(error)) return errors.unavailable('A backing service is briefly unavailable; retry after the time in Retry-After.');
   // What Express and body-parser refuse themselves, e.g. a path with broken percent-encoding or a body
   // whose Content-Encoding does not decode: the client's mistake, told without the internal detail.
-  const status = (error as { status?: unknown; statusCode?: unknown } | null)?.status ?? (error as { statusCode?: unknown } | null)?.statusCode;
+  const status =
+    (error as { status?: unknown; statusCode?: unknown } | null)?.status ?? (error as { statusCode?: unknown } | null)?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
-    return new ApiError(status, 'invalid_request_error', 'invalid_request', 'The request could not be read (malformed path, headers or body encoding).');
+    return new ApiError(
+      status,
+      'invalid_request_error',
+      'invalid_request',
+      'The request could not be read (malformed path, headers or body encoding).',
+    );
   }
   return errors.internal();
 }
@@ -179,6 +189,7 @@ function isUnavailable(error: unknown): boolean {
     if (/^(08|53)/.test(code) || ['57P01', '57P02', '57P03', '57014', '40001', '40P01', '55P03'].includes(code)) return true;
     if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH'].includes(code)) return true;
   }
-  if (typeof message === 'string' && /timeout exceeded when trying to connect|Connection terminated|not queryable/i.test(message)) return true;
+  if (typeof message === 'string' && /timeout exceeded when trying to connect|Connection terminated|not queryable/i.test(message))
+    return true;
   return Array.isArray(inner) && inner.some(isUnavailable);
 }

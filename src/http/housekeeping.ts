@@ -5,7 +5,10 @@ import { EDGE_LIMITS, windowInterval } from './limits';
  * Periodic cleanup of the edge's tables: expired idempotency records (in bounded batches), old failed
  * logins, and rate-limit leases that left the window.
  */
-export async function purgeEdgeState(db: Queryable, now: Date): Promise<{ idempotency: number; authFailures: number; rateLimitLeases: number }> {
+export async function purgeEdgeState(
+  db: Queryable,
+  now: Date,
+): Promise<{ idempotency: number; authFailures: number; rateLimitLeases: number }> {
   let idempotency = 0;
   for (;;) {
     const { rowCount } = await db.query(
@@ -31,4 +34,3 @@ export async function purgeEdgeState(db: Queryable, now: Date): Promise<{ idempo
   }
   return { idempotency, authFailures: failures.rowCount ?? 0, rateLimitLeases };
 }
-

@@ -56,7 +56,8 @@ export function idempotencyRequest(route: AnyRoute, req: Request, body: unknown)
     throw errors.validation([{ param: 'X-Idempotency-Key', message: 'this endpoint requires an X-Idempotency-Key header' }]);
   }
   const field = route.idempotency?.bodyField;
-  const value = field && body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>)[field] : undefined;
+  const value =
+    field && body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>)[field] : undefined;
   if (field && typeof value === 'string' && value.length > 0) {
     // The field is validated after this lookup; an overlong value is keyed by its hash so it still fits the index.
     const key = value.length <= EDGE_LIMITS.idempotencyKeyLengthMax ? value : `sha256:${sha256Hex(value)}`;
@@ -68,7 +69,11 @@ export function idempotencyRequest(route: AnyRoute, req: Request, body: unknown)
 
 /** A 64-bit advisory-lock id per (organization, identity), written as a decimal literal (safe to inline). */
 export function advisoryLockId(organizationId: string, identity: IdempotencyIdentity): string {
-  return createHash('sha256').update(`idempotency\n${organizationId}\n${identity.scope}\n${identity.key}`).digest().readBigInt64BE(0).toString();
+  return createHash('sha256')
+    .update(`idempotency\n${organizationId}\n${identity.scope}\n${identity.key}`)
+    .digest()
+    .readBigInt64BE(0)
+    .toString();
 }
 
 export interface StoredResponse {
@@ -79,13 +84,23 @@ export interface StoredResponse {
   request_hash: string;
 }
 
-export async function storedResponses(db: Queryable, organizationId: string, request: IdempotencyRequest, now: Date): Promise<StoredResponse[]> {
+export async function storedResponses(
+  db: Queryable,
+  organizationId: string,
+  request: IdempotencyRequest,
+  now: Date,
+): Promise<StoredResponse[]> {
   const { rows } = await db.query<StoredResponse>(
     `SELECT scope, status_code, response_body, endpoint, request_hash FROM idempotency_keys
       WHERE organization_id = $1 AND (scope, key) IN (SELECT * FROM unnest($2::text[], $3::text[]))
         AND created_at > $4::timestamptz - $5::interval`,
-    [organizationId, request.identities.map((i) => i.scope), request.identities.map((i) => i.key), now,
-      `${EDGE_LIMITS.idempotencyRetentionHours} hours`],
+    [
+      organizationId,
+      request.identities.map((i) => i.scope),
+      request.identities.map((i) => i.key),
+      now,
+      `${EDGE_LIMITS.idempotencyRetentionHours} hours`,
+    ],
   );
   return rows;
 }
@@ -130,7 +145,12 @@ function sleep(ms: number): Promise<void> {
 async function settledWithin(promise: Promise<void>, ms: number): Promise<void> {
   if (ms <= 0) return;
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([promise, new Promise<void>((resolve) => { timer = setTimeout(resolve, ms); })]);
+  await Promise.race([
+    promise,
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
   clearTimeout(timer);
 }
 
@@ -140,7 +160,11 @@ async function settledWithin(promise: Promise<void>, ms: number): Promise<void> 
  * duplicates cannot starve the pool; past the deadline it answers 409 in progress.
  */
 export async function lockOrReplay(
-  deps: EdgeDeps, organizationId: string, request: IdempotencyRequest, lockIds: string[], now: Date,
+  deps: EdgeDeps,
+  organizationId: string,
+  request: IdempotencyRequest,
+  lockIds: string[],
+  now: Date,
 ): Promise<{ tx: Checkout } | { stored: StoredResponse[] }> {
   const { pool } = deps;
   const inflight = inflightOf(deps);
@@ -182,7 +206,11 @@ export async function lockOrReplay(
 
 /** Stores the answer under every identity of the request, in the request's own transaction. */
 export async function storeResponse(
-  db: Queryable, organizationId: string, request: IdempotencyRequest, answer: { status: number; text: string }, now: Date,
+  db: Queryable,
+  organizationId: string,
+  request: IdempotencyRequest,
+  answer: { status: number; text: string },
+  now: Date,
 ): Promise<void> {
   await db.query(
     `INSERT INTO idempotency_keys (organization_id, scope, key, endpoint, request_hash, status_code, response_body, created_at)
@@ -190,7 +218,15 @@ export async function storeResponse(
      ON CONFLICT (organization_id, scope, key) DO UPDATE
        SET endpoint = EXCLUDED.endpoint, request_hash = EXCLUDED.request_hash, status_code = EXCLUDED.status_code,
            response_body = EXCLUDED.response_body, created_at = EXCLUDED.created_at`,
-    [organizationId, request.identities.map((i) => i.scope), request.identities.map((i) => i.key),
-      request.endpoint, request.requestHash, answer.status, answer.text, now],
+    [
+      organizationId,
+      request.identities.map((i) => i.scope),
+      request.identities.map((i) => i.key),
+      request.endpoint,
+      request.requestHash,
+      answer.status,
+      answer.text,
+      now,
+    ],
   );
 }

@@ -124,7 +124,10 @@ export class KeyCache {
       return;
     }
     if (this.blocked.size >= EDGE_LIMITS.keyCacheEntriesMax) this.blocked.clear();
-    this.blocked.set(bucket, failures.map((at) => at.getTime()));
+    this.blocked.set(
+      bucket,
+      failures.map((at) => at.getTime()),
+    );
   }
 
   async close(): Promise<void> {

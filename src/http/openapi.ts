@@ -19,7 +19,10 @@ const EDGE_ERRORS: Record<number, string> = {
 };
 
 const REQUEST_ID_HEADER = {
-  'X-Request-Id': { description: 'The id of this request (req_…); quote it when reporting a problem.', schema: { type: 'string' as const } },
+  'X-Request-Id': {
+    description: 'The id of this request (req_…); quote it when reporting a problem.',
+    schema: { type: 'string' as const },
+  },
 };
 
 const RETRY_AFTER_HEADER = {
@@ -27,15 +30,26 @@ const RETRY_AFTER_HEADER = {
 };
 
 const RATE_HEADERS = {
-  'X-RateLimit-Limit': { description: 'Requests of this kind (read or write) allowed in any 60-second window.', schema: { type: 'integer' as const } },
-  'X-RateLimit-Remaining': { description: 'Requests of this kind still admitted in the current window.', schema: { type: 'integer' as const } },
-  'X-RateLimit-Reset': { description: 'Unix epoch seconds at which the oldest counted request leaves the window.', schema: { type: 'integer' as const } },
+  'X-RateLimit-Limit': {
+    description: 'Requests of this kind (read or write) allowed in any 60-second window.',
+    schema: { type: 'integer' as const },
+  },
+  'X-RateLimit-Remaining': {
+    description: 'Requests of this kind still admitted in the current window.',
+    schema: { type: 'integer' as const },
+  },
+  'X-RateLimit-Reset': {
+    description: 'Unix epoch seconds at which the oldest counted request leaves the window.',
+    schema: { type: 'integer' as const },
+  },
   ...REQUEST_ID_HEADER,
 };
 
 /** Headers of each error status beyond X-Request-Id (SPEC §3, §4). */
 const ERROR_HEADERS: Record<number, Record<string, { description: string; schema: object }>> = {
-  401: { 'WWW-Authenticate': { description: 'Always `Bearer`: the scheme to authenticate with.', schema: { type: 'string', const: 'Bearer' } } },
+  401: {
+    'WWW-Authenticate': { description: 'Always `Bearer`: the scheme to authenticate with.', schema: { type: 'string', const: 'Bearer' } },
+  },
   429: { ...RETRY_AFTER_HEADER, ...RATE_HEADERS },
   503: RETRY_AFTER_HEADER,
 };
@@ -71,7 +85,9 @@ export const OPERATIONAL_PATHS = [
  */
 export function operationIdOf(method: string, path: string): string {
   const segments = path.split('/').filter(Boolean);
-  const literals = segments.filter((segment) => !segment.startsWith('{')).map((segment) => segment.replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? '').toUpperCase()));
+  const literals = segments
+    .filter((segment) => !segment.startsWith('{'))
+    .map((segment) => segment.replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? '').toUpperCase()));
   const title = (word: string) => word.charAt(0).toUpperCase() + word.slice(1);
   const plural = (word: string) => (/s$/.test(word) ? word : /[^aeiou]y$/.test(word) ? `${word.slice(0, -1)}ies` : `${word}s`);
   const endsWithId = segments.at(-1)?.startsWith('{') ?? false;
@@ -149,11 +165,23 @@ export function buildOpenApiDocument(routes: AnyRoute[], environment: string): o
     if (route.query) request.query = route.query as never;
     if (route.body) request.body = { content: { 'application/json': { schema: route.body as ZodType } }, required: true };
     if (route.method === 'post') {
-      const key = z.string().min(1).max(255).openapi({ description: 'Makes retries safe: a repeat within 24 hours replays the first response.' });
+      const key = z
+        .string()
+        .min(1)
+        .max(255)
+        .openapi({ description: 'Makes retries safe: a repeat within 24 hours replays the first response.' });
       request.headers = z.object({ 'X-Idempotency-Key': route.idempotency?.requireHeader ? key : key.optional() });
     }
-    const errorStatuses = new Set([400, 401, 429, 500, 503, ...(route.method === 'get' ? [] : [403, 413, 415]),
-      ...(route.method === 'post' ? [409, 422] : []), ...(route.errorStatuses ?? [])]);
+    const errorStatuses = new Set([
+      400,
+      401,
+      429,
+      500,
+      503,
+      ...(route.method === 'get' ? [] : [403, 413, 415]),
+      ...(route.method === 'post' ? [409, 422] : []),
+      ...(route.errorStatuses ?? []),
+    ]);
     const responses: RouteConfig['responses'] = {
       [route.response.status ?? 200]: {
         description: route.response.description,
@@ -178,7 +206,9 @@ export function buildOpenApiDocument(routes: AnyRoute[], environment: string): o
       tags: [route.tag],
       summary: route.summary,
       // The reference page shows the description, not the summary: a route with no more to say repeats it.
-      description: route.sandboxOnly ? `${route.description ?? ''}\n\nSandbox only: production answers 404.`.trim() : route.description ?? `${route.summary}.`,
+      description: route.sandboxOnly
+        ? `${route.description ?? ''}\n\nSandbox only: production answers 404.`.trim()
+        : (route.description ?? `${route.summary}.`),
       security: [{ [bearer.name]: [] }],
       request,
       responses,

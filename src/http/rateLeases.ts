@@ -170,8 +170,16 @@ export class RateLimiter {
       text: `SELECT lease_id::text, granted, rate_limit, used, oldest
                FROM rate_limit_lease($1, $2, $3, $4::interval, $5::interval, $6, $7, $8, $9, $10)`,
       values: [
-        organizationId, kind, now, windowInterval, leaseInterval, wantSlots,
-        settle?.id ?? null, settle?.used ?? null, settle ? dateOrNull(settle.firstMs) : null, settle ? dateOrNull(settle.lastMs) : null,
+        organizationId,
+        kind,
+        now,
+        windowInterval,
+        leaseInterval,
+        wantSlots,
+        settle?.id ?? null,
+        settle?.used ?? null,
+        settle ? dateOrNull(settle.firstMs) : null,
+        settle ? dateOrNull(settle.lastMs) : null,
       ],
     });
     const answer = rows[0]!;

@@ -15,8 +15,13 @@ function sendJsonText(res: Response, status: number, text: string): void {
 
 /** What a handler gets: the parsed input, and the request as a domain operation's scope. */
 function contextOf<B, P, Q>(
-  deps: EdgeDeps, caller: Caller, db: Queryable, input: { body: B; params: P; query: Q },
-  requestId: string, idempotencyKey: string | null, now: Date,
+  deps: EdgeDeps,
+  caller: Caller,
+  db: Queryable,
+  input: { body: B; params: P; query: Q },
+  requestId: string,
+  idempotencyKey: string | null,
+  now: Date,
 ): RouteContext<B, P, Q> {
   return { caller, db, ...input, requestId, idempotencyKey, now, deps, op: { db, organizationId: caller.organization.id, now, deps } };
 }
@@ -40,7 +45,9 @@ async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Resp
   const { tx } = acquired;
   const inflight = inflightOf(deps);
   let finish!: () => void;
-  const finished = new Promise<void>((resolve) => { finish = resolve; });
+  const finished = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
   for (const id of lockIds) inflight.set(id, finished);
   let committed = false;
   let status: number;
@@ -58,7 +65,9 @@ async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Resp
       const parsedBody: unknown = parseWith(route.body, body, undefined);
       try {
         const idempotencyKey = request.identities.find((identity) => identity.scope === 'header')?.key ?? null;
-        const result = await route.handler(contextOf(deps, caller, tx.client, { body: parsedBody, params, query }, requestId, idempotencyKey, now));
+        const result = await route.handler(
+          contextOf(deps, caller, tx.client, { body: parsedBody, params, query }, requestId, idempotencyKey, now),
+        );
         status = result.status ?? route.response.status ?? 200;
         text = JSON.stringify(result.body);
         afterCommit = result.afterCommit;
@@ -95,7 +104,15 @@ async function runRead(deps: EdgeDeps, route: AnyRoute, req: Request, res: Respo
 }
 
 /** DELETE and other non-POST writes: naturally idempotent, still one bounded transaction. */
-async function runWriteWithoutIdempotency(deps: EdgeDeps, route: AnyRoute, req: Request, res: Response, caller: Caller, requestId: string, now: Date) {
+async function runWriteWithoutIdempotency(
+  deps: EdgeDeps,
+  route: AnyRoute,
+  req: Request,
+  res: Response,
+  caller: Caller,
+  requestId: string,
+  now: Date,
+) {
   const params: unknown = parseWith(route.params, req.params, undefined);
   const query: unknown = parseWith(route.query, req.query, undefined);
   const tx = await checkout(deps.pool);

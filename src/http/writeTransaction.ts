@@ -38,6 +38,8 @@ export async function checkout(pool: Pool): Promise<Checkout> {
 
 /** Opens a write's transaction with its bounds (one round trip together with whatever `then` adds). */
 export function beginWrite(then = ''): string {
-  return `BEGIN; SET LOCAL statement_timeout = ${EDGE_LIMITS.transactionStatementTimeoutMs}; ` +
-    `SET LOCAL idle_in_transaction_session_timeout = ${EDGE_LIMITS.transactionIdleTimeoutMs}; ${then}`;
+  return (
+    `BEGIN; SET LOCAL statement_timeout = ${EDGE_LIMITS.transactionStatementTimeoutMs}; ` +
+    `SET LOCAL idle_in_transaction_session_timeout = ${EDGE_LIMITS.transactionIdleTimeoutMs}; ${then}`
+  );
 }

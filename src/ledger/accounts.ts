@@ -29,21 +29,31 @@ function renderAccount(row: AccountRow): Account {
 }
 
 export async function getAccount(db: Queryable, organizationId: string, accountId: string): Promise<Account | null> {
-  const { rows } = await db.query<AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM ${ACCOUNT_FROM} WHERE a.id = $1 AND a.organization_id = $2`, [accountId, organizationId]);
+  const { rows } = await db.query<AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM ${ACCOUNT_FROM} WHERE a.id = $1 AND a.organization_id = $2`, [
+    accountId,
+    organizationId,
+  ]);
   return rows[0] ? renderAccount(rows[0]) : null;
 }
 
 export async function listAccounts(db: Queryable, organizationId: string, page: PageRequest): Promise<ListPage<Account>> {
   const found = await keysetPage<AccountRow>(db, {
-    select: ACCOUNT_COLUMNS, from: ACCOUNT_FROM, table: 'accounts', alias: 'a', filters: new Filters('a.organization_id', organizationId), page,
+    select: ACCOUNT_COLUMNS,
+    from: ACCOUNT_FROM,
+    table: 'accounts',
+    alias: 'a',
+    filters: new Filters('a.organization_id', organizationId),
+    page,
   });
   return { ...found, data: found.data.map(renderAccount) };
 }
 
 /** SPEC §7: account_id optional with one account, required with several; unknown ones are resource_missing. */
-export async function resolveAccountId(db: Queryable, organizationId: string, accountId: string | undefined): Promise<
-  { ok: true; accountId: string } | { ok: false; reason: 'missing' | 'required' }
-> {
+export async function resolveAccountId(
+  db: Queryable,
+  organizationId: string,
+  accountId: string | undefined,
+): Promise<{ ok: true; accountId: string } | { ok: false; reason: 'missing' | 'required' }> {
   const { rows } = await db.query<{ id: string }>(
     `SELECT id FROM accounts WHERE organization_id = $1 AND ($2::text IS NULL OR id = $2) ORDER BY id LIMIT 2`,
     [organizationId, accountId ?? null],
@@ -53,7 +63,12 @@ export async function resolveAccountId(db: Queryable, organizationId: string, ac
 }
 
 /** The user's status and the account an intent would use, in one round trip (SPEC §6, §7). */
-export async function lookupIntentParties(db: Queryable, organizationId: string, userId: string, accountId: string | undefined): Promise<{
+export async function lookupIntentParties(
+  db: Queryable,
+  organizationId: string,
+  userId: string,
+  accountId: string | undefined,
+): Promise<{
   userStatus: string | null;
   account: { ok: true; accountId: string } | { ok: false; reason: 'missing' | 'required' };
 }> {

@@ -13,7 +13,10 @@ import { awaitingWorkflowSince, getTransactionRow, statusHistory } from './trans
  */
 export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
   const transaction = program.command('transaction').description('ledger transactions');
-  transaction.command('show').argument('<transaction_id>').description('a transaction with its status history')
+  transaction
+    .command('show')
+    .argument('<transaction_id>')
+    .description('a transaction with its status history')
     .action(async (transactionId: string) => {
       const { pool, out } = ctx();
       const row = await getTransactionRow(pool, transactionId);
@@ -22,16 +25,27 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
       const awaitingSince = await awaitingWorkflowSince(pool, transactionId);
       const txn = row.json;
       out(
-        [`${txn.id}  ${txn.direction} ${txn.amount} cents ${txn.currency}  ${txn.status}  (org ${row.organization_id}, account ${txn.account_id})`,
+        [
+          `${txn.id}  ${txn.direction} ${txn.amount} cents ${txn.currency}  ${txn.status}  (org ${row.organization_id}, account ${txn.account_id})`,
           `type ${txn.type}  source ${txn.source_id ?? '-'}  date ${txn.date}  transfer ${row.transfer_id ?? '-'}`,
           `workflow ${awaitingSince ? `NOT STARTED (awaiting since ${awaitingSince.toISOString()})` : 'started'}`,
-          ...history.map((h) => `  ${h.changed_at.toISOString()}  ${h.from_status ?? '(recorded)'} → ${h.to_status}${h.transfer_id ? `  ${h.transfer_id}` : ''}`)].join('\n'),
-        { transaction: txn, organization_id: row.organization_id, transfer_id: row.transfer_id,
+          ...history.map(
+            (h) =>
+              `  ${h.changed_at.toISOString()}  ${h.from_status ?? '(recorded)'} → ${h.to_status}${h.transfer_id ? `  ${h.transfer_id}` : ''}`,
+          ),
+        ].join('\n'),
+        {
+          transaction: txn,
+          organization_id: row.organization_id,
+          transfer_id: row.transfer_id,
           workflow_started: awaitingSince === null,
-          history: history.map((h) => ({ ...h, changed_at: h.changed_at.toISOString() })) },
+          history: history.map((h) => ({ ...h, changed_at: h.changed_at.toISOString() })),
+        },
       );
     });
-  transaction.command('reconcile').description('start the lifecycle workflow of every transaction left without one (the worker also does this every few seconds)')
+  transaction
+    .command('reconcile')
+    .description('start the lifecycle workflow of every transaction left without one (the worker also does this every few seconds)')
     .action(async () => {
       const { config, pool, out } = ctx();
       const { connection, client } = await connectTemporal(temporalAddressOf(config), config.TEMPORAL_NAMESPACE);
@@ -43,7 +57,11 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
       }
     });
 
-  program.command('intent').description('payment intents').command('show').argument('<intent_id>')
+  program
+    .command('intent')
+    .description('payment intents')
+    .command('show')
+    .argument('<intent_id>')
     .description('an intent with its transactions')
     .action(async (intentId: string) => {
       const { pool, out } = ctx();
@@ -51,34 +69,59 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
       const intent = rows[0] ? await getIntent(pool, rows[0].organization_id, intentId) : null;
       if (!intent) throw new NotFoundError(`no intent ${intentId}`);
       out(
-        [`${intent.id}  ${intent.direction} ${intent.amount} cents  ${intent.status}${intent.decline_category ? ` (${intent.decline_category})` : ''}  user ${intent.user_id}`,
-          ...intent.transactions.map((t) => `  ${t.id}  ${t.status}  date ${t.date}`)].join('\n'),
+        [
+          `${intent.id}  ${intent.direction} ${intent.amount} cents  ${intent.status}${intent.decline_category ? ` (${intent.decline_category})` : ''}  user ${intent.user_id}`,
+          ...intent.transactions.map((t) => `  ${t.id}  ${t.status}  date ${t.date}`),
+        ].join('\n'),
         { intent, organization_id: rows[0]!.organization_id },
       );
     });
 
   // `account create` belongs to the organizations' registrar; balances are the ledger's.
   const account = program.commands.find((command) => command.name() === 'account') ?? program.command('account');
-  account.command('balances').requiredOption('--org <id>').description("an organization's accounts with pending / available / in_transfer (cents)")
+  account
+    .command('balances')
+    .requiredOption('--org <id>')
+    .description("an organization's accounts with pending / available / in_transfer (cents)")
     .action(async (options: { org: string }) => {
       const { pool, out } = ctx();
       const page = await listAccounts(pool, options.org, { limit: 100 });
       out(
-        page.data.map((a) => `${a.id}  ${a.name}  pending ${a.balances.pending}  available ${a.balances.available}  in_transfer ${a.balances.in_transfer}`).join('\n') || '(no accounts)',
+        page.data
+          .map(
+            (a) =>
+              `${a.id}  ${a.name}  pending ${a.balances.pending}  available ${a.balances.available}  in_transfer ${a.balances.in_transfer}`,
+          )
+          .join('\n') || '(no accounts)',
         { organization_id: options.org, accounts: page.data },
       );
     });
-  account.command('verify').requiredOption('--org <id>').description('recompute every balance from the transactions and compare (exit 1 on a mismatch)')
+  account
+    .command('verify')
+    .requiredOption('--org <id>')
+    .description('recompute every balance from the transactions and compare (exit 1 on a mismatch)')
     .action(async (options: { org: string }) => {
       const { pool, out } = ctx();
       const page = await listAccounts(pool, options.org, { limit: 100 });
-      const checks = await Promise.all(page.data.map(async (a) => {
-        const recomputed = await recomputeBalances(pool, a.id);
-        const ok = recomputed.pending === a.balances.pending && recomputed.available === a.balances.available && recomputed.in_transfer === a.balances.in_transfer;
-        return { account_id: a.id, ok, maintained: a.balances, recomputed };
-      }));
-      out(checks.map((c) => `${c.account_id}  ${c.ok ? 'ok' : `MISMATCH maintained ${JSON.stringify(c.maintained)} recomputed ${JSON.stringify(c.recomputed)}`}`).join('\n') || '(no accounts)',
-        { organization_id: options.org, ok: checks.every((c) => c.ok), accounts: checks });
+      const checks = await Promise.all(
+        page.data.map(async (a) => {
+          const recomputed = await recomputeBalances(pool, a.id);
+          const ok =
+            recomputed.pending === a.balances.pending &&
+            recomputed.available === a.balances.available &&
+            recomputed.in_transfer === a.balances.in_transfer;
+          return { account_id: a.id, ok, maintained: a.balances, recomputed };
+        }),
+      );
+      out(
+        checks
+          .map(
+            (c) =>
+              `${c.account_id}  ${c.ok ? 'ok' : `MISMATCH maintained ${JSON.stringify(c.maintained)} recomputed ${JSON.stringify(c.recomputed)}`}`,
+          )
+          .join('\n') || '(no accounts)',
+        { organization_id: options.org, ok: checks.every((c) => c.ok), accounts: checks },
+      );
       if (!checks.every((c) => c.ok)) process.exitCode = 1;
     });
 };

@@ -44,8 +44,19 @@ export async function insertIntent(db: Queryable, intent: IntentRow): Promise<vo
     `INSERT INTO intents (id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, approval_mode,
                           status, decline_category, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`,
-    [intent.id, intent.organization_id, intent.account_id, intent.user_id, intent.idempotency_key, intent.direction,
-      intent.amount_cents, intent.approval_mode, intent.status, intent.decline_category, intent.created_at],
+    [
+      intent.id,
+      intent.organization_id,
+      intent.account_id,
+      intent.user_id,
+      intent.idempotency_key,
+      intent.direction,
+      intent.amount_cents,
+      intent.approval_mode,
+      intent.status,
+      intent.decline_category,
+      intent.created_at,
+    ],
   );
 }
 
@@ -57,7 +68,13 @@ export async function getIntentRow(db: Queryable, organizationId: string, intent
   return rows[0] ?? null;
 }
 
-export async function decideIntent(db: Queryable, intentId: string, status: IntentStatus, declineCategory: IntentRow['decline_category'], now: Date): Promise<IntentRow> {
+export async function decideIntent(
+  db: Queryable,
+  intentId: string,
+  status: IntentStatus,
+  declineCategory: IntentRow['decline_category'],
+  now: Date,
+): Promise<IntentRow> {
   const { rows } = await db.query<IntentRow>(
     `UPDATE intents SET status = $2, decline_category = $3, updated_at = $4 WHERE id = $1 RETURNING *`,
     [intentId, status, declineCategory, now],
@@ -66,7 +83,12 @@ export async function decideIntent(db: Queryable, intentId: string, status: Inte
 }
 
 async function renderIntents(db: Queryable, organizationId: string, rows: IntentRow[]): Promise<Intent[]> {
-  const txns = await transactionsOfSources(db, organizationId, rows.map((row) => row.id), 'intent');
+  const txns = await transactionsOfSources(
+    db,
+    organizationId,
+    rows.map((row) => row.id),
+    'intent',
+  );
   return rows.map((row) => renderIntent(row, txns.get(row.id) ?? []));
 }
 

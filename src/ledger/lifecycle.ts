@@ -4,7 +4,11 @@ import type { Logger } from 'pino';
 import type { Pool } from '../db/pool';
 import { ledgerMetrics } from '../metrics';
 import {
-  AccountIdKey, OrganizationIdKey, SettlementDateKey, TransactionDirectionKey, TransactionStatusKey,
+  AccountIdKey,
+  OrganizationIdKey,
+  SettlementDateKey,
+  TransactionDirectionKey,
+  TransactionStatusKey,
 } from '../platform/searchAttributes';
 import { confirmFundsSignal, TRANSACTION_WORKFLOW_TYPE, type TransactionWorkflowInput } from './contract';
 import { markWorkflowsStarted, transactionsWithoutWorkflow, unsettledTransactionsPage, type TransactionRow } from './transactions';
@@ -23,7 +27,11 @@ export const RECONCILER_LIMITS = {
 /** Id, task queue, input and search attributes of one transaction's lifecycle workflow. */
 function lifecycleOptions(taskQueue: string, row: TransactionRow) {
   const input: TransactionWorkflowInput = {
-    transactionId: row.id, organizationId: row.organization_id, accountId: row.account_id, direction: row.direction, date: row.date,
+    transactionId: row.id,
+    organizationId: row.organization_id,
+    accountId: row.account_id,
+    direction: row.direction,
+    date: row.date,
   };
   return {
     workflowId: row.id,
@@ -44,7 +52,11 @@ function lifecycleOptions(taskQueue: string, row: TransactionRow) {
  * api after commit and the reconciler may both try. REJECT_DUPLICATE: a transaction's lifecycle runs once,
  * even after it finished.
  */
-export async function startTransactionWorkflow(client: Client, taskQueue: string, row: TransactionRow): Promise<'started' | 'already_started'> {
+export async function startTransactionWorkflow(
+  client: Client,
+  taskQueue: string,
+  row: TransactionRow,
+): Promise<'started' | 'already_started'> {
   try {
     await client.workflow.start(TRANSACTION_WORKFLOW_TYPE, {
       ...lifecycleOptions(taskQueue, row),
@@ -67,7 +79,10 @@ class StartMarks {
   private pending: string[] = [];
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly pool: Pool, private readonly log: Logger) {}
+  constructor(
+    private readonly pool: Pool,
+    private readonly log: Logger,
+  ) {}
 
   add(transactionId: string): void {
     this.pending.push(transactionId);
@@ -81,7 +96,8 @@ class StartMarks {
     const batch = this.pending;
     this.pending = [];
     markWorkflowsStarted(this.pool, batch).catch((error: unknown) =>
-      this.log.warn({ err: error, transactions: batch.length }, 'marking workflow starts failed; the reconciler will find them started'));
+      this.log.warn({ err: error, transactions: batch.length }, 'marking workflow starts failed; the reconciler will find them started'),
+    );
   }
 }
 
@@ -110,14 +126,24 @@ export function afterCommitStart(client: Client, taskQueue: string, log: Logger,
 
 /** Sandbox: the network confirms a cash_in now. Starts the workflow too if it somehow is not running. */
 export async function signalConfirmFunds(client: Client, taskQueue: string, row: TransactionRow): Promise<void> {
-  await client.workflow.signalWithStart(TRANSACTION_WORKFLOW_TYPE, { ...lifecycleOptions(taskQueue, row), signal: confirmFundsSignal, signalArgs: [] });
+  await client.workflow.signalWithStart(TRANSACTION_WORKFLOW_TYPE, {
+    ...lifecycleOptions(taskQueue, row),
+    signal: confirmFundsSignal,
+    signalArgs: [],
+  });
 }
 
 /**
  * One pass of the reconciler: every transaction recorded more than `graceMs` ago whose workflow never
  * reported running gets started (or found already started) and marked. Returns how many it started.
  */
-export async function reconcileOnce(pool: Pool, client: Client, taskQueue: string, now: Date, graceMs = RECONCILER_LIMITS.graceMs): Promise<number> {
+export async function reconcileOnce(
+  pool: Pool,
+  client: Client,
+  taskQueue: string,
+  now: Date,
+  graceMs = RECONCILER_LIMITS.graceMs,
+): Promise<number> {
   const rows = await transactionsWithoutWorkflow(pool, new Date(now.getTime() - graceMs), RECONCILER_LIMITS.batchMax);
   let started = 0;
   for (const row of rows) {
@@ -136,29 +162,41 @@ export async function reconcileOnce(pool: Pool, client: Client, taskQueue: strin
  * closed), so the sweep is safe to run at any time and from several workers at once.
  */
 export async function sweepLifecycles(
-  pool: Pool, client: Client, taskQueue: string,
+  pool: Pool,
+  client: Client,
+  taskQueue: string,
   options: { concurrency?: number; pageSize?: number; stopped?: () => boolean; organizationId?: string } = {},
 ): Promise<number> {
   let started = 0;
   let afterId: string | null = null;
   while (!options.stopped?.()) {
-    const rows = await unsettledTransactionsPage(pool, { afterId, limit: options.pageSize ?? 500, ...(options.organizationId ? { organizationId: options.organizationId } : {}) });
+    const rows = await unsettledTransactionsPage(pool, {
+      afterId,
+      limit: options.pageSize ?? 500,
+      ...(options.organizationId ? { organizationId: options.organizationId } : {}),
+    });
     if (rows.length === 0) return started;
     afterId = rows[rows.length - 1]!.id;
     let next = 0;
-    await Promise.all(Array.from({ length: options.concurrency ?? 8 }, async () => {
-      while (next < rows.length) {
-        const row = rows[next++]!;
-        if ((await startTransactionWorkflow(client, taskQueue, row)) === 'started') started += 1;
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: options.concurrency ?? 8 }, async () => {
+        while (next < rows.length) {
+          const row = rows[next++]!;
+          if ((await startTransactionWorkflow(client, taskQueue, row)) === 'started') started += 1;
+        }
+      }),
+    );
   }
   return started;
 }
 
 /** Runs reconcileOnce every intervalMs until stopped. One per worker process; concurrent passes are harmless. */
 export function startReconciler(options: {
-  pool: Pool; client: Client; taskQueue: string; log: Logger; intervalMs?: number;
+  pool: Pool;
+  client: Client;
+  taskQueue: string;
+  log: Logger;
+  intervalMs?: number;
   /** Also run sweepLifecycles once at start (a Temporal server whose state can roll back). */
   sweep?: boolean;
 }): { stop(): Promise<void> } {
@@ -167,10 +205,10 @@ export function startReconciler(options: {
   let pass: Promise<void> = Promise.resolve();
   const sweeping: Promise<void> = options.sweep
     ? sweepLifecycles(options.pool, options.client, options.taskQueue, { stopped: () => stopped })
-      .then((started) => {
-        if (started > 0) options.log.warn({ started }, 'start-up sweep started workflows the Temporal server had lost');
-      })
-      .catch((error: unknown) => options.log.warn({ err: error }, 'start-up sweep failed'))
+        .then((started) => {
+          if (started > 0) options.log.warn({ started }, 'start-up sweep started workflows the Temporal server had lost');
+        })
+        .catch((error: unknown) => options.log.warn({ err: error }, 'start-up sweep failed'))
     : Promise.resolve();
   const tick = () => {
     pass = reconcileOnce(options.pool, options.client, options.taskQueue, new Date())

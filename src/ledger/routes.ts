@@ -3,7 +3,13 @@ import { listEnvelope, pageQuery } from '../zod';
 import { getAccount, listAccounts } from './accounts';
 import { getIntent, listIntents } from './intents';
 import {
-  accountSchema, createIntentBody, idParams, intentListQuery, intentSchema, transactionListQuery, transactionSchema,
+  accountSchema,
+  createIntentBody,
+  idParams,
+  intentListQuery,
+  intentSchema,
+  transactionListQuery,
+  transactionSchema,
 } from './schemas';
 import { approveIntent, cancelIntent, confirmCashIn, createIntent } from './service';
 import { getTransaction, listTransactions } from './transactions';
@@ -51,7 +57,8 @@ const intentRoutes = [
     path: '/intent/{id}/approve',
     tag: 'Intents',
     summary: 'Approve a pending (manual) intent',
-    description: 'Records its Transaction and starts its lifecycle, as an automatic approval would. The user is checked again: one no longer `enabled` declines the intent (`user_not_enabled`). 409 `invalid_state` unless the intent is `pending`.',
+    description:
+      'Records its Transaction and starts its lifecycle, as an automatic approval would. The user is checked again: one no longer `enabled` declines the intent (`user_not_enabled`). 409 `invalid_state` unless the intent is `pending`.',
     params: idParams,
     errorStatuses: [404, 409],
     response: { schema: intentSchema, description: 'The intent, now approved (or declined).' },
@@ -101,7 +108,8 @@ const transactionRoutes = [
     path: '/simulate/transaction/{id}/confirm',
     tag: 'Simulation',
     summary: 'Confirm a pending cash_in now',
-    description: 'The simulated network confirms the funds at once instead of after SANDBOX_CONFIRM_SECONDS. The move to `available` happens in the transaction\'s workflow right after this answers (watch GET /transaction/{id} or the transaction.status_changed event). 409 `invalid_state` unless the transaction is a pending cash_in.',
+    description:
+      "The simulated network confirms the funds at once instead of after SANDBOX_CONFIRM_SECONDS. The move to `available` happens in the transaction's workflow right after this answers (watch GET /transaction/{id} or the transaction.status_changed event). 409 `invalid_state` unless the transaction is a pending cash_in.",
     sandboxOnly: true,
     params: idParams,
     errorStatuses: [404, 409],
@@ -118,7 +126,8 @@ const accountRoutes = [
     path: '/account',
     tag: 'Accounts',
     summary: 'List settlement accounts with balances',
-    description: 'Balances (integer cents): `pending` = Σ pending cash_in; `available` = Σ available cash_in not yet in a transfer − Σ pending cash_out (what the next transfer would net); `in_transfer` = signed net of unsettled transfers (Σ batched available cash_in − Σ in_transfer cash_out).',
+    description:
+      'Balances (integer cents): `pending` = Σ pending cash_in; `available` = Σ available cash_in not yet in a transfer − Σ pending cash_out (what the next transfer would net); `in_transfer` = signed net of unsettled transfers (Σ batched available cash_in − Σ in_transfer cash_out).',
     query: pageQuery,
     response: { schema: listEnvelope(accountSchema).openapi('AccountList'), description: 'A page of accounts.' },
     async handler({ caller, db, query }) {

@@ -17,7 +17,6 @@ export type TransactionStatus = z.infer<typeof transactionStatusSchema>;
 export const transactionTypeSchema = z.enum(['intent', 'refund', 'dispute']);
 export type TransactionType = z.infer<typeof transactionTypeSchema>;
 
-
 export const transferSummarySchema = z
   .object({
     id: z.string().openapi({ example: idExample('transfer') }),
@@ -34,7 +33,11 @@ export type TransferSummary = z.infer<typeof transferSummarySchema>;
 export const transactionSchema = z
   .object({
     id: z.string().openapi({ example: idExample('txn') }),
-    amount: z.number().int().min(0).openapi({ description: 'US cents, never negative; `direction` says which way it moved.', example: 1250 }),
+    amount: z
+      .number()
+      .int()
+      .min(0)
+      .openapi({ description: 'US cents, never negative; `direction` says which way it moved.', example: 1250 }),
     direction: directionSchema,
     currency: z.literal('USD'),
     status: transactionStatusSchema,
@@ -42,7 +45,10 @@ export const transactionSchema = z
     source_id: z.string().nullable().openapi({ description: 'The intent, refund or dispute that created it (read with `type`).' }),
     account_id: z.string().openapi({ example: idExample('account') }),
     created_at: z.string().openapi({ format: 'date-time' }),
-    date: dateString.openapi({ format: 'date', description: 'The Eastern-time settlement window (with SETTLEMENT_CUTOFF) it was submitted in.' }),
+    date: dateString.openapi({
+      format: 'date',
+      description: 'The Eastern-time settlement window (with SETTLEMENT_CUTOFF) it was submitted in.',
+    }),
     transfer: transferSummarySchema.nullable().openapi({ description: 'Set once the transaction is in_transfer or settled; null before.' }),
   })
   .strict()
@@ -50,12 +56,14 @@ export const transactionSchema = z
 export type Transaction = z.infer<typeof transactionSchema>;
 
 export const intentStatusSchema = z.enum(['pending', 'approved', 'declined', 'canceled']).openapi({
-  description: '`approved` created a transaction; `declined` created none (see decline_category); `pending` waits for approve/cancel (manual mode).',
+  description:
+    '`approved` created a transaction; `declined` created none (see decline_category); `pending` waits for approve/cancel (manual mode).',
 });
 export type IntentStatus = z.infer<typeof intentStatusSchema>;
 
 export const declineCategorySchema = z.enum(['user_not_enabled', 'card_expired']).openapi({
-  description: 'Why an intent was declined: `user_not_enabled` (the user is not `enabled`), `card_expired` (POST /authorize: the card expired after it was tokenized).',
+  description:
+    'Why an intent was declined: `user_not_enabled` (the user is not `enabled`), `card_expired` (POST /authorize: the card expired after it was tokenized).',
 });
 export type DeclineCategory = z.infer<typeof declineCategorySchema>;
 
@@ -81,7 +89,12 @@ export const createIntentBody = z
   .object({
     direction: directionSchema,
     user_id: z.string().min(1).max(100),
-    amount: z.number().int().min(1).max(LEDGER_LIMITS.amountCentsMax).openapi({ description: 'US cents, 1 to 1,000,000,000.', example: 1250 }),
+    amount: z
+      .number()
+      .int()
+      .min(1)
+      .max(LEDGER_LIMITS.amountCentsMax)
+      .openapi({ description: 'US cents, 1 to 1,000,000,000.', example: 1250 }),
     currency: z.literal('USD'),
     account_id: z.string().min(1).max(100).optional().openapi({ description: 'Required when the organization has several accounts.' }),
     approval_mode: z.enum(['automatic', 'manual']).default('automatic').openapi({
@@ -101,10 +114,12 @@ export const balancesSchema = z
   .object({
     pending: z.number().int().openapi({ description: 'Σ cash_in still pending (funds not yet confirmed by the network).' }),
     available: z.number().int().openapi({
-      description: 'Σ confirmed (available) cash_in not yet in a transfer − Σ pending cash_out not yet in a transfer: what the next transfer would net. Negative means the next transfer collects.',
+      description:
+        'Σ confirmed (available) cash_in not yet in a transfer − Σ pending cash_out not yet in a transfer: what the next transfer would net. Negative means the next transfer collects.',
     }),
     in_transfer: z.number().int().openapi({
-      description: 'Signed net of transfers not yet settled: Σ available cash_in in a transfer − Σ in_transfer cash_out. Positive is a disbursement under way, negative a collection.',
+      description:
+        'Signed net of transfers not yet settled: Σ available cash_in in a transfer − Σ in_transfer cash_out. Positive is a disbursement under way, negative a collection.',
     }),
   })
   .openapi('AccountBalances');

@@ -36,7 +36,11 @@ export async function recordTransaction(
 
 async function approve(op: Op, intent: IntentRow): Promise<Outcome<Intent>> {
   const { row, afterCommit } = await recordTransaction(op, {
-    accountId: intent.account_id, direction: intent.direction, type: 'intent', sourceId: intent.id, amountCents: intent.amount_cents,
+    accountId: intent.account_id,
+    direction: intent.direction,
+    type: 'intent',
+    sourceId: intent.id,
+    amountCents: intent.amount_cents,
   });
   const body = renderIntent(intent, [row.json]);
   await recordEvent(op.db, op.organizationId, 'intent.approved', body, op.now);
@@ -60,9 +64,10 @@ export async function createIntent(
   options: { environment: Environment; idempotencyKey: string; declineCategory?: DeclineCategory | null },
 ): Promise<Outcome<Intent>> {
   const { userStatus, account } = await lookupIntentParties(op.db, op.organizationId, input.user_id, input.account_id);
-  if (!account.ok) throw account.reason === 'required' ? errors.accountRequired() : errors.resourceMissing('account_id', input.account_id ?? '');
+  if (!account.ok)
+    throw account.reason === 'required' ? errors.accountRequired() : errors.resourceMissing('account_id', input.account_id ?? '');
   if (userStatus === null) throw errors.resourceMissing('user_id', input.user_id);
-  const declineCategory = userStatus === 'enabled' ? options.declineCategory ?? null : 'user_not_enabled';
+  const declineCategory = userStatus === 'enabled' ? (options.declineCategory ?? null) : 'user_not_enabled';
   const intent: IntentRow = {
     id: newId(options.environment === 'production' ? 'intent_production' : 'intent_sandbox'),
     organization_id: op.organizationId,

@@ -64,7 +64,17 @@ export async function insertTransaction(db: Queryable, input: NewTransaction): P
        INSERT INTO transactions_awaiting_workflow (transaction_id, created_at) SELECT id, created_at FROM t
      )
      SELECT * FROM t`,
-    [newId('txn'), input.organizationId, input.accountId, input.direction, input.type, input.sourceId, input.amountCents, input.date, input.createdAt],
+    [
+      newId('txn'),
+      input.organizationId,
+      input.accountId,
+      input.direction,
+      input.type,
+      input.sourceId,
+      input.amountCents,
+      input.date,
+      input.createdAt,
+    ],
   );
   return rows[0]!;
 }
@@ -91,7 +101,12 @@ export async function getTransaction(db: Queryable, organizationId: string, tran
 }
 
 /** The transactions each source (an intent, refund or dispute, per `type`) created, oldest first. */
-export async function transactionsOfSources(db: Queryable, organizationId: string, sourceIds: string[], type: TransactionType): Promise<Map<string, Transaction[]>> {
+export async function transactionsOfSources(
+  db: Queryable,
+  organizationId: string,
+  sourceIds: string[],
+  type: TransactionType,
+): Promise<Map<string, Transaction[]>> {
   const bySource = new Map<string, Transaction[]>();
   if (sourceIds.length === 0) return bySource;
   const { rows } = await db.query<{ source_id: string; json: Transaction }>(
@@ -105,7 +120,12 @@ export async function transactionsOfSources(db: Queryable, organizationId: strin
 
 async function pageOfTransactions(db: Queryable, filters: Filters, page: PageRequest): Promise<ListPage<Transaction>> {
   const found = await keysetPage<{ id: string; json: Transaction }>(db, {
-    select: 't.id, transaction_json(t) AS json', from: 'transactions t', table: 'transactions', alias: 't', filters, page,
+    select: 't.id, transaction_json(t) AS json',
+    from: 'transactions t',
+    table: 'transactions',
+    alias: 't',
+    filters,
+    page,
   });
   return { ...found, data: found.data.map((row) => row.json) };
 }
@@ -124,13 +144,23 @@ export async function listTransactions(db: Queryable, organizationId: string, qu
 }
 
 /** A page of a transfer's transactions, newest first. */
-export async function listTransferTransactions(db: Queryable, organizationId: string, transferId: string, page: PageRequest): Promise<ListPage<Transaction>> {
+export async function listTransferTransactions(
+  db: Queryable,
+  organizationId: string,
+  transferId: string,
+  page: PageRequest,
+): Promise<ListPage<Transaction>> {
   return pageOfTransactions(db, new Filters('t.organization_id', organizationId).add('t.transfer_id = ?', transferId), page);
 }
 
 export class InvalidTransitionError extends Error {
   override name = 'InvalidTransitionError';
-  constructor(readonly transactionId: string, readonly from: TransactionStatus, readonly to: TransactionStatus, readonly direction: Direction) {
+  constructor(
+    readonly transactionId: string,
+    readonly from: TransactionStatus,
+    readonly to: TransactionStatus,
+    readonly direction: Direction,
+  ) {
     super(`transaction ${transactionId} (${direction}) cannot go from ${from} to ${to}`);
   }
 }
@@ -157,7 +187,9 @@ export async function applyTransition(
   db: Queryable,
   input: { transactionId: string; toStatus: TransactionStatus; transferId?: string | null; now: Date },
 ): Promise<TransitionResult> {
-  const { rows } = await db.query<TransactionRow>(`SELECT ${COLUMNS} FROM transactions t WHERE t.id = $1 FOR UPDATE`, [input.transactionId]);
+  const { rows } = await db.query<TransactionRow>(`SELECT ${COLUMNS} FROM transactions t WHERE t.id = $1 FOR UPDATE`, [
+    input.transactionId,
+  ]);
   const row = rows[0];
   if (!row) throw new Error(`no transaction ${input.transactionId}`);
   const kind = transitionKind(row.direction, row.status, input.toStatus);
@@ -266,7 +298,9 @@ export async function transactionsWithoutWorkflow(db: Queryable, olderThan: Date
 
 /** Whether a transaction still waits for Temporal to accept its workflow (null: no such wait recorded). */
 export async function awaitingWorkflowSince(db: Queryable, transactionId: string): Promise<Date | null> {
-  const { rows } = await db.query<{ created_at: Date }>(`SELECT created_at FROM transactions_awaiting_workflow WHERE transaction_id = $1`, [transactionId]);
+  const { rows } = await db.query<{ created_at: Date }>(`SELECT created_at FROM transactions_awaiting_workflow WHERE transaction_id = $1`, [
+    transactionId,
+  ]);
   return rows[0]?.created_at ?? null;
 }
 
@@ -275,7 +309,8 @@ export async function awaitingWorkflowSince(db: Queryable, transactionId: string
  * workflow Temporal has accepted and should still be running. The start-up sweep walks them.
  */
 export async function unsettledTransactionsPage(
-  db: Queryable, input: { afterId: string | null; limit: number; organizationId?: string },
+  db: Queryable,
+  input: { afterId: string | null; limit: number; organizationId?: string },
 ): Promise<TransactionRow[]> {
   const { rows } = await db.query<TransactionRow>(
     `SELECT ${COLUMNS} FROM transactions t

@@ -38,10 +38,11 @@ export async function createOrganization(
   input: { name: string; kycRequired: boolean; environment: Environment; accountName?: string },
 ): Promise<{ organization: Organization; account: Account; key: IssuedKey }> {
   return withTransaction(pool, async (tx) => {
-    const { rows } = await tx.query<Organization>(
-      `INSERT INTO organizations (id, name, kyc_required) VALUES ($1, $2, $3) RETURNING *`,
-      [newId('org'), input.name, input.kycRequired],
-    );
+    const { rows } = await tx.query<Organization>(`INSERT INTO organizations (id, name, kyc_required) VALUES ($1, $2, $3) RETURNING *`, [
+      newId('org'),
+      input.name,
+      input.kycRequired,
+    ]);
     const organization = rows[0]!;
     const account = await createAccount(tx, organization.id, input.accountName ?? 'Operational');
     const key = await createKey(tx, organization.id, input.environment);
@@ -62,10 +63,11 @@ export async function countOrganizations(db: Queryable): Promise<number> {
 
 export async function createAccount(db: Queryable, organizationId: string, name: string): Promise<Account> {
   await getOrganization(db, organizationId);
-  const { rows } = await db.query<Account>(
-    `INSERT INTO accounts (id, organization_id, name) VALUES ($1, $2, $3) RETURNING *`,
-    [newId('account'), organizationId, name],
-  );
+  const { rows } = await db.query<Account>(`INSERT INTO accounts (id, organization_id, name) VALUES ($1, $2, $3) RETURNING *`, [
+    newId('account'),
+    organizationId,
+    name,
+  ]);
   return rows[0]!;
 }
 
@@ -74,10 +76,13 @@ export async function createKey(db: Queryable, organizationId: string, environme
   const apiKey = generateApiKey(environment);
   const id = newId('key');
   const last4 = apiKey.slice(-4);
-  await db.query(
-    `INSERT INTO api_keys (id, organization_id, environment, key_hash, last4) VALUES ($1, $2, $3, $4, $5)`,
-    [id, organizationId, environment, hashApiKey(apiKey), last4],
-  );
+  await db.query(`INSERT INTO api_keys (id, organization_id, environment, key_hash, last4) VALUES ($1, $2, $3, $4, $5)`, [
+    id,
+    organizationId,
+    environment,
+    hashApiKey(apiKey),
+    last4,
+  ]);
   return { id, api_key: apiKey, environment, last4 };
 }
 
@@ -146,19 +151,18 @@ export async function addAllowlistEntry(db: Queryable, organizationId: string, c
 
 export async function removeAllowlistEntry(db: Queryable, organizationId: string, cidr: string): Promise<boolean> {
   await getOrganization(db, organizationId);
-  const { rowCount } = await db.query(
-    `DELETE FROM ip_allowlist WHERE organization_id = $1 AND cidr = network($2::inet)::cidr`,
-    [organizationId, normalizeCidr(cidr)],
-  );
+  const { rowCount } = await db.query(`DELETE FROM ip_allowlist WHERE organization_id = $1 AND cidr = network($2::inet)::cidr`, [
+    organizationId,
+    normalizeCidr(cidr),
+  ]);
   return (rowCount ?? 0) > 0;
 }
 
 export async function listAllowlist(db: Queryable, organizationId: string): Promise<string[]> {
   await getOrganization(db, organizationId);
-  const { rows } = await db.query<{ cidr: string }>(
-    `SELECT cidr::text FROM ip_allowlist WHERE organization_id = $1 ORDER BY cidr`,
-    [organizationId],
-  );
+  const { rows } = await db.query<{ cidr: string }>(`SELECT cidr::text FROM ip_allowlist WHERE organization_id = $1 ORDER BY cidr`, [
+    organizationId,
+  ]);
   return rows.map((row) => row.cidr);
 }
 
@@ -177,9 +181,8 @@ export async function setRateLimits(
 }
 
 export async function listAccounts(db: Queryable, organizationId: string): Promise<Account[]> {
-  const { rows } = await db.query<Account>(
-    `SELECT * FROM accounts WHERE organization_id = $1 ORDER BY created_at DESC, id DESC`,
-    [organizationId],
-  );
+  const { rows } = await db.query<Account>(`SELECT * FROM accounts WHERE organization_id = $1 ORDER BY created_at DESC, id DESC`, [
+    organizationId,
+  ]);
   return rows;
 }

@@ -73,7 +73,18 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   if (options.dbFile) fs.mkdirSync(path.dirname(options.dbFile), { recursive: true });
   fs.mkdirSync(path.dirname(options.logFile), { recursive: true });
   if (options.pidFile) await stopLeftover(options.pidFile);
-  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--namespace', options.namespace, '--log-level', 'warn'];
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(options.port),
+    '--namespace',
+    options.namespace,
+    '--log-level',
+    'warn',
+  ];
   if (options.uiPort === null) args.push('--headless');
   else args.push('--ui-port', String(options.uiPort));
   if (options.dbFile) {

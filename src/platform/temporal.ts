@@ -17,9 +17,7 @@ export const SEARCH_ATTRIBUTES = {
 
 export async function registerSearchAttributes(connection: Connection, namespace: string): Promise<void> {
   const existing = await connection.operatorService.listSearchAttributes({ namespace });
-  const missing = Object.fromEntries(
-    Object.entries(SEARCH_ATTRIBUTES).filter(([name]) => !(name in (existing.customAttributes ?? {}))),
-  );
+  const missing = Object.fromEntries(Object.entries(SEARCH_ATTRIBUTES).filter(([name]) => !(name in (existing.customAttributes ?? {}))));
   if (Object.keys(missing).length === 0) return;
   try {
     await connection.operatorService.addSearchAttributes({ namespace, searchAttributes: missing });
@@ -41,16 +39,25 @@ const CLOSE_DRAIN_MS_MAX = 10_000;
 export async function connectTemporal(address: string, namespace: string): Promise<{ connection: Connection; client: Client }> {
   let inFlight = 0;
   let drained: (() => void) | null = null;
-  const counting: Interceptor = (options, nextCall) => new InterceptingCall(nextCall(options), new RequesterBuilder()
-    .withStart((metadata, listener, next) => {
-      inFlight += 1;
-      next(metadata, new ListenerBuilder().withOnReceiveStatus((status, nextStatus) => {
-        inFlight -= 1;
-        if (inFlight === 0) drained?.();
-        nextStatus(status);
-      }).build());
-    })
-    .build());
+  const counting: Interceptor = (options, nextCall) =>
+    new InterceptingCall(
+      nextCall(options),
+      new RequesterBuilder()
+        .withStart((metadata, listener, next) => {
+          inFlight += 1;
+          next(
+            metadata,
+            new ListenerBuilder()
+              .withOnReceiveStatus((status, nextStatus) => {
+                inFlight -= 1;
+                if (inFlight === 0) drained?.();
+                nextStatus(status);
+              })
+              .build(),
+          );
+        })
+        .build(),
+    );
   const connection = await Connection.connect({
     address,
     interceptors: [counting, makeGrpcRetryInterceptor(defaultGrpcRetryOptions())],
@@ -60,8 +67,12 @@ export async function connectTemporal(address: string, namespace: string): Promi
     if (inFlight > 0) {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
-        new Promise<void>((resolve) => { drained = resolve; }),
-        new Promise<void>((resolve) => { timer = setTimeout(resolve, CLOSE_DRAIN_MS_MAX); }),
+        new Promise<void>((resolve) => {
+          drained = resolve;
+        }),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, CLOSE_DRAIN_MS_MAX);
+        }),
       ]);
       clearTimeout(timer);
     }

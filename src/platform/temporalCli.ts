@@ -41,7 +41,10 @@ export async function ensureTemporalCli(
       env: { ...env, GOBIN: TOOLS_BIN },
       stdio: ['ignore', 'inherit', 'inherit'],
     });
-    const progress = setInterval(() => log(`  still building the Temporal CLI (${Math.round((Date.now() - started) / 1000)} s)...`), 30_000);
+    const progress = setInterval(
+      () => log(`  still building the Temporal CLI (${Math.round((Date.now() - started) / 1000)} s)...`),
+      30_000,
+    );
     child.on('error', reject);
     child.on('exit', (code) => {
       clearInterval(progress);

@@ -39,7 +39,10 @@ export interface PaymentRail {
  */
 export class SandboxRail implements PaymentRail {
   readonly name = 'sandbox';
-  constructor(private readonly confirmSeconds: number, private readonly settleSeconds: number) {}
+  constructor(
+    private readonly confirmSeconds: number,
+    private readonly settleSeconds: number,
+  ) {}
 
   async submitPayment(_payment: RailPayment): Promise<RailOutcome> {
     return { kind: 'after_seconds', seconds: this.confirmSeconds };

@@ -54,7 +54,13 @@ async function withTransactions(db: Queryable, rows: RefundRow[]): Promise<Refun
   for (const row of rows) byOrg.set(row.organization_id, [...(byOrg.get(row.organization_id) ?? []), row]);
   const txns = new Map<string, Transaction[]>();
   for (const [orgId, orgRows] of byOrg) {
-    for (const [source, list] of await transactionsOfSources(db, orgId, orgRows.map((r) => r.id), 'refund')) txns.set(source, list);
+    for (const [source, list] of await transactionsOfSources(
+      db,
+      orgId,
+      orgRows.map((r) => r.id),
+      'refund',
+    ))
+      txns.set(source, list);
   }
   return rows.map((row) => {
     const list = txns.get(row.id) ?? [];

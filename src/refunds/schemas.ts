@@ -4,7 +4,8 @@ import { LEDGER_LIMITS, transactionSchema } from '../ledger/schemas';
 const exampleId = (prefix: string) => `${prefix}_7fJ2kQ9xLmN3pR5tV8wY1zA4`;
 
 export const refundStatusSchema = z.enum(['pending', 'succeeded']).openapi({
-  description: "Read from the refund's transaction: `pending` until that cash_out transaction is `settled` (its transfer reached the network), then `succeeded`.",
+  description:
+    "Read from the refund's transaction: `pending` until that cash_out transaction is `settled` (its transfer reached the network), then `succeeded`.",
 });
 export type RefundStatus = z.infer<typeof refundStatusSchema>;
 
@@ -19,15 +20,21 @@ export const refundSchema = z
     created_at: z.string().openapi({ format: 'date-time', example: '2026-11-21T15:04:05.000Z' }),
   })
   .openapi('Refund', {
-    description: 'Money returned to the user from an approved cash_in intent. Recorded as a cash_out Transaction of type `refund` that lives the cash_out lifecycle and settles in the next settlement window.',
+    description:
+      'Money returned to the user from an approved cash_in intent. Recorded as a cash_out Transaction of type `refund` that lives the cash_out lifecycle and settles in the next settlement window.',
   });
 export type Refund = z.infer<typeof refundSchema>;
 
 export const createRefundBody = z
   .object({
-    intent_id: z.string().min(1).max(100).openapi({ description: 'An approved cash_in intent.', example: 'intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4' }),
+    intent_id: z
+      .string()
+      .min(1)
+      .max(100)
+      .openapi({ description: 'An approved cash_in intent.', example: 'intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4' }),
     amount: z.number().int().min(1).max(LEDGER_LIMITS.amountCentsMax).optional().openapi({
-      description: 'US cents, at most what is left of the intent (its amount minus earlier refunds and disputes not won). Omitted: all that is left.',
+      description:
+        'US cents, at most what is left of the intent (its amount minus earlier refunds and disputes not won). Omitted: all that is left.',
       example: 500,
     }),
   })

@@ -12,7 +12,11 @@ import type { CreateRefundBody, Refund } from './schemas';
  * concurrent refunds and disputes of one intent run one at a time, with what it has left. Only approved
  * cash_in intents hold money that can go back; the database guard checks the same again on insert.
  */
-export async function lockReturnableIntent(op: Op, intentId: string, action: 'refunded' | 'disputed'): Promise<{ intent: IntentRow; leftCents: number }> {
+export async function lockReturnableIntent(
+  op: Op,
+  intentId: string,
+  action: 'refunded' | 'disputed',
+): Promise<{ intent: IntentRow; leftCents: number }> {
   const intent = await getIntentRow(op.db, op.organizationId, intentId, true);
   if (!intent) throw errors.resourceMissing('intent_id', intentId);
   if (intent.direction !== 'cash_in') {
@@ -26,8 +30,13 @@ export async function lockReturnableIntent(op: Op, intentId: string, action: 're
 }
 
 const amountTooLarge = (leftCents: number) =>
-  new ApiError(400, 'invalid_request_error', 'amount_too_large',
-    `The amount exceeds what is left of the intent: at most ${leftCents} cents can still be refunded.`, { param: 'amount' });
+  new ApiError(
+    400,
+    'invalid_request_error',
+    'amount_too_large',
+    `The amount exceeds what is left of the intent: at most ${leftCents} cents can still be refunded.`,
+    { param: 'amount' },
+  );
 
 /** Refunds all or part of what is left of an approved cash_in intent with a pending cash_out (SPEC §11). */
 export async function createRefund(op: Op, input: CreateRefundBody): Promise<Outcome<Refund>> {
@@ -36,10 +45,19 @@ export async function createRefund(op: Op, input: CreateRefundBody): Promise<Out
   const amountCents = input.amount ?? leftCents;
   if (amountCents > leftCents) throw amountTooLarge(leftCents);
   const refund = await insertRefund(op.db, {
-    id: newId('refund'), organization_id: op.organizationId, intent_id: intent.id, account_id: intent.account_id, amount_cents: amountCents, created_at: op.now,
+    id: newId('refund'),
+    organization_id: op.organizationId,
+    intent_id: intent.id,
+    account_id: intent.account_id,
+    amount_cents: amountCents,
+    created_at: op.now,
   });
   const { row, afterCommit } = await recordTransaction(op, {
-    accountId: intent.account_id, direction: 'cash_out', type: 'refund', sourceId: refund.id, amountCents,
+    accountId: intent.account_id,
+    direction: 'cash_out',
+    type: 'refund',
+    sourceId: refund.id,
+    amountCents,
   });
   const body = renderRefund(refund, row.json);
   await recordEvent(op.db, op.organizationId, 'refund.created', body, op.now);

@@ -36,7 +36,7 @@ export const registerSettlementCommands: CommandRegistrar = (program, ctx) => {
     .description('close settlement window D now (as the daily schedule does at the cutoff)')
     .requiredOption('--date <date>', 'the window (YYYY-MM-DD, Eastern time)', calendarDate)
     .option('--account <id>', 'only this settlement account')
-    .option('--org <id>', 'only this organization\'s accounts')
+    .option('--org <id>', "only this organization's accounts")
     .option('--wait <mode>', 'none | created (every transfer built) | settled (every transfer settled, members told)', waitMode, 'created')
     .action(async (options: { date: string; account?: string; org?: string; wait: 'none' | 'created' | 'settled' }) => {
       const { config, pool, out } = ctx();
@@ -60,7 +60,9 @@ export const registerSettlementCommands: CommandRegistrar = (program, ctx) => {
       const { connection, client } = await connectTemporal(temporalAddressOf(config), config.TEMPORAL_NAMESPACE);
       try {
         const started = await startWindowClose(client, config.TEMPORAL_TASK_QUEUE, {
-          windowDate: options.date, ...(options.org ? { organizationId: options.org } : {}), ...(options.account ? { accountId: options.account } : {}),
+          windowDate: options.date,
+          ...(options.org ? { organizationId: options.org } : {}),
+          ...(options.account ? { accountId: options.account } : {}),
         });
         progress(`window ${options.date}: closing for ${accounts.length} account(s) (workflow ${started.workflowId})`);
         if (options.wait !== 'none') {
@@ -80,9 +82,10 @@ export const registerSettlementCommands: CommandRegistrar = (program, ctx) => {
               if (!described || described.status.name === 'COMPLETED' || passed) pending.delete(accountId);
             }
             const counts = await repo.windowProgress(pool, { windowDate: options.date, ...scope });
-            const line = `window ${options.date}: ${counts.transfers} transfer(s) created (${counts.members} transactions), `
-              + `${counts.transfersSettled} settled (${counts.membersSettled}/${counts.members} transactions settled); `
-              + `${accounts.length - pending.size}/${accounts.length} account(s) ${options.wait}`;
+            const line =
+              `window ${options.date}: ${counts.transfers} transfer(s) created (${counts.members} transactions), ` +
+              `${counts.transfersSettled} settled (${counts.membersSettled}/${counts.members} transactions settled); ` +
+              `${accounts.length - pending.size}/${accounts.length} account(s) ${options.wait}`;
             if (line !== lastLine) progress(line);
             lastLine = line;
             if (pending.size === 0) break;
@@ -90,11 +93,17 @@ export const registerSettlementCommands: CommandRegistrar = (program, ctx) => {
             pending = new Set(pending);
           }
         }
-        const transfers = await repo.listTransfersOfWindow(pool, { windowDate: options.date, ...scope, limit: CLI_LIMITS.transfersListedMax });
+        const transfers = await repo.listTransfersOfWindow(pool, {
+          windowDate: options.date,
+          ...scope,
+          limit: CLI_LIMITS.transfersListedMax,
+        });
         out(
           transfers.length === 0
             ? `window ${options.date}: no transfers`
-            : transfers.map((t) => `${t.id}  ${t.account_id}  ${t.direction} ${t.amount}  ${t.transaction_count} transactions  ${t.status}`).join('\n'),
+            : transfers
+                .map((t) => `${t.id}  ${t.account_id}  ${t.direction} ${t.amount}  ${t.transaction_count} transactions  ${t.status}`)
+                .join('\n'),
           { window_date: options.date, workflow_id: started.workflowId, accounts: accounts.length, transfers },
         );
       } finally {

@@ -2,8 +2,14 @@ import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/c
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import { AccountIdKey, OrganizationIdKey, SettlementDateKey } from '../platform/searchAttributes';
 import {
-  ACCOUNT_SETTLEMENT_WORKFLOW_TYPE, accountSettlementWorkflowId, networkSettledSignal, SETTLEMENT_WINDOW_WORKFLOW_TYPE,
-  settlementTaskQueue, settlementWindowWorkflowId, type AccountSettlementInput, type SettlementWindowInput,
+  ACCOUNT_SETTLEMENT_WORKFLOW_TYPE,
+  accountSettlementWorkflowId,
+  networkSettledSignal,
+  SETTLEMENT_WINDOW_WORKFLOW_TYPE,
+  settlementTaskQueue,
+  settlementWindowWorkflowId,
+  type AccountSettlementInput,
+  type SettlementWindowInput,
 } from './contract';
 
 /** The Temporal client side of settlement: starting window closes and account settlements, and the network's signal. */

@@ -63,7 +63,9 @@ export async function getTransferRow(db: Queryable, transferId: string, organiza
 
 export async function getWindowTransfer(db: Queryable, accountId: string, windowDate: string): Promise<TransferRow | null> {
   const { rows } = await db.query<TransferRow>(
-    `SELECT ${TRANSFER_COLUMNS} FROM transfers WHERE account_id = $1 AND window_date = $2::date`, [accountId, windowDate]);
+    `SELECT ${TRANSFER_COLUMNS} FROM transfers WHERE account_id = $1 AND window_date = $2::date`,
+    [accountId, windowDate],
+  );
   return rows[0] ?? null;
 }
 
@@ -108,7 +110,12 @@ export async function createWindowTransfer(
      VALUES ($1, $2, $3, 0, 'disbursement', 'pending', $4::date, $5::date, 0, $6)`,
     [transferId, account.organization_id, input.accountId, input.windowDate, input.transferDate, input.now],
   );
-  const { count, cashOutCount, netCents } = await assignWindowToTransfer(tx, { accountId: input.accountId, windowDate: input.windowDate, transferId, now: input.now });
+  const { count, cashOutCount, netCents } = await assignWindowToTransfer(tx, {
+    accountId: input.accountId,
+    windowDate: input.windowDate,
+    transferId,
+    now: input.now,
+  });
   const { rows: built } = await tx.query<TransferRow>(
     `UPDATE transfers SET amount_cents = $2, direction = $3, transaction_count = $4 WHERE id = $1 RETURNING ${TRANSFER_COLUMNS}`,
     [transferId, Math.abs(netCents), netCents >= 0 ? 'disbursement' : 'collection', count],
@@ -158,7 +165,14 @@ export async function listTransfers(db: Queryable, organizationId: string, query
     .optional('tr.status = ?', query.status)
     .optional('tr.direction = ?', query.direction)
     .optional('tr.account_id = ?', query.account_id);
-  const page = await keysetPage<TransferRow>(db, { select: TRANSFER_COLUMNS, from: 'transfers tr', table: 'transfers', alias: 'tr', filters, page: query });
+  const page = await keysetPage<TransferRow>(db, {
+    select: TRANSFER_COLUMNS,
+    from: 'transfers tr',
+    table: 'transfers',
+    alias: 'tr',
+    filters,
+    page: query,
+  });
   return { ...page, data: page.data.map(renderTransfer) };
 }
 
@@ -168,7 +182,13 @@ export async function listTransfers(db: Queryable, organizationId: string, query
  */
 export async function accountsToSettle(
   db: Queryable,
-  input: { windowDate: string; organizationId?: string | undefined; accountId?: string | undefined; afterAccountId: string | null; limit: number },
+  input: {
+    windowDate: string;
+    organizationId?: string | undefined;
+    accountId?: string | undefined;
+    afterAccountId: string | null;
+    limit: number;
+  },
 ): Promise<string[]> {
   const params: unknown[] = [input.limit, input.windowDate, input.afterAccountId ?? ''];
   let where = '';
@@ -191,8 +211,14 @@ export async function accountsToSettle(
 }
 
 /** Progress of a window, for the CLI and the bench: transfers and their members by status. */
-export async function windowProgress(db: Queryable, input: { windowDate: string; accountId?: string | undefined; organizationId?: string | undefined }): Promise<{
-  transfers: number; transfersSettled: number; members: number; membersSettled: number;
+export async function windowProgress(
+  db: Queryable,
+  input: { windowDate: string; accountId?: string | undefined; organizationId?: string | undefined },
+): Promise<{
+  transfers: number;
+  transfersSettled: number;
+  members: number;
+  membersSettled: number;
 }> {
   const params: unknown[] = [input.windowDate];
   let where = '';
@@ -216,9 +242,15 @@ export async function windowProgress(db: Queryable, input: { windowDate: string;
 }
 
 /** The transfers of window D (optionally one account or organization), oldest first, for the CLI. */
-export async function listTransfersOfWindow(db: Queryable, input: {
-  windowDate: string; accountId?: string | undefined; organizationId?: string | undefined; limit: number;
-}): Promise<Transfer[]> {
+export async function listTransfersOfWindow(
+  db: Queryable,
+  input: {
+    windowDate: string;
+    accountId?: string | undefined;
+    organizationId?: string | undefined;
+    limit: number;
+  },
+): Promise<Transfer[]> {
   const params: unknown[] = [input.windowDate, input.limit];
   let where = '';
   if (input.accountId) {
@@ -230,6 +262,8 @@ export async function listTransfersOfWindow(db: Queryable, input: {
     where += ` AND organization_id = $${params.length}`;
   }
   const { rows } = await db.query<TransferRow>(
-    `SELECT ${TRANSFER_COLUMNS} FROM transfers WHERE window_date = $1::date ${where} ORDER BY created_at, id LIMIT $2`, params);
+    `SELECT ${TRANSFER_COLUMNS} FROM transfers WHERE window_date = $1::date ${where} ORDER BY created_at, id LIMIT $2`,
+    params,
+  );
   return rows.map(renderTransfer);
 }

@@ -2,9 +2,7 @@ import { defineRoute } from '../http/route';
 import { idParams } from '../ledger/schemas';
 import { listEnvelope, pageQuery } from '../zod';
 import * as repo from './repo';
-import {
-  settlementRunSchema, simulateSettlementBody, transferListQuery, transferSchema, transferWithTransactionsSchema,
-} from './schemas';
+import { settlementRunSchema, simulateSettlementBody, transferListQuery, transferSchema, transferWithTransactionsSchema } from './schemas';
 import { closeWindowNow, settleTransferNow, transferWithTransactions } from './service';
 
 export const settlementRoutes = [
@@ -13,7 +11,8 @@ export const settlementRoutes = [
     path: '/transfer/{id}',
     tag: 'Transfers',
     summary: 'Retrieve a transfer with its transactions',
-    description: 'The transfer and one page of its transactions (newest first); page through them with `?limit=` and `?cursor=` (the `transactions.next_cursor` of the previous answer).',
+    description:
+      'The transfer and one page of its transactions (newest first); page through them with `?limit=` and `?cursor=` (the `transactions.next_cursor` of the previous answer).',
     params: idParams,
     query: pageQuery,
     errorStatuses: [404],
@@ -53,7 +52,8 @@ export const settlementRoutes = [
     path: '/simulate/transfer/{id}/settle',
     tag: 'Simulation',
     summary: 'Settle a pending transfer now',
-    description: 'The simulated network settles the transfer at once instead of after SANDBOX_SETTLE_SECONDS. The transfer and its transactions become `settled` in its settlement workflow right after this answers. 409 `invalid_state` unless the transfer is `pending`.',
+    description:
+      'The simulated network settles the transfer at once instead of after SANDBOX_SETTLE_SECONDS. The transfer and its transactions become `settled` in its settlement workflow right after this answers. 409 `invalid_state` unless the transfer is `pending`.',
     sandboxOnly: true,
     params: idParams,
     errorStatuses: [404, 409],

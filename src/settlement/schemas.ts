@@ -3,9 +3,9 @@ import { transactionSchema } from '../ledger/schemas';
 
 export { SETTLEMENT_LIMITS } from './contract';
 
-
 export const transferDirectionSchema = z.enum(['disbursement', 'collection']).openapi({
-  description: '`disbursement`: net payout to the operator (cash_in exceeded cash_out, or exactly 0). `collection`: net withdrawal from the operator (cash_out exceeded cash_in).',
+  description:
+    '`disbursement`: net payout to the operator (cash_in exceeded cash_out, or exactly 0). `collection`: net withdrawal from the operator (cash_out exceeded cash_in).',
 });
 export const transferStatusSchema = z.enum(['pending', 'settled']).openapi({
   description: '`pending` from creation until the network settles it; `settled` is final.',
@@ -14,25 +14,38 @@ export const transferStatusSchema = z.enum(['pending', 'settled']).openapi({
 export const transferSchema = z
   .object({
     id: z.string().openapi({ example: idExample('transfer') }),
-    amount: z.number().int().min(0).openapi({ description: 'Net amount in US cents, never negative; `direction` gives its sign.', example: 4250 }),
+    amount: z
+      .number()
+      .int()
+      .min(0)
+      .openapi({ description: 'Net amount in US cents, never negative; `direction` gives its sign.', example: 4250 }),
     currency: z.literal('USD'),
     direction: transferDirectionSchema,
     status: transferStatusSchema,
     account_id: z.string().openapi({ example: idExample('account') }),
-    date: dateString.openapi({ format: 'date', description: 'Settlement date: the Eastern calendar day on which the window closed and the transfer was sent.' }),
-    window_date: dateString.openapi({ format: 'date', description: 'The settlement window this transfer closes; its transactions have `date` ≤ window_date.' }),
+    date: dateString.openapi({
+      format: 'date',
+      description: 'Settlement date: the Eastern calendar day on which the window closed and the transfer was sent.',
+    }),
+    window_date: dateString.openapi({
+      format: 'date',
+      description: 'The settlement window this transfer closes; its transactions have `date` ≤ window_date.',
+    }),
     transaction_count: z.number().int().min(1),
     created_at: z.string().openapi({ format: 'date-time' }),
     settled_at: z.string().nullable().openapi({ format: 'date-time', description: 'When the network settled it; null while pending.' }),
   })
   .openapi('Transfer', {
-    description: 'The net of one settlement account\'s eligible transactions for one window: Σ cash_in − Σ cash_out. Positive → disbursement, negative → collection, exactly 0 → a 0 disbursement that settles without moving money.',
+    description:
+      "The net of one settlement account's eligible transactions for one window: Σ cash_in − Σ cash_out. Positive → disbursement, negative → collection, exactly 0 → a 0 disbursement that settles without moving money.",
   });
 export type Transfer = z.infer<typeof transferSchema>;
 
 export const transferWithTransactionsSchema = transferSchema
   .extend({
-    transactions: listEnvelope(transactionSchema).openapi({ description: 'A page of its transactions, newest first (`?limit`, `?cursor`).' }),
+    transactions: listEnvelope(transactionSchema).openapi({
+      description: 'A page of its transactions, newest first (`?limit`, `?cursor`).',
+    }),
   })
   .openapi('TransferWithTransactions');
 
@@ -48,7 +61,12 @@ export type TransferListQuery = z.infer<typeof transferListQuery>;
 export const simulateSettlementBody = z
   .object({
     date: dateString.optional().openapi({ description: 'The window to close (YYYY-MM-DD); default: the window open now.' }),
-    account_id: z.string().min(1).max(100).optional().openapi({ description: 'Only this account; default: every account of the organization.' }),
+    account_id: z
+      .string()
+      .min(1)
+      .max(100)
+      .optional()
+      .openapi({ description: 'Only this account; default: every account of the organization.' }),
   })
   .strict()
   .openapi('SimulateSettlement');

@@ -21,9 +21,17 @@ export async function transferWithTransactions(op: Op, transferId: string, page:
 }
 
 /** Sandbox: closes window `date` (default: the one open now) for the caller's accounts, in a workflow after commit. */
-export async function closeWindowNow(op: Op, input: SimulateSettlementBody): Promise<Outcome<{
-  id: string; window_date: string; account_id: string | null; status: 'started';
-}>> {
+export async function closeWindowNow(
+  op: Op,
+  input: SimulateSettlementBody,
+): Promise<
+  Outcome<{
+    id: string;
+    window_date: string;
+    account_id: string | null;
+    status: 'started';
+  }>
+> {
   if (input.date !== undefined && !isCalendarDate(input.date)) throw errors.validation([{ param: 'date', message: 'not a calendar date' }]);
   if (input.account_id !== undefined) {
     const account = await resolveAccountId(op.db, op.organizationId, input.account_id);

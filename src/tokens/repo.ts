@@ -35,16 +35,28 @@ export function renderToken(row: TokenRow): Token {
 
 export async function insertToken(
   db: Queryable,
-  input: { id: string; organizationId: string; userId: string; createdAt: Date; expiresAt: Date } &
-    ({ type: 'card'; card: MaskedCard } | { type: 'bank_account'; bankAccount: MaskedBankAccount }),
+  input: { id: string; organizationId: string; userId: string; createdAt: Date; expiresAt: Date } & (
+    { type: 'card'; card: MaskedCard } | { type: 'bank_account'; bankAccount: MaskedBankAccount }
+  ),
 ): Promise<TokenRow> {
   const card = input.type === 'card' ? input.card : null;
   const bank = input.type === 'bank_account' ? input.bankAccount : null;
   const { rows } = await db.query<TokenRow>(
     `INSERT INTO payment_tokens (id, organization_id, user_id, type, last4, bank_name, card_brand, exp_month, exp_year, expires_at, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
-    [input.id, input.organizationId, input.userId, input.type, card?.last4 ?? bank!.last4, bank?.bank ?? null, card?.brand ?? null,
-      card?.exp_month ?? null, card?.exp_year ?? null, input.expiresAt, input.createdAt],
+    [
+      input.id,
+      input.organizationId,
+      input.userId,
+      input.type,
+      card?.last4 ?? bank!.last4,
+      bank?.bank ?? null,
+      card?.brand ?? null,
+      card?.exp_month ?? null,
+      card?.exp_year ?? null,
+      input.expiresAt,
+      input.createdAt,
+    ],
   );
   return rows[0]!;
 }
@@ -60,9 +72,10 @@ export async function getTokenRow(db: Queryable, organizationId: string, tokenId
 
 /** Records the one use. The row is locked by the caller; `used_at IS NULL` makes a second use impossible anyway. */
 export async function markTokenUsed(db: Queryable, tokenId: string, intentId: string, now: Date): Promise<void> {
-  const { rowCount } = await db.query(
-    `UPDATE payment_tokens SET used_at = $3, intent_id = $2 WHERE id = $1 AND used_at IS NULL`,
-    [tokenId, intentId, now],
-  );
+  const { rowCount } = await db.query(`UPDATE payment_tokens SET used_at = $3, intent_id = $2 WHERE id = $1 AND used_at IS NULL`, [
+    tokenId,
+    intentId,
+    now,
+  ]);
   if (rowCount !== 1) throw new Error(`token ${tokenId} was already used`);
 }

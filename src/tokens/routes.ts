@@ -58,7 +58,11 @@ function maskedTokenRequest(body: unknown): unknown {
   const last4 = (value: unknown) => (typeof value === 'string' ? value.slice(-4) : null);
   return {
     user_id: input.user_id ?? null,
-    bank_account: input.bank_account ? { routing_number: input.bank_account.routing_number ?? null, last4: last4(input.bank_account.account_number) } : null,
-    card: input.card ? { last4: last4(input.card.number), exp_month: input.card.exp_month ?? null, exp_year: input.card.exp_year ?? null } : null,
+    bank_account: input.bank_account
+      ? { routing_number: input.bank_account.routing_number ?? null, last4: last4(input.bank_account.account_number) }
+      : null,
+    card: input.card
+      ? { last4: last4(input.card.number), exp_month: input.card.exp_month ?? null, exp_year: input.card.exp_year ?? null }
+      : null,
   };
 }

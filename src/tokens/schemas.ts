@@ -17,24 +17,45 @@ const exampleId = (prefix: string) => `${prefix}_7fJ2kQ9xLmN3pR5tV8wY1zA4`;
 // Messages never repeat the value: a rejected number must not come back in the error body or the logs.
 const bankAccountInput = z
   .object({
-    routing_number: z.string().regex(/^\d{9}$/, { message: 'must be 9 digits', abort: true })
+    routing_number: z
+      .string()
+      .regex(/^\d{9}$/, { message: 'must be 9 digits', abort: true })
       .refine(abaValid, 'is not a valid ABA routing number (checksum or Federal Reserve prefix)')
       .openapi({ description: 'ABA routing number: 9 digits passing the 3-7-1 checksum.', example: '110000000' }),
-    account_number: z.string()
-      .regex(new RegExp(`^\\d{${TOKEN_LIMITS.accountDigitsMin},${TOKEN_LIMITS.accountDigitsMax}}$`), `must be ${TOKEN_LIMITS.accountDigitsMin} to ${TOKEN_LIMITS.accountDigitsMax} digits`)
+    account_number: z
+      .string()
+      .regex(
+        new RegExp(`^\\d{${TOKEN_LIMITS.accountDigitsMin},${TOKEN_LIMITS.accountDigitsMax}}$`),
+        `must be ${TOKEN_LIMITS.accountDigitsMin} to ${TOKEN_LIMITS.accountDigitsMax} digits`,
+      )
       .openapi({ description: 'Account number, 5 to 17 digits. Only its last four digits are kept.', example: '000123456789' }),
   })
   .strict();
 
 const cardInput = z
   .object({
-    number: z.string()
-      .regex(new RegExp(`^\\d{${TOKEN_LIMITS.cardDigitsMin},${TOKEN_LIMITS.cardDigitsMax}}$`), { message: `must be ${TOKEN_LIMITS.cardDigitsMin} to ${TOKEN_LIMITS.cardDigitsMax} digits`, abort: true })
+    number: z
+      .string()
+      .regex(new RegExp(`^\\d{${TOKEN_LIMITS.cardDigitsMin},${TOKEN_LIMITS.cardDigitsMax}}$`), {
+        message: `must be ${TOKEN_LIMITS.cardDigitsMin} to ${TOKEN_LIMITS.cardDigitsMax} digits`,
+        abort: true,
+      })
       .refine(luhnValid, 'fails the Luhn check')
-      .openapi({ description: 'Card number, 12 to 19 digits passing the Luhn check. Only its brand and last four digits are kept.', example: '4242424242424242' }),
+      .openapi({
+        description: 'Card number, 12 to 19 digits passing the Luhn check. Only its brand and last four digits are kept.',
+        example: '4242424242424242',
+      }),
     exp_month: z.number().int().min(1).max(12).openapi({ example: 12 }),
-    exp_year: z.number().int().min(2000).max(2100).openapi({ description: 'Four digits. The card must not have expired (Eastern-time months).', example: 2030 }),
-    cvc: z.string().regex(/^\d{3,4}$/, 'must be 3 or 4 digits').openapi({ description: 'Checked for its length (4 digits on Amex, 3 elsewhere) and never stored.', example: '123' }),
+    exp_year: z
+      .number()
+      .int()
+      .min(2000)
+      .max(2100)
+      .openapi({ description: 'Four digits. The card must not have expired (Eastern-time months).', example: 2030 }),
+    cvc: z
+      .string()
+      .regex(/^\d{3,4}$/, 'must be 3 or 4 digits')
+      .openapi({ description: 'Checked for its length (4 digits on Amex, 3 elsewhere) and never stored.', example: '123' }),
   })
   .strict()
   .superRefine((card, ctx) => {
@@ -46,7 +67,11 @@ const cardInput = z
 
 export const createTokenBody = z
   .object({
-    user_id: z.string().min(1).max(100).openapi({ example: exampleId('user') }),
+    user_id: z
+      .string()
+      .min(1)
+      .max(100)
+      .openapi({ example: exampleId('user') }),
     bank_account: bankAccountInput.optional(),
     card: cardInput.optional(),
   })
@@ -68,32 +93,61 @@ export const tokenSchema = z
     id: z.string().openapi({ example: exampleId('token') }),
     type: tokenTypeSchema,
     user_id: z.string().openapi({ example: exampleId('user') }),
-    bank_account: z.object({
-      bank: z.string().nullable().openapi({ description: 'The bank, when the routing number is one the service knows; null otherwise.', example: 'Sandbox Test Bank' }),
-      last4: z.string().openapi({ example: '6789' }),
-    }).nullable().openapi({ description: 'Masked bank account (type `bank_account`); null for cards.' }),
-    card: z.object({
-      brand: z.enum(['visa', 'mastercard', 'amex', 'discover', 'diners', 'jcb', 'unionpay', 'unknown']).openapi({ example: 'visa' }),
-      last4: z.string().openapi({ example: '4242' }),
-      exp_month: z.number().int().openapi({ example: 12 }),
-      exp_year: z.number().int().openapi({ example: 2030 }),
-    }).nullable().openapi({ description: 'Masked card (type `card`); null for bank accounts.' }),
-    expires_at: z.string().openapi({ format: 'date-time', description: '15 minutes after creation; POST /authorize refuses it afterwards (token_expired).' }),
+    bank_account: z
+      .object({
+        bank: z.string().nullable().openapi({
+          description: 'The bank, when the routing number is one the service knows; null otherwise.',
+          example: 'Sandbox Test Bank',
+        }),
+        last4: z.string().openapi({ example: '6789' }),
+      })
+      .nullable()
+      .openapi({ description: 'Masked bank account (type `bank_account`); null for cards.' }),
+    card: z
+      .object({
+        brand: z.enum(['visa', 'mastercard', 'amex', 'discover', 'diners', 'jcb', 'unionpay', 'unknown']).openapi({ example: 'visa' }),
+        last4: z.string().openapi({ example: '4242' }),
+        exp_month: z.number().int().openapi({ example: 12 }),
+        exp_year: z.number().int().openapi({ example: 2030 }),
+      })
+      .nullable()
+      .openapi({ description: 'Masked card (type `card`); null for bank accounts.' }),
+    expires_at: z
+      .string()
+      .openapi({ format: 'date-time', description: '15 minutes after creation; POST /authorize refuses it afterwards (token_expired).' }),
     used: z.boolean().openapi({ description: 'True once POST /authorize used it; a token authorizes once.' }),
     created_at: z.string().openapi({ format: 'date-time' }),
   })
   .openapi('Token', {
-    description: 'A single-use stand-in for a bank account or card, valid 15 minutes. Only masked forms (last four digits, brand or bank) are stored or returned; the full numbers are never kept.',
+    description:
+      'A single-use stand-in for a bank account or card, valid 15 minutes. Only masked forms (last four digits, brand or bank) are stored or returned; the full numbers are never kept.',
   });
 export type Token = z.infer<typeof tokenSchema>;
 
 export const authorizeBody = z
   .object({
-    token: z.string().min(1).max(100).openapi({ description: 'An unused, unexpired token. Also the idempotency key: the same token again replays the first response.', example: exampleId('token') }),
-    amount: z.number().int().min(1).max(LEDGER_LIMITS.amountCentsMax).openapi({ description: 'US cents, 1 to 1,000,000,000.', example: 1250 }),
+    token: z
+      .string()
+      .min(1)
+      .max(100)
+      .openapi({
+        description: 'An unused, unexpired token. Also the idempotency key: the same token again replays the first response.',
+        example: exampleId('token'),
+      }),
+    amount: z
+      .number()
+      .int()
+      .min(1)
+      .max(LEDGER_LIMITS.amountCentsMax)
+      .openapi({ description: 'US cents, 1 to 1,000,000,000.', example: 1250 }),
     currency: z.literal('USD'),
     direction: directionSchema,
-    account_id: z.string().min(1).max(100).optional().openapi({ description: 'Required when the organization has several settlement accounts.' }),
+    account_id: z
+      .string()
+      .min(1)
+      .max(100)
+      .optional()
+      .openapi({ description: 'Required when the organization has several settlement accounts.' }),
   })
   .strict()
   .openapi('Authorize', { example: { token: exampleId('token'), amount: 1250, currency: 'USD', direction: 'cash_in' } });

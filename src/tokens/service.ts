@@ -12,21 +12,40 @@ import { TOKEN_LIMITS, type AuthorizeBody, type CreateTokenBody, type Token } fr
 /** Tokens and authorization (SPEC §11): single-use, 15-minute tokens of masked payment details, spent by /authorize. */
 
 export const tokenUsed = (id: string) =>
-  new ApiError(400, 'invalid_request_error', 'token_used',
-    `Token ${id} was already used for an authorization; tokens are single use. Create a new token.`, { param: 'token' });
+  new ApiError(
+    400,
+    'invalid_request_error',
+    'token_used',
+    `Token ${id} was already used for an authorization; tokens are single use. Create a new token.`,
+    { param: 'token' },
+  );
 const tokenExpired = (id: string) =>
-  new ApiError(400, 'invalid_request_error', 'token_expired',
-    `Token ${id} expired (tokens are valid for 15 minutes). Create a new token.`, { param: 'token' });
+  new ApiError(
+    400,
+    'invalid_request_error',
+    'token_expired',
+    `Token ${id} expired (tokens are valid for 15 minutes). Create a new token.`,
+    { param: 'token' },
+  );
 const cardExpiredError = () =>
-  new ApiError(400, 'invalid_request_error', 'card_expired',
-    'The card has expired (it is good through the last day of its expiry month, Eastern time).', { param: 'card.exp_year' });
+  new ApiError(
+    400,
+    'invalid_request_error',
+    'card_expired',
+    'The card has expired (it is good through the last day of its expiry month, Eastern time).',
+    { param: 'card.exp_year' },
+  );
 
 /** Tokenizes a bank account or card; only the masked form is kept. */
 export async function createToken(op: Op, input: CreateTokenBody): Promise<Outcome<Token>> {
   if (input.card && cardExpired(input.card.exp_month, input.card.exp_year, op.now)) throw cardExpiredError();
   if ((await getUserStatus(op.db, op.organizationId, input.user_id)) === null) throw errors.resourceMissing('user_id', input.user_id);
   const common = {
-    id: newId('token'), organizationId: op.organizationId, userId: input.user_id, createdAt: op.now, expiresAt: new Date(op.now.getTime() + TOKEN_LIMITS.ttlMs),
+    id: newId('token'),
+    organizationId: op.organizationId,
+    userId: input.user_id,
+    createdAt: op.now,
+    expiresAt: new Date(op.now.getTime() + TOKEN_LIMITS.ttlMs),
   };
   const row = input.card
     ? await insertToken(op.db, { ...common, type: 'card', card: maskCard(input.card) })
@@ -43,7 +62,14 @@ export async function authorize(op: Op, input: AuthorizeBody, environment: Envir
   const declineCategory = token.type === 'card' && cardExpired(token.exp_month!, token.exp_year!, op.now) ? 'card_expired' : null;
   const result = await createIntent(
     op,
-    { direction: input.direction, user_id: token.user_id, amount: input.amount, currency: input.currency, account_id: input.account_id, approval_mode: 'automatic' },
+    {
+      direction: input.direction,
+      user_id: token.user_id,
+      amount: input.amount,
+      currency: input.currency,
+      account_id: input.account_id,
+      approval_mode: 'automatic',
+    },
     { environment, idempotencyKey: token.id, declineCategory },
   );
   await markTokenUsed(op.db, token.id, result.body.id, op.now);

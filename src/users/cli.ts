@@ -23,9 +23,11 @@ export const registerUserCommands: CommandRegistrar = (program, ctx) => {
     .action(async (userId: string, status: UserStatus) => {
       const { pool, out } = ctx();
       const change = await withTransaction(pool, (tx) => changeUserStatus(tx, { userId, to: status, source: 'cli', now: new Date() }));
-      out(
-        change.changed ? `${userId}: ${change.previous_status} → ${change.user.status}` : `${userId}: already ${change.user.status}`,
-        { user_id: userId, status: change.user.status, previous_status: change.previous_status, changed: change.changed },
-      );
+      out(change.changed ? `${userId}: ${change.previous_status} → ${change.user.status}` : `${userId}: already ${change.user.status}`, {
+        user_id: userId,
+        status: change.user.status,
+        previous_status: change.previous_status,
+        changed: change.changed,
+      });
     });
 };

@@ -18,7 +18,13 @@ interface UserRow {
 const PUBLIC_COLUMNS = 'id, organization_id, tag, status, identity_verified, created_at';
 
 export function toUser(row: Pick<UserRow, 'id' | 'tag' | 'status' | 'identity_verified' | 'created_at'>): User {
-  return { id: row.id, tag: row.tag, status: row.status, identity_verified: row.identity_verified, created_at: row.created_at.toISOString() };
+  return {
+    id: row.id,
+    tag: row.tag,
+    status: row.status,
+    identity_verified: row.identity_verified,
+    created_at: row.created_at.toISOString(),
+  };
 }
 
 /**
@@ -40,12 +46,18 @@ export async function getUserStatus(
 }
 
 export async function getUser(db: Queryable, organizationId: string, userId: string): Promise<User | null> {
-  const { rows } = await db.query<UserRow>(`SELECT ${PUBLIC_COLUMNS} FROM users WHERE organization_id = $1 AND id = $2`, [organizationId, userId]);
+  const { rows } = await db.query<UserRow>(`SELECT ${PUBLIC_COLUMNS} FROM users WHERE organization_id = $1 AND id = $2`, [
+    organizationId,
+    userId,
+  ]);
   return rows[0] ? toUser(rows[0]) : null;
 }
 
 export async function findUserByTag(db: Queryable, organizationId: string, tag: string): Promise<User | null> {
-  const { rows } = await db.query<UserRow>(`SELECT ${PUBLIC_COLUMNS} FROM users WHERE organization_id = $1 AND tag = $2`, [organizationId, tag]);
+  const { rows } = await db.query<UserRow>(`SELECT ${PUBLIC_COLUMNS} FROM users WHERE organization_id = $1 AND tag = $2`, [
+    organizationId,
+    tag,
+  ]);
   return rows[0] ? toUser(rows[0]) : null;
 }
 
@@ -78,9 +90,21 @@ export async function insertUser(
      ON CONFLICT (organization_id, tag) WHERE tag IS NOT NULL DO NOTHING
      RETURNING ${PUBLIC_COLUMNS}`,
     [
-      newId('user'), input.organizationId, body.tag ?? null, input.status, body.identity_verified, body.name.first, body.name.last,
-      body.email, body.date_of_birth, body.phone_number ?? null, JSON.stringify(address), body.government_id.type,
-      body.government_id.last4, body.government_id.state ?? null, input.now,
+      newId('user'),
+      input.organizationId,
+      body.tag ?? null,
+      input.status,
+      body.identity_verified,
+      body.name.first,
+      body.name.last,
+      body.email,
+      body.date_of_birth,
+      body.phone_number ?? null,
+      JSON.stringify(address),
+      body.government_id.type,
+      body.government_id.last4,
+      body.government_id.state ?? null,
+      input.now,
     ],
   );
   if (rows[0]) return { user: toUser(rows[0]), created: true };
@@ -91,7 +115,11 @@ export async function insertUser(
 }
 
 /** One page of the organization's users, newest first (SPEC §8's one paging scheme, src/db/paging.ts). */
-export async function listUsers(db: Queryable, organizationId: string, page: PageRequest & { status?: UserStatus | undefined }): Promise<ListPage<User>> {
+export async function listUsers(
+  db: Queryable,
+  organizationId: string,
+  page: PageRequest & { status?: UserStatus | undefined },
+): Promise<ListPage<User>> {
   const filters = new Filters('u.organization_id', organizationId).optional('u.status = ?', page.status);
   const found = await keysetPage<UserRow>(db, { select: PUBLIC_COLUMNS, from: 'users u', table: 'users', alias: 'u', filters, page });
   return { ...found, data: found.data.map(toUser) };
@@ -101,7 +129,11 @@ export async function listUsers(db: Queryable, organizationId: string, page: Pag
  * Locks the user row for a status change. Without an organization (the operator CLI) any user is found;
  * with one, another organization's user is as absent as an unknown id.
  */
-export async function lockUser(db: Queryable, userId: string, organizationId?: string): Promise<(User & { organization_id: string }) | null> {
+export async function lockUser(
+  db: Queryable,
+  userId: string,
+  organizationId?: string,
+): Promise<(User & { organization_id: string }) | null> {
   const { rows } = await db.query<UserRow>(
     `SELECT ${PUBLIC_COLUMNS} FROM users WHERE id = $1 AND ($2::text IS NULL OR organization_id = $2) FOR UPDATE`,
     [userId, organizationId ?? null],

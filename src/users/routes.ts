@@ -29,7 +29,7 @@ export const userRoutes = [
     path: '/user/{id}',
     tag: 'Users',
     summary: 'Retrieve a user',
-    description: 'Never returns personal data. Another organization\'s user id answers 404, exactly like an unknown one.',
+    description: "Never returns personal data. Another organization's user id answers 404, exactly like an unknown one.",
     params: userIdParams,
     response: { schema: userSchema, description: 'The user.' },
     resource: 'user',
@@ -40,7 +40,8 @@ export const userRoutes = [
     path: '/user',
     tag: 'Users',
     summary: 'List users',
-    description: 'Newest first. Page with `limit` and the previous page\'s `next_cursor`; rows created while paging never cause skips or repeats.',
+    description:
+      "Newest first. Page with `limit` and the previous page's `next_cursor`; rows created while paging never cause skips or repeats.",
     query: userListQuery,
     response: { schema: userList, description: 'One page of users.' },
     async handler({ caller, db, query }) {
@@ -53,7 +54,7 @@ export const userRoutes = [
     tag: 'Simulation',
     summary: 'Suspend a user (sandbox)',
     description: [
-      'Moves an `enabled` user to `suspended`, as an operator\'s compliance team would; a suspended user cannot move money.',
+      "Moves an `enabled` user to `suspended`, as an operator's compliance team would; a suspended user cannot move money.",
       'A user already suspended is returned unchanged. `created` and `disabled` users answer 409 `invalid_state`.',
       'Like every POST, an identical request within 24 hours replays the first answer: send a fresh `X-Idempotency-Key` to suspend again after a re-enable.',
     ].join(' '),
@@ -62,7 +63,13 @@ export const userRoutes = [
     errorStatuses: [404],
     response: { schema: userSchema, description: 'The user, now suspended.' },
     async handler({ caller, db, params, now }) {
-      const change = await changeUserStatus(db, { userId: params.id, organizationId: caller.organization.id, to: 'suspended', source: 'simulation', now });
+      const change = await changeUserStatus(db, {
+        userId: params.id,
+        organizationId: caller.organization.id,
+        to: 'suspended',
+        source: 'simulation',
+        now,
+      });
       return { body: change.user };
     },
   }),

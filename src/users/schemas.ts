@@ -33,11 +33,66 @@ const STATE_ISSUED_ID_TYPES: ReadonlySet<string> = new Set(['drivers_license', '
 
 /** USPS codes of the states, DC, the territories and the armed-forces "states" (AA, AE, AP). */
 export const US_ADMINISTRATIVE_AREAS: ReadonlySet<string> = new Set([
-  'AL', 'AK', 'AZ', 'AR', 'CA', 'CO', 'CT', 'DE', 'FL', 'GA', 'HI', 'ID', 'IL', 'IN', 'IA', 'KS', 'KY', 'LA', 'ME',
-  'MD', 'MA', 'MI', 'MN', 'MS', 'MO', 'MT', 'NE', 'NV', 'NH', 'NJ', 'NM', 'NY', 'NC', 'ND', 'OH', 'OK', 'OR', 'PA',
-  'RI', 'SC', 'SD', 'TN', 'TX', 'UT', 'VT', 'VA', 'WA', 'WV', 'WI', 'WY',
-  'DC', 'AS', 'GU', 'MP', 'PR', 'VI', 'UM',
-  'AA', 'AE', 'AP',
+  'AL',
+  'AK',
+  'AZ',
+  'AR',
+  'CA',
+  'CO',
+  'CT',
+  'DE',
+  'FL',
+  'GA',
+  'HI',
+  'ID',
+  'IL',
+  'IN',
+  'IA',
+  'KS',
+  'KY',
+  'LA',
+  'ME',
+  'MD',
+  'MA',
+  'MI',
+  'MN',
+  'MS',
+  'MO',
+  'MT',
+  'NE',
+  'NV',
+  'NH',
+  'NJ',
+  'NM',
+  'NY',
+  'NC',
+  'ND',
+  'OH',
+  'OK',
+  'OR',
+  'PA',
+  'RI',
+  'SC',
+  'SD',
+  'TN',
+  'TX',
+  'UT',
+  'VT',
+  'VA',
+  'WA',
+  'WV',
+  'WI',
+  'WY',
+  'DC',
+  'AS',
+  'GU',
+  'MP',
+  'PR',
+  'VI',
+  'UM',
+  'AA',
+  'AE',
+  'AP',
 ]);
 
 const US_POSTAL_CODE = /^[0-9]{5}(-[0-9]{4})?$/;
@@ -93,8 +148,7 @@ export function dateOfBirthProblem(value: string, today: Date): string | null {
 const nameSchema = closed({
   first: text(USER_LIMITS.nameLengthMax).openapi({ example: 'Ada' }),
   last: text(USER_LIMITS.nameLengthMax).openapi({ example: 'Lovelace' }),
-})
-  .openapi({ description: 'Legal name of the user.' });
+}).openapi({ description: 'Legal name of the user.' });
 
 /** Members of a raw (possibly invalid) object, for rules that must run even when a sibling field failed. */
 function field(input: unknown, name: string): unknown {
@@ -125,7 +179,11 @@ const addressSchema = closed({
       const area = field(address, 'administrative_area');
       return field(address, 'country') !== 'US' || typeof area !== 'string' || US_ADMINISTRATIVE_AREAS.has(area.trim());
     },
-    { path: ['administrative_area'], message: 'must be a US state or territory code (such as NJ, DC or PR) when country is US', when: () => true },
+    {
+      path: ['administrative_area'],
+      message: 'must be a US state or territory code (such as NJ, DC or PR) when country is US',
+      when: () => true,
+    },
   )
   .refine(
     (address) => {
@@ -137,8 +195,13 @@ const addressSchema = closed({
   .openapi({ description: 'Primary residential address.' });
 
 const governmentIdSchema = closed({
-  type: z.enum(GOVERNMENT_ID_TYPES, { error: (issue) => requiredError(issue) ?? `must be one of ${GOVERNMENT_ID_TYPES.join(', ')}` }).openapi({ example: 'drivers_license' }),
-  last4: z.string({ error: requiredError }).regex(/^[0-9]{4}$/, 'must be exactly four digits').openapi({ description: 'Last four digits only; never send the full number.', example: '6789' }),
+  type: z
+    .enum(GOVERNMENT_ID_TYPES, { error: (issue) => requiredError(issue) ?? `must be one of ${GOVERNMENT_ID_TYPES.join(', ')}` })
+    .openapi({ example: 'drivers_license' }),
+  last4: z
+    .string({ error: requiredError })
+    .regex(/^[0-9]{4}$/, 'must be exactly four digits')
+    .openapi({ description: 'Last four digits only; never send the full number.', example: '6789' }),
   state: text(USER_LIMITS.governmentIdStateLengthMax).nullish().openapi({
     description: 'Issuing state; required for `drivers_license` and `state_id`.',
     example: 'NJ',
@@ -156,7 +219,10 @@ const governmentIdSchema = closed({
 export const userCreateBody = closed({
   name: nameSchema,
   address: addressSchema,
-  email: z.email({ error: (issue) => requiredError(issue) ?? 'must be an email address' }).max(USER_LIMITS.emailLengthMax).openapi({ example: 'ada@example.com' }),
+  email: z
+    .email({ error: (issue) => requiredError(issue) ?? 'must be an email address' })
+    .max(USER_LIMITS.emailLengthMax)
+    .openapi({ example: 'ada@example.com' }),
   date_of_birth: z
     .string({ error: requiredError })
     .max(10, 'must be a date written YYYY-MM-DD')
@@ -164,7 +230,12 @@ export const userCreateBody = closed({
       const problem = dateOfBirthProblem(value, new Date());
       if (problem) ctx.addIssue({ code: 'custom', message: problem });
     })
-    .openapi({ format: 'date', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', description: 'A real calendar date in the past, YYYY-MM-DD.', example: '1990-12-10' }),
+    .openapi({
+      format: 'date',
+      pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$',
+      description: 'A real calendar date in the past, YYYY-MM-DD.',
+      example: '1990-12-10',
+    }),
   government_id: governmentIdSchema,
   identity_verified: z.boolean({ error: (issue) => requiredError(issue) ?? 'must be true or false' }).openapi({
     description: "Whether the operator verified the user's identity. Must be true when the organization requires KYC.",
@@ -178,28 +249,37 @@ export const userCreateBody = closed({
     .regex(NO_CONTROL_CHARACTERS, 'must not contain control characters')
     .nullish()
     .openapi({
-      description: "The caller's own id for the user, unique per organization. A repeated tag returns the original user and creates nothing.",
+      description:
+        "The caller's own id for the user, unique per organization. A repeated tag returns the original user and creates nothing.",
       example: 'customer-8841',
     }),
-})
-  .openapi('UserCreateRequest', {
-    example: {
-      name: { first: 'Ada', last: 'Lovelace' },
-      address: { address_line_1: '12 Market Street', address_line_2: 'Apt 4B', locality: 'Newark', administrative_area: 'NJ', postal_code: '07102', country: 'US' },
-      email: 'ada@example.com',
-      date_of_birth: '1990-12-10',
-      government_id: { type: 'drivers_license', last4: '6789', state: 'NJ' },
-      identity_verified: true,
-      phone_number: '+12015550123',
-      tag: 'customer-8841',
+}).openapi('UserCreateRequest', {
+  example: {
+    name: { first: 'Ada', last: 'Lovelace' },
+    address: {
+      address_line_1: '12 Market Street',
+      address_line_2: 'Apt 4B',
+      locality: 'Newark',
+      administrative_area: 'NJ',
+      postal_code: '07102',
+      country: 'US',
     },
-  });
+    email: 'ada@example.com',
+    date_of_birth: '1990-12-10',
+    government_id: { type: 'drivers_license', last4: '6789', state: 'NJ' },
+    identity_verified: true,
+    phone_number: '+12015550123',
+    tag: 'customer-8841',
+  },
+});
 export type UserCreateBody = z.infer<typeof userCreateBody>;
 
 const userIdExample = 'user_Q3kV9xLm2pR7tZ8wY1bN4cD6';
 
 export const userCreated = z
-  .object({ id: z.string().openapi({ description: 'The new user, or the original one when the tag was seen before.', example: userIdExample }) })
+  .object({
+    id: z.string().openapi({ description: 'The new user, or the original one when the tag was seen before.', example: userIdExample }),
+  })
   .openapi('UserCreated', { example: { id: userIdExample } });
 
 export const userSchema = z
@@ -212,7 +292,13 @@ export const userSchema = z
   })
   .openapi('User', {
     description: 'A user as the API shows it: no personal data is ever returned.',
-    example: { id: userIdExample, tag: 'customer-8841', status: 'enabled', identity_verified: true, created_at: '2026-11-21T14:03:12.511Z' },
+    example: {
+      id: userIdExample,
+      tag: 'customer-8841',
+      status: 'enabled',
+      identity_verified: true,
+      created_at: '2026-11-21T14:03:12.511Z',
+    },
   });
 export type User = z.infer<typeof userSchema>;
 

@@ -24,7 +24,6 @@ export interface DispatcherDeps {
   taskQueue: string;
 }
 
-
 async function startDelivery(deps: DispatcherDeps, subscription: Subscription): Promise<void> {
   const input: WebhookDeliveryInput = {
     eventId: subscription.event_id,
@@ -44,7 +43,6 @@ async function startDelivery(deps: DispatcherDeps, subscription: Subscription): 
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
   }
 }
-
 
 /** One pass: claims up to a batch of events and dispatches them. Answers how many events it claimed. */
 export async function dispatchPendingEvents(deps: DispatcherDeps): Promise<number> {

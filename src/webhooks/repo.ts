@@ -82,7 +82,14 @@ export async function getEndpoint(db: Queryable, organizationId: string, id: str
 /** Newest first (SPEC §8's one paging scheme, src/db/paging.ts); deleted endpoints are not listed. */
 export async function listEndpoints(db: Queryable, organizationId: string, page: PageRequest): Promise<ListPage<EndpointRow>> {
   const filters = new Filters('w.organization_id', organizationId).where('w.deleted_at IS NULL');
-  return keysetPage<EndpointRow>(db, { select: ENDPOINT_COLUMNS_OF_W, from: 'webhook_endpoints w', table: 'webhook_endpoints', alias: 'w', filters, page });
+  return keysetPage<EndpointRow>(db, {
+    select: ENDPOINT_COLUMNS_OF_W,
+    from: 'webhook_endpoints w',
+    table: 'webhook_endpoints',
+    alias: 'w',
+    filters,
+    page,
+  });
 }
 
 /** Soft delete: the row keeps its delivery history's owner; the secret is erased and nothing more is sent. */
@@ -95,11 +102,21 @@ export async function deleteEndpoint(db: Queryable, organizationId: string, id: 
   return (rowCount ?? 0) > 0;
 }
 
-export async function listDeliveries(db: Queryable, organizationId: string, endpointId: string, page: PageRequest): Promise<ListPage<DeliveryRow>> {
+export async function listDeliveries(
+  db: Queryable,
+  organizationId: string,
+  endpointId: string,
+  page: PageRequest,
+): Promise<ListPage<DeliveryRow>> {
   const filters = new Filters('d.organization_id', organizationId).add('d.endpoint_id = ?', endpointId);
   return keysetPage<DeliveryRow>(db, {
-    select: 'd.id, d.endpoint_id, d.event_id, d.event_type, d.attempt, d.outcome, d.response_status_code, d.duration_ms, d.error, d.created_at',
-    from: 'webhook_deliveries d', table: 'webhook_deliveries', alias: 'd', filters, page,
+    select:
+      'd.id, d.endpoint_id, d.event_id, d.event_type, d.attempt, d.outcome, d.response_status_code, d.duration_ms, d.error, d.created_at',
+    from: 'webhook_deliveries d',
+    table: 'webhook_deliveries',
+    alias: 'd',
+    filters,
+    page,
   });
 }
 
@@ -107,7 +124,14 @@ export async function listDeliveries(db: Queryable, organizationId: string, endp
 
 export interface DeliveryTarget {
   event: { id: string; organization_id: string; type: string; data: unknown; created_at: Date };
-  endpoint: { id: string; organization_id: string; url: string; status: 'enabled' | 'disabled'; deleted: boolean; secret_sealed: string | null };
+  endpoint: {
+    id: string;
+    organization_id: string;
+    url: string;
+    status: 'enabled' | 'disabled';
+    deleted: boolean;
+    secret_sealed: string | null;
+  };
 }
 
 export async function loadDeliveryTarget(db: Queryable, eventId: string, endpointId: string): Promise<DeliveryTarget | null> {
@@ -161,13 +185,13 @@ export async function beginAttempt(db: Queryable, attempt: AttemptStart): Promis
 }
 
 export async function finishAttempt(db: Queryable, attemptId: string, end: AttemptEnd): Promise<void> {
-  await db.query(
-    `UPDATE webhook_deliveries SET outcome = $2, response_status_code = $3, duration_ms = $4, error = $5 WHERE id = $1`,
-    [
-      attemptId, end.outcome, end.responseStatusCode, Math.max(0, Math.round(end.durationMs)),
-      end.error === null ? null : end.error.slice(0, WEBHOOK_LIMITS.errorLengthMax),
-    ],
-  );
+  await db.query(`UPDATE webhook_deliveries SET outcome = $2, response_status_code = $3, duration_ms = $4, error = $5 WHERE id = $1`, [
+    attemptId,
+    end.outcome,
+    end.responseStatusCode,
+    Math.max(0, Math.round(end.durationMs)),
+    end.error === null ? null : end.error.slice(0, WEBHOOK_LIMITS.errorLengthMax),
+  ]);
 }
 
 export async function disableEndpoint(db: Queryable, endpointId: string, reason: string): Promise<void> {

@@ -3,7 +3,12 @@ import { errors } from '../errors';
 import { listEnvelope, pageQuery } from '../zod';
 import { deleteEndpoint, deliveryView, endpointView, getEndpoint, listDeliveries, listEndpoints } from './repo';
 import {
-  createdWebhookEndpoint, createWebhookBody, deletedWebhookEndpoint, webhookDelivery, webhookEndpoint, webhookIdParams,
+  createdWebhookEndpoint,
+  createWebhookBody,
+  deletedWebhookEndpoint,
+  webhookDelivery,
+  webhookEndpoint,
+  webhookIdParams,
 } from './schemas';
 import { registerEndpoint } from './service';
 

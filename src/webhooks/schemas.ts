@@ -6,11 +6,17 @@ export { WEBHOOK_LIMITS };
 
 // A record, not a list, so adding an event type to the outbox without listing it here fails to compile.
 const EVENT_TYPES: Record<EventType, true> = {
-  'user.created': true, 'user.status_changed': true,
-  'intent.approved': true, 'intent.declined': true,
-  'transaction.created': true, 'transaction.status_changed': true,
-  'transfer.created': true, 'transfer.settled': true,
-  'refund.created': true, 'dispute.created': true, 'dispute.resolved': true,
+  'user.created': true,
+  'user.status_changed': true,
+  'intent.approved': true,
+  'intent.declined': true,
+  'transaction.created': true,
+  'transaction.status_changed': true,
+  'transfer.created': true,
+  'transfer.settled': true,
+  'refund.created': true,
+  'dispute.created': true,
+  'dispute.resolved': true,
 };
 export const WEBHOOK_EVENT_TYPES = Object.keys(EVENT_TYPES) as EventType[];
 
@@ -78,9 +84,7 @@ export const createdWebhookEndpoint = webhookEndpoint
   .openapi('WebhookEndpointWithSecret');
 export type CreatedWebhookEndpoint = z.infer<typeof createdWebhookEndpoint>;
 
-export const deletedWebhookEndpoint = z
-  .object({ id: z.string(), deleted: z.literal(true) })
-  .openapi('WebhookEndpointDeleted');
+export const deletedWebhookEndpoint = z.object({ id: z.string(), deleted: z.literal(true) }).openapi('WebhookEndpointDeleted');
 
 export const webhookDelivery = z
   .object({

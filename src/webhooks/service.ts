@@ -21,7 +21,9 @@ export async function registerEndpoint(op: Op, body: CreateWebhookBody): Promise
     return { body: { ...endpointView(row), secret } };
   } catch (error) {
     if (error instanceof EndpointLimitError) {
-      throw errors.invalidState(`An organization may have at most ${WEBHOOK_LIMITS.endpointsPerOrganizationMax} webhook endpoints; delete one first.`);
+      throw errors.invalidState(
+        `An organization may have at most ${WEBHOOK_LIMITS.endpointsPerOrganizationMax} webhook endpoints; delete one first.`,
+      );
     }
     throw error;
   }

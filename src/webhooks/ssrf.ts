@@ -51,9 +51,7 @@ export function resolveAll(host: string, timeoutMs = WEBHOOK_LIMITS.dnsTimeoutMs
   });
 }
 
-export type TargetCheck =
-  | { ok: true; host: string; addresses: LookupAddress[] | null }
-  | { ok: false; reason: string };
+export type TargetCheck = { ok: true; host: string; addresses: LookupAddress[] | null } | { ok: false; reason: string };
 
 function refusal(addresses: LookupAddress[], host: string): TargetCheck | null {
   for (const { address } of addresses) {
@@ -95,7 +93,9 @@ export async function checkTargetAtDelivery(config: Pick<Config, 'LEDGER_ENVIRON
   const host = hostOf(url);
   if (!guardsTargets(config)) return { ok: true, host, addresses: null };
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, reason: `${url.protocol} is not http or https` };
-  const addresses = ipaddr.isValid(host) ? [{ address: host, family: ipaddr.parse(host).kind() === 'ipv4' ? 4 : 6 }] : await resolveAll(host);
+  const addresses = ipaddr.isValid(host)
+    ? [{ address: host, family: ipaddr.parse(host).kind() === 'ipv4' ? 4 : 6 }]
+    : await resolveAll(host);
   if (addresses.length === 0) return { ok: false, reason: `${host} has no addresses` };
   return refusal(addresses, host) ?? { ok: true, host, addresses };
 }

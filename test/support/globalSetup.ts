@@ -14,7 +14,6 @@ import { createScratchDatabase } from './scratch';
 const STALE_DATABASE_MS = 6 * 60 * 60_000;
 
 declare global {
-   
   var __ledgerTemporal: DevServer | undefined;
 }
 
@@ -31,7 +30,8 @@ export default async function globalSetup(): Promise<void> {
   const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE 'ledger_test_%'`);
   for (const { datname } of rows) {
     const stamp = Number(datname.split('_')[2]);
-    if (Number.isFinite(stamp) && Date.now() - stamp > STALE_DATABASE_MS) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
+    if (Number.isFinite(stamp) && Date.now() - stamp > STALE_DATABASE_MS)
+      await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
   }
   await admin.end();
   const database = `ledger_test_${Date.now()}_${process.pid}`;
@@ -69,7 +69,10 @@ export default async function globalSetup(): Promise<void> {
 }
 
 const quietLogger = {
-  log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined,
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
   warn: (message: string) => process.stderr.write(`[bundler] ${message}\n`),
   error: (message: string) => process.stderr.write(`[bundler] ${message}\n`),
 };

@@ -14,8 +14,15 @@ export function testInfra() {
   const databaseUrl = process.env.LEDGER_TEST_DATABASE_URL;
   const temporalAddress = process.env.LEDGER_TEST_TEMPORAL_ADDRESS;
   const workflowBundlePath = process.env.LEDGER_TEST_WORKFLOW_BUNDLE;
-  if (!databaseUrl || !temporalAddress || !workflowBundlePath) throw new Error('test infrastructure missing: run the suites through jest (globalSetup)');
-  return { databaseUrl, temporalAddress, workflowBundlePath, cliPath: process.env.LEDGER_TEST_TEMPORAL_CLI!, workDir: process.env.LEDGER_TEST_WORK_DIR! };
+  if (!databaseUrl || !temporalAddress || !workflowBundlePath)
+    throw new Error('test infrastructure missing: run the suites through jest (globalSetup)');
+  return {
+    databaseUrl,
+    temporalAddress,
+    workflowBundlePath,
+    cliPath: process.env.LEDGER_TEST_TEMPORAL_CLI!,
+    workDir: process.env.LEDGER_TEST_WORK_DIR!,
+  };
 }
 
 /** Configuration for an in-process stack: the test infrastructure, a task queue of its own, quiet logs. */
@@ -54,12 +61,26 @@ export async function startStack(options: { env?: Record<string, string>; clock?
   const log = createLogger(config.LOG_LEVEL);
   const pool = createPool(infra.databaseUrl, config.DATABASE_POOL_MAX);
   const { connection, client } = await connectTemporal(infra.temporalAddress, config.TEMPORAL_NAMESPACE);
-  const worker = options.worker === false
-    ? null
-    : await startWorker({ config, pool, log, temporal: client, address: infra.temporalAddress, workflowBundlePath: infra.workflowBundlePath });
+  const worker =
+    options.worker === false
+      ? null
+      : await startWorker({
+          config,
+          pool,
+          log,
+          temporal: client,
+          address: infra.temporalAddress,
+          workflowBundlePath: infra.workflowBundlePath,
+        });
   const api = await startApi({ config, pool, log, temporal: client, clock: options.clock ?? systemClock });
   return {
-    config, pool, temporal: client, connection, api, worker, url: api.url,
+    config,
+    pool,
+    temporal: client,
+    connection,
+    api,
+    worker,
+    url: api.url,
     async stop() {
       await api.close();
       await worker?.shutdown();
@@ -99,7 +120,12 @@ export interface ApiResponse<T = any> {
 
 /** A small HTTP client for one API key: `call('POST', '/user', body, { 'X-Idempotency-Key': 'k' })`. */
 export function apiClient(baseUrl: string, apiKey: string | null) {
-  return async function call<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
+  return async function call<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<ApiResponse<T>> {
     const init: RequestInit = { method, headers: { ...(apiKey ? { Authorization: `Bearer ${apiKey}` } : {}), ...headers } };
     if (body !== undefined) {
       init.body = typeof body === 'string' ? body : JSON.stringify(body);
@@ -131,13 +157,18 @@ export async function eventually<T>(probe: () => Promise<T | undefined>, timeout
     } catch (error) {
       last = error;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
 
 /** Inserts a user straight into the ledger database (for suites that need one but do not test users). */
-export async function createTestUser(pool: Pool, organizationId: string, status: 'created' | 'enabled' | 'suspended' | 'disabled' = 'enabled'): Promise<string> {
+export async function createTestUser(
+  pool: Pool,
+  organizationId: string,
+  status: 'created' | 'enabled' | 'suspended' | 'disabled' = 'enabled',
+): Promise<string> {
   const id = `user_${randomString(24)}`;
   await pool.query(
     `INSERT INTO users (id, organization_id, tag, status, identity_verified, first_name, last_name, email, date_of_birth,

@@ -12,17 +12,27 @@ export const idempotencyKey = () => ({ 'X-Idempotency-Key': `k-${randomString(16
 
 /** An approved cash_in intent (automatic approval) of `amountCents` for `userId`. */
 export async function approvedCashIn(call: Call, userId: string, amountCents: number) {
-  const response = await call('POST', '/intent', { direction: 'cash_in', user_id: userId, amount: amountCents, currency: 'USD' }, idempotencyKey());
-  if (response.status !== 200 || response.body.status !== 'approved') throw new Error(`intent not approved: ${response.status} ${response.text}`);
+  const response = await call(
+    'POST',
+    '/intent',
+    { direction: 'cash_in', user_id: userId, amount: amountCents, currency: 'USD' },
+    idempotencyKey(),
+  );
+  if (response.status !== 200 || response.body.status !== 'approved')
+    throw new Error(`intent not approved: ${response.status} ${response.text}`);
   return response.body as { id: string; account_id: string; amount: number; transactions: { id: string }[] };
 }
 
 /** Waits until the transaction's lifecycle workflow runs on Temporal (workflow id = transaction id). */
 export async function workflowRunning(stack: Stack, transactionId: string): Promise<void> {
-  await eventually(async () => {
-    const description = await stack.temporal.workflow.getHandle(transactionId).describe();
-    return description.status.name === 'RUNNING' ? true : undefined;
-  }, 30_000, `workflow ${transactionId} running`);
+  await eventually(
+    async () => {
+      const description = await stack.temporal.workflow.getHandle(transactionId).describe();
+      return description.status.name === 'RUNNING' ? true : undefined;
+    },
+    30_000,
+    `workflow ${transactionId} running`,
+  );
 }
 
 /** Events of one type about one object id, from the outbox. */
@@ -38,10 +48,15 @@ export async function eventsAbout(stack: Stack, organizationId: string, type: st
 export function admin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const root = path.resolve(__dirname, '..', '..');
   return new Promise((resolve) => {
-    execFile(process.execPath, ['scripts/admin.js', ...args], {
-      cwd: root,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: testInfra().databaseUrl, LOG_LEVEL: 'silent' },
-      timeout: 60_000,
-    }, (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }));
+    execFile(
+      process.execPath,
+      ['scripts/admin.js', ...args],
+      {
+        cwd: root,
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: testInfra().databaseUrl, LOG_LEVEL: 'silent' },
+        timeout: 60_000,
+      },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
   });
 }

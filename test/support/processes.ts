@@ -40,7 +40,8 @@ export function spawnProject(command: string, args: string[], env: Record<string
         const check = () => {
           const match = pattern.exec(output);
           if (match) finish(undefined, match);
-          else if (child.exitCode !== null || child.signalCode !== null) finish(new Error(`process exited (${child.exitCode ?? child.signalCode}) before ${pattern}; output:\n${output}`));
+          else if (child.exitCode !== null || child.signalCode !== null)
+            finish(new Error(`process exited (${child.exitCode ?? child.signalCode}) before ${pattern}; output:\n${output}`));
         };
         const finish = (error?: Error, match?: RegExpExecArray) => {
           clearTimeout(timer);
@@ -69,7 +70,11 @@ export async function stopGracefully(spawned: Spawned, graceMs = 30_000): Promis
 
 /** Runs the operator CLI as `npm run admin` does: `admin(['org', 'create', '--name', 'X', '--json'], env)`. */
 export async function runAdmin(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; json: any }> {
-  const child = spawn(process.execPath, [path.join(REPO, 'scripts', 'admin.js'), ...args], { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [path.join(REPO, 'scripts', 'admin.js'), ...args], {
+    cwd: REPO,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));

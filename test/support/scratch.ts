@@ -37,15 +37,24 @@ export async function createScratchDatabase(adminUrl: string, name: string): Pro
  * flags and pragmas, since that is the server users run and what a bench must measure; `dbFile: null` keeps
  * it in memory.
  */
-export async function startScratchTemporal(cliPath: string, logFile: string, options: { dbFile?: string | null } = {}): Promise<{
-  dev: DevServer; connection: Connection; client: Client; stop(): Promise<void>;
+export async function startScratchTemporal(
+  cliPath: string,
+  logFile: string,
+  options: { dbFile?: string | null } = {},
+): Promise<{
+  dev: DevServer;
+  connection: Connection;
+  client: Client;
+  stop(): Promise<void>;
 }> {
   const dbFile = options.dbFile === undefined ? path.join(path.dirname(logFile), 'temporal.db') : options.dbFile;
   const dev = await startTemporalDevServer({ cliPath, port: await freePort(), uiPort: null, dbFile, namespace: 'default', logFile });
   const { connection, client } = await connectTemporal(dev.address, 'default');
   await registerSearchAttributes(connection, 'default');
   return {
-    dev, connection, client,
+    dev,
+    connection,
+    client,
     async stop() {
       await connection.close();
       await dev.stop();

@@ -17,7 +17,11 @@ async function main(): Promise<void> {
   const address = temporalAddressOf(config);
   const { client } = await connectTemporal(address, config.TEMPORAL_NAMESPACE);
   const worker = await startWorker({
-    config, pool, log: createLogger(config.LOG_LEVEL, 'test-worker'), temporal: client, address,
+    config,
+    pool,
+    log: createLogger(config.LOG_LEVEL, 'test-worker'),
+    temporal: client,
+    address,
     workflowBundlePath: process.env.LEDGER_TEST_WORKFLOW_BUNDLE,
   });
   process.stdout.write('ready\n');
