@@ -67,7 +67,7 @@ export async function transactionWorkflow(input: TransactionWorkflowInput): Prom
  * transferAssigned — this cash_out's row is in_transfer; transferSettled — this row is settled. The final
  * `settled` is therefore trusted by design, not read back: the row was written by the one statement that
  * settled the transfer (settleTransferMembers), in the same database transaction as the transfer itself, and
- * the database refuses any other path (transactions_ledger). What the workflow then upserts is only
+ * the database refuses any other path (transactions_after_update). What the workflow then upserts is only
  * Temporal's view of it (search attributes, the query, the result).
  */
 async function lifecycleV2(input: TransactionWorkflowInput): Promise<Status> {

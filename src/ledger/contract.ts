@@ -10,7 +10,7 @@ export type TransactionStatus = (typeof TRANSACTION_STATUSES)[number];
 
 /**
  * The transaction state machine (SPEC §9, the seed's table), the one copy the code reads; the database
- * trigger `transactions_ledger` (schema.sql) refuses the same illegal moves a second time.
+ * trigger `transactions_after_update` (schema.sql) refuses the same illegal moves a second time.
  *   cash_in:  pending → available (the network confirms funds) → settled (its transfer settles)
  *   cash_out: pending → in_transfer (batched into a transfer)   → settled (its transfer settles)
  */

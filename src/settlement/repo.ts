@@ -149,7 +149,7 @@ export async function settleTransfer(tx: PoolClient, transferId: string, now: Da
     if (!current) throw new Error(`no transfer ${transferId}`);
     return { transfer: current, changed: false };
   }
-  // The transfer first: a member may become settled only with its transfer settled (transactions_transfer_guard).
+  // The transfer first: a member may become settled only with its transfer settled (the transfer guard in transactions_after_update, schema.sql).
   const moved = await settleTransferMembers(tx, transferId, now);
   if (moved !== transfer.transaction_count) {
     throw new Error(`transfer ${transferId}: settled ${moved} of ${transfer.transaction_count} members`);
