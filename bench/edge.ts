@@ -26,7 +26,7 @@ import { createPool, withTransaction } from '../src/db/pool';
 import { createAdmission } from '../src/http/admission';
 import { createApp, type ApiDeps } from '../src/http/app';
 import { defineRoute, systemClock } from '../src/http/route';
-import { allRoutes } from '../src/http/routes';
+import { allRoutes } from '../src/routes';
 import { randomString } from '../src/ids';
 import { createIntentBody } from '../src/ledger/schemas';
 import { createIntent } from '../src/ledger/service';

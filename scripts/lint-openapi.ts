@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { buildOpenApiDocument } from '../src/http/openapi';
-import { allRoutes } from '../src/http/routes';
+import { allRoutes } from '../src/routes';
 
 const root = path.resolve(__dirname, '..');
 const bin = (name: string) => path.join(root, 'node_modules', '.bin', name);

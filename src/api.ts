@@ -10,6 +10,7 @@ import { purgeEdgeState } from './http/housekeeping';
 import { answerParserErrors } from './http/parserErrors';
 import { systemClock, type Clock } from './http/route';
 import { temporalHealthy } from './platform/temporal';
+import { allRoutes } from './routes';
 
 const HOUSEKEEPING_INTERVAL_MS = 10 * 60_000;
 
@@ -32,21 +33,24 @@ export async function startApi(options: {
   const { config, pool, log, temporal } = options;
   const clock = options.clock ?? systemClock;
   const admission = createAdmission(pool, log);
-  const app = createApp({
-    config,
-    pool,
-    log,
-    clock,
-    admission,
-    services: { temporal, taskQueue: config.TEMPORAL_TASK_QUEUE },
-    readiness: {
-      postgres: async () => {
-        await pool.query('SELECT 1');
+  const app = createApp(
+    {
+      config,
+      pool,
+      log,
+      clock,
+      admission,
+      services: { temporal, taskQueue: config.TEMPORAL_TASK_QUEUE },
+      readiness: {
+        postgres: async () => {
+          await pool.query('SELECT 1');
+        },
+        temporal: () => temporalHealthy(temporal),
+        ...options.readiness,
       },
-      temporal: () => temporalHealthy(temporal),
-      ...options.readiness,
     },
-  });
+    allRoutes,
+  );
   const server = await new Promise<Server>((resolve, reject) => {
     const listening = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(listening)));
   }).catch(async (error: unknown) => {

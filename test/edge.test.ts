@@ -12,7 +12,7 @@ import { purgeEdgeState } from '../src/http/housekeeping';
 import { EDGE_LIMITS } from '../src/http/limits';
 import { defineRoute, systemClock, type Clock, type RouteContext } from '../src/http/route';
 import { errors } from '../src/errors';
-import { allRoutes } from '../src/http/routes';
+import { allRoutes } from '../src/routes';
 import { z } from '../src/zod';
 import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';

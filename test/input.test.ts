@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { startApi, type RunningApi } from '../src/api';
 import { canonicalJson } from '../src/http/canonicalJson';
 import { INPUT_LIMITS } from '../src/http/input';
-import { allRoutes } from '../src/http/routes';
+import { allRoutes } from '../src/routes';
 import { z } from '../src/zod';
 import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';

@@ -13,7 +13,6 @@ import { rejectUnknownQuery } from './input';
 import { allowedMethodsOf } from './methods';
 import { buildOpenApiDocument, expressPath, OPERATIONAL_PATHS } from './openapi';
 import { requireHost } from './parserErrors';
-import { allRoutes } from './routes';
 
 export interface ApiDeps extends EdgeDeps {
   /** The key cache and rate-limit leases (createAdmission); the caller closes it. Without one: no cache. */
@@ -39,7 +38,7 @@ function routeLabel(req: Request): string {
   return (req.route as { path?: string } | undefined)?.path ?? 'unmatched';
 }
 
-export function createApp(deps: ApiDeps, routes: AnyRoute[] = allRoutes): express.Express {
+export function createApp(deps: ApiDeps, routes: AnyRoute[]): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', deps.config.TRUST_PROXY);
