@@ -3,12 +3,13 @@
 // the Temporal boundaries: workflow code is deterministic (no Node built-ins) and sees activities only as types.
 import { builtinModules } from 'node:module';
 import js from '@eslint/js';
+import { defineConfig } from 'eslint/config';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 const nodeBuiltins = [...new Set(builtinModules.map((name) => name.replace(/^node:/, '')))];
 
-export default tseslint.config(
+export default defineConfig(
   { ignores: ['node_modules/', 'dist/', '.tools/', '.data/', '.scratch/', 'coverage/', 'bench/results/'] },
   { linterOptions: { reportUnusedDisableDirectives: 'error' } },
   js.configs.recommended,
