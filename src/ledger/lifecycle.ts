@@ -2,6 +2,7 @@ import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/c
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Logger } from 'pino';
 import type { Pool } from '../db/pool';
+import { forEachBounded } from '../concurrency';
 import { ledgerMetrics } from '../metrics';
 import {
   AccountIdKey,
@@ -177,15 +178,9 @@ export async function sweepLifecycles(
     });
     if (rows.length === 0) return started;
     afterId = rows[rows.length - 1]!.id;
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: options.concurrency ?? 8 }, async () => {
-        while (next < rows.length) {
-          const row = rows[next++]!;
-          if ((await startTransactionWorkflow(client, taskQueue, row)) === 'started') started += 1;
-        }
-      }),
-    );
+    await forEachBounded(rows, options.concurrency ?? 8, async (row) => {
+      if ((await startTransactionWorkflow(client, taskQueue, row)) === 'started') started += 1;
+    });
   }
   return started;
 }

@@ -1,3 +1,5 @@
+import { interruptiblePause } from '../concurrency';
+
 /**
  * Keeps a child service of `npm start` (the embedded Postgres, the Temporal dev server) running: when it dies
  * (SIGKILL, SIGQUIT, a crash), it is started again after a backoff; while it is down, `check` fails so
@@ -45,17 +47,7 @@ export function supervise<T extends SupervisedChild>(options: SupervisorOptions<
   let stopped = false;
   let failures = 0;
   let upSince = Date.now();
-  let wake: (() => void) | null = null;
-  const pause = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        wake = null;
-        resolve();
-      }
-      wake = done;
-    });
+  const { pause, wake } = interruptiblePause();
 
   const watch = (child: T): void => {
     void child.exited.then(async (exit) => {
@@ -100,7 +92,7 @@ export function supervise<T extends SupervisedChild>(options: SupervisorOptions<
     },
     async stop() {
       stopped = true;
-      wake?.();
+      wake();
       await current?.stop();
     },
   };

@@ -1,6 +1,6 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { Logger } from 'pino';
-import { forEachBounded } from '../concurrency';
+import { forEachBounded, interruptiblePause } from '../concurrency';
 import type { Config } from '../config';
 import { withTransaction, type Pool } from '../db/pool';
 import { OrganizationIdKey } from '../platform/searchAttributes';
@@ -71,17 +71,7 @@ export function startWebhookDispatcher(deps: DispatcherDeps): RunningDispatcher 
     deps.log.warn('WEBHOOK_SECRET_KEY is not set: webhook signing secrets are stored unsealed in the database');
   }
   let stopped = false;
-  let wake: (() => void) | null = null;
-  const pause = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        wake = null;
-        resolve();
-      }
-      wake = done;
-    });
+  const { pause, wake } = interruptiblePause();
   const loop = (async () => {
     while (!stopped) {
       let claimed = 0;
@@ -100,7 +90,7 @@ export function startWebhookDispatcher(deps: DispatcherDeps): RunningDispatcher 
   return {
     async stop() {
       stopped = true;
-      wake?.();
+      wake();
       await loop;
     },
   };
