@@ -75,18 +75,7 @@ export async function resolveDispute(db: Queryable, disputeId: string, status: '
 }
 
 export async function renderDisputes(db: Queryable, rows: DisputeRow[]): Promise<Dispute[]> {
-  const byOrg = new Map<string, DisputeRow[]>();
-  for (const row of rows) byOrg.set(row.organization_id, [...(byOrg.get(row.organization_id) ?? []), row]);
-  const txns = new Map<string, Transaction[]>();
-  for (const [orgId, orgRows] of byOrg) {
-    for (const [source, list] of await transactionsOfSources(
-      db,
-      orgId,
-      orgRows.map((r) => r.id),
-      'dispute',
-    ))
-      txns.set(source, list);
-  }
+  const txns = await transactionsOfSources(db, rows, 'dispute');
   return rows.map((row) => renderDispute(row, txns.get(row.id) ?? []));
 }
 

@@ -52,7 +52,7 @@ export async function resolveDispute(op: Op, disputeId: string, input: ResolveDi
           amountCents: resolved.amount_cents,
         })
       : null;
-  const txns = (await transactionsOfSources(op.db, op.organizationId, [resolved.id], 'dispute')).get(resolved.id) ?? [];
+  const txns = (await transactionsOfSources(op.db, [resolved], 'dispute')).get(resolved.id) ?? [];
   const body = renderDispute(resolved, txns);
   await recordEvent(op.db, op.organizationId, 'dispute.resolved', body, op.now);
   return { body, ...(recorded ? { afterCommit: recorded.afterCommit } : {}) };

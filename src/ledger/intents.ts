@@ -82,19 +82,14 @@ export async function decideIntent(
   return rows[0]!;
 }
 
-async function renderIntents(db: Queryable, organizationId: string, rows: IntentRow[]): Promise<Intent[]> {
-  const txns = await transactionsOfSources(
-    db,
-    organizationId,
-    rows.map((row) => row.id),
-    'intent',
-  );
+async function renderIntents(db: Queryable, rows: IntentRow[]): Promise<Intent[]> {
+  const txns = await transactionsOfSources(db, rows, 'intent');
   return rows.map((row) => renderIntent(row, txns.get(row.id) ?? []));
 }
 
 export async function getIntent(db: Queryable, organizationId: string, intentId: string): Promise<Intent | null> {
   const row = await getIntentRow(db, organizationId, intentId);
-  return row ? (await renderIntents(db, organizationId, [row]))[0]! : null;
+  return row ? (await renderIntents(db, [row]))[0]! : null;
 }
 
 export async function listIntents(db: Queryable, organizationId: string, query: IntentListQuery): Promise<ListPage<Intent>> {
@@ -103,5 +98,5 @@ export async function listIntents(db: Queryable, organizationId: string, query: 
     .optional('i.direction = ?', query.direction)
     .optional('i.user_id = ?', query.user_id);
   const page = await keysetPage<IntentRow>(db, { select: 'i.*', from: 'intents i', table: 'intents', alias: 'i', filters, page: query });
-  return { ...page, data: await renderIntents(db, organizationId, page.data) };
+  return { ...page, data: await renderIntents(db, page.data) };
 }

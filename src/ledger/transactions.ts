@@ -103,16 +103,17 @@ export async function getTransaction(db: Queryable, organizationId: string, tran
 /** The transactions each source (an intent, refund or dispute, per `type`) created, oldest first. */
 export async function transactionsOfSources(
   db: Queryable,
-  organizationId: string,
-  sourceIds: string[],
+  sources: ReadonlyArray<{ id: string; organization_id: string }>,
   type: TransactionType,
 ): Promise<Map<string, Transaction[]>> {
   const bySource = new Map<string, Transaction[]>();
-  if (sourceIds.length === 0) return bySource;
+  if (sources.length === 0) return bySource;
+  // Each source with its own organization, so a page that spans organizations (the operator CLI's) is one query.
   const { rows } = await db.query<{ source_id: string; json: Transaction }>(
     `SELECT t.source_id, transaction_json(t) AS json FROM transactions t
-      WHERE t.organization_id = $1 AND t.type = $3 AND t.source_id = ANY($2) ORDER BY t.created_at, t.id`,
-    [organizationId, sourceIds, type],
+      WHERE t.type = $3 AND (t.organization_id, t.source_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+      ORDER BY t.created_at, t.id`,
+    [sources.map((source) => source.organization_id), sources.map((source) => source.id), type],
   );
   for (const row of rows) bySource.set(row.source_id, [...(bySource.get(row.source_id) ?? []), row.json]);
   return bySource;

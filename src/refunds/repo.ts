@@ -50,18 +50,7 @@ export async function insertRefund(db: Queryable, row: Omit<RefundRow, 'currency
 }
 
 async function withTransactions(db: Queryable, rows: RefundRow[]): Promise<Refund[]> {
-  const byOrg = new Map<string, RefundRow[]>();
-  for (const row of rows) byOrg.set(row.organization_id, [...(byOrg.get(row.organization_id) ?? []), row]);
-  const txns = new Map<string, Transaction[]>();
-  for (const [orgId, orgRows] of byOrg) {
-    for (const [source, list] of await transactionsOfSources(
-      db,
-      orgId,
-      orgRows.map((r) => r.id),
-      'refund',
-    ))
-      txns.set(source, list);
-  }
+  const txns = await transactionsOfSources(db, rows, 'refund');
   return rows.map((row) => {
     const list = txns.get(row.id) ?? [];
     if (list.length !== 1) throw new Error(`refund ${row.id} has ${list.length} transactions, expected exactly 1`);
