@@ -1,23 +1,11 @@
-import fs from 'node:fs';
 import path from 'node:path';
-import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { testInfra } from './support/harness';
+import { committedHistories as loadHistories } from './support/histories';
 
 const HISTORIES_DIR = path.join(__dirname, 'histories');
 
-function committedHistories() {
-  return fs
-    .readdirSync(HISTORIES_DIR)
-    .filter((name) => name.endsWith('.json'))
-    .sort()
-    .map((name) => ({
-      workflowId: name.replace(/\.json$/, ''),
-      // The files hold protobufjs's own JSON of the fetched History (see test/ledger.test.ts), so fromObject
-      // reads them back exactly (int64 as Long, enums by name, bytes base64).
-      history: temporal.api.history.v1.History.fromObject(JSON.parse(fs.readFileSync(path.join(HISTORIES_DIR, name), 'utf8'))),
-    }));
-}
+const committedHistories = () => loadHistories(HISTORIES_DIR);
 
 describe('SPEC §9 determinism guard: recorded workflow histories replay against the current workflow code', () => {
   test('every committed history in test/histories replays without a nondeterminism error', async () => {

@@ -1,23 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { HAND_OFF_ON_SETTLEMENT_DATE_PATCH } from '../src/settlement/contract';
 import { testInfra } from './support/harness';
+import { committedHistories as loadHistories } from './support/histories';
 
 /** Histories of settlement workflows recorded from older workflow code (see test/settlement.calendar.test.ts). */
 const HISTORIES_DIR = path.join(__dirname, 'histories', 'settlement');
 
-function committedHistories() {
-  return fs
-    .readdirSync(HISTORIES_DIR)
-    .filter((name) => name.endsWith('.json'))
-    .sort()
-    .map((name) => ({
-      workflowId: name.replace(/\.json$/, ''),
-      history: temporal.api.history.v1.History.fromObject(JSON.parse(fs.readFileSync(path.join(HISTORIES_DIR, name), 'utf8'))),
-    }));
-}
+const committedHistories = () => loadHistories(HISTORIES_DIR);
 
 /**
  * workflows/settlement.ts as it is today but with the business-day hold NOT guarded by patched(): the edit the

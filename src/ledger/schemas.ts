@@ -85,16 +85,19 @@ export const intentSchema = z
   .openapi('Intent');
 export type Intent = z.infer<typeof intentSchema>;
 
+/** The amount of one payment a client asks for (POST /intent, POST /authorize): 1 cent to LEDGER_LIMITS.amountCentsMax. */
+export const paymentAmountSchema = z
+  .number()
+  .int()
+  .min(1)
+  .max(LEDGER_LIMITS.amountCentsMax)
+  .openapi({ description: 'US cents, 1 to 1,000,000,000.', example: 1250 });
+
 export const createIntentBody = z
   .object({
     direction: directionSchema,
     user_id: z.string().min(1).max(100),
-    amount: z
-      .number()
-      .int()
-      .min(1)
-      .max(LEDGER_LIMITS.amountCentsMax)
-      .openapi({ description: 'US cents, 1 to 1,000,000,000.', example: 1250 }),
+    amount: paymentAmountSchema,
     currency: z.literal('USD'),
     account_id: z.string().min(1).max(100).optional().openapi({ description: 'Required when the organization has several accounts.' }),
     approval_mode: z.enum(['automatic', 'manual']).default('automatic').openapi({

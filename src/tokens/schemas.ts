@@ -1,5 +1,5 @@
 import { z } from '../zod';
-import { directionSchema, LEDGER_LIMITS } from '../ledger/schemas';
+import { directionSchema, paymentAmountSchema } from '../ledger/schemas';
 import { abaValid, cardBrand, cvcLength, luhnValid } from './checks';
 
 /** Tokens live 15 minutes and authorize once (SPEC §11). */
@@ -134,12 +134,7 @@ export const authorizeBody = z
         description: 'An unused, unexpired token. Also the idempotency key: the same token again replays the first response.',
         example: exampleId('token'),
       }),
-    amount: z
-      .number()
-      .int()
-      .min(1)
-      .max(LEDGER_LIMITS.amountCentsMax)
-      .openapi({ description: 'US cents, 1 to 1,000,000,000.', example: 1250 }),
+    amount: paymentAmountSchema,
     currency: z.literal('USD'),
     direction: directionSchema,
     account_id: z

@@ -1,0 +1,19 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { temporal } from '@temporalio/proto';
+
+/**
+ * The workflow histories committed in `dir` (one JSON file each, the workflow id its name), for the replay
+ * guards. The files hold protobufjs's own JSON of the fetched History (see test/ledger.test.ts), so fromObject
+ * reads them back exactly (int64 as Long, enums by name, bytes base64).
+ */
+export function committedHistories(dir: string): Array<{ workflowId: string; history: temporal.api.history.v1.History }> {
+  return fs
+    .readdirSync(dir)
+    .filter((name) => name.endsWith('.json'))
+    .sort()
+    .map((name) => ({
+      workflowId: name.replace(/\.json$/, ''),
+      history: temporal.api.history.v1.History.fromObject(JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8'))),
+    }));
+}
