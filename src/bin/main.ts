@@ -12,7 +12,7 @@ import { countOrganizations, createOrganization } from '../orgs/repo';
 import { startTemporalDevServer } from '../platform/devServer';
 import { startEmbeddedPostgres } from '../platform/embeddedPostgres';
 import { assertPortFree } from '../platform/ports';
-import { supervise } from '../platform/supervisor';
+import { supervise, type SupervisedChild } from '../platform/supervisor';
 import { connectTemporal, registerSearchAttributes } from '../platform/temporal';
 import { installTemporalRuntime } from '../platform/temporalRuntime';
 import { ensureTemporalCli } from '../platform/temporalCli';
@@ -47,20 +47,23 @@ runMain(async () => {
       process.stderr.write(`${error.message}\n`);
       void stopAll().finally(() => process.exit(1));
     };
+    /** Starts a child service, then keeps it running: torn down last-in first-out, its health behind /readyz. */
+    const startSupervised = async <T extends SupervisedChild>(
+      component: string,
+      readinessKey: string,
+      start: () => Promise<T>,
+    ): Promise<T> => {
+      const first = await start();
+      const supervisor = supervise({ component, first, start, log: supervisorLog, onGiveUp: giveUp });
+      teardown.push([component, () => supervisor.stop()]);
+      readiness[readinessKey] = () => supervisor.check();
+      return first;
+    };
     let databaseUrl = config.DATABASE_URL;
     if (!databaseUrl) {
-      const startPostgres = () =>
-        startEmbeddedPostgres({ dataDir: config.DATA_DIR, port: config.EMBEDDED_PG_PORT, sharedDir: config.EMBEDDED_PG_SHARED_DIR, say });
-      const embedded = await startPostgres();
-      const supervisor = supervise({
-        component: 'embedded Postgres',
-        first: embedded,
-        start: startPostgres,
-        log: supervisorLog,
-        onGiveUp: giveUp,
-      });
-      teardown.push(['embedded postgres', () => supervisor.stop()]);
-      readiness.embedded_postgres = () => supervisor.check();
+      const embedded = await startSupervised('embedded Postgres', 'embedded_postgres', () =>
+        startEmbeddedPostgres({ dataDir: config.DATA_DIR, port: config.EMBEDDED_PG_PORT, sharedDir: config.EMBEDDED_PG_SHARED_DIR, say }),
+      );
       databaseUrl = embedded.databaseUrl;
     }
     let temporalUi: string | null = null;
@@ -79,16 +82,7 @@ runMain(async () => {
           pidFile: path.join(config.DATA_DIR, 'temporal', 'server.pid'),
         });
       };
-      const dev = await startDevServer();
-      const supervisor = supervise({
-        component: 'Temporal dev server',
-        first: dev,
-        start: startDevServer,
-        log: supervisorLog,
-        onGiveUp: giveUp,
-      });
-      teardown.push(['temporal dev server', () => supervisor.stop()]);
-      readiness.temporal_dev_server = () => supervisor.check();
+      const dev = await startSupervised('Temporal dev server', 'temporal_dev_server', startDevServer);
       temporalUi = dev.uiUrl;
     }
     const address = temporalAddressOf(config);
