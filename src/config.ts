@@ -46,6 +46,11 @@ const schema = z.object({
   TEMPORAL_PORT: port.default(7233),
   TEMPORAL_UI_PORT: port.default(8233),
   EMBEDDED_PG_PORT: port.default(54329),
+  // `npm run cluster` (the production topology on one box): api processes sharing PORT, worker processes,
+  // and the Temporal server's history shards (fixed when its database is created; see docs/production.md).
+  API_PROCESSES: z.coerce.number().int().min(1).max(64).default(2),
+  WORKER_PROCESSES: z.coerce.number().int().min(1).max(64).default(2),
+  TEMPORAL_HISTORY_SHARDS: z.coerce.number().int().min(1).max(16_384).default(4),
   DATA_DIR: z.string().min(1).default(path.join(REPO_ROOT, '.data')),
   // Only as root, where Postgres runs as the `postgres` user: when that user cannot reach the clone or
   // DATA_DIR (a 0700 home or `mktemp -d`), a copy of the Postgres binaries and the cluster live here.

@@ -15,7 +15,7 @@ import { assertPortFree } from '../platform/ports';
 import { supervise, type SupervisedChild } from '../platform/supervisor';
 import { connectTemporal, registerSearchAttributes } from '../platform/temporal';
 import { installTemporalRuntime } from '../platform/temporalRuntime';
-import { ensureTemporalCli } from '../platform/temporalCli';
+import { ensureTemporalCli } from '../platform/goTools';
 import { ensureSettlementSchedule } from '../settlement/schedule';
 import { startWorker } from '../worker';
 import { onShutdownSignal, runMain } from './run';

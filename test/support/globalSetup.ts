@@ -5,7 +5,7 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import pg from 'pg';
 import { startTemporalDevServer, type DevServer } from '../../src/platform/devServer';
 import { connectTemporal, registerSearchAttributes } from '../../src/platform/temporal';
-import { ensureTemporalCli } from '../../src/platform/temporalCli';
+import { ensureTemporalCli } from '../../src/platform/goTools';
 import { WORKFLOWS_PATH } from '../../src/worker';
 import { freePort } from './ports';
 import { createScratchDatabase } from './scratch';
