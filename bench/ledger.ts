@@ -29,7 +29,7 @@ import { randomString } from '../src/ids';
 import { createOrganization, setRateLimits } from '../src/orgs/repo';
 import { freePort } from '../test/support/ports';
 import { createTestUser } from '../test/support/harness';
-import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
+import { createScratchDatabase, startScratchTemporal, topologyFrom } from '../test/support/scratch';
 
 const INTENTS = Number(process.env.BENCH_INTENTS ?? 2_000);
 const BARE_STARTS = Number(process.env.BENCH_BARE_STARTS ?? 2_000);
@@ -39,6 +39,8 @@ const CONFIRM_SECONDS = 1;
 const DRAIN_LIMIT_S = Number(process.env.BENCH_DRAIN_LIMIT_SECONDS ?? 1_800);
 const CLI = process.env.TEMPORAL_CLI_PATH ?? path.join(REPO_ROOT, '.tools', 'bin', 'temporal');
 const PG_BASE = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+/** dev: `npm start`'s dev server on a SQLite file; cluster: `npm run cluster`'s server on Postgres. */
+const TOPOLOGY = topologyFrom(process.env.BENCH_TEMPORAL);
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const round = (value: number, digits = 1) => Number(value.toFixed(digits));
@@ -163,15 +165,17 @@ async function main() {
     cleanup.push(() => fs.rmSync(workDir, { recursive: true, force: true }));
     const serverLog = path.join(workDir, 'temporal.log');
     const dbFile = path.join(workDir, 'temporal.db');
-    const temporal = await startScratchTemporal(CLI, serverLog, { dbFile });
+    const temporal = await startScratchTemporal(CLI, serverLog, { dbFile, topology: TOPOLOGY, adminUrl: PG_BASE });
     cleanup.push(() => temporal.stop());
-    const { dev, client } = temporal;
+    const { server: dev, client } = temporal;
     const database = `ledger_bench_${Date.now()}_${randomString(6)
       .toLowerCase()
       .replace(/[^a-z0-9]/g, 'x')}`;
     const scratch = await createScratchDatabase(PG_BASE, database);
     cleanup.push(() => scratch.drop());
-    say(`Temporal dev server ${dev.address} (SQLite file, npm start's pragmas), Postgres database ${database}`);
+    say(
+      `Temporal ${TOPOLOGY === 'dev' ? "dev server (SQLite file, npm start's pragmas)" : 'server on Postgres (npm run cluster)'} ${dev.address}, Postgres database ${database}`,
+    );
 
     const pool = createPool(scratch.databaseUrl, 4);
     cleanup.push(() => pool.end());
@@ -290,7 +294,7 @@ async function main() {
     const bareAfter = await bareLoop(client, 'no-op start (after)');
 
     const lifecyclesPerSecond = posts.count / lifecycleSeconds;
-    const serverLogText = fs.readFileSync(serverLog, 'utf8');
+    const serverLogText = fs.readFileSync(temporal.logFile, 'utf8');
     const results = {
       bench: 'ledger',
       at: new Date().toISOString(),
@@ -298,7 +302,8 @@ async function main() {
       intents: INTENTS,
       clients: CLIENTS,
       confirm: `SANDBOX_CONFIRM_SECONDS=${CONFIRM_SECONDS}`,
-      temporal: 'dev server, SQLite file (npm start flags)',
+      temporal:
+        TOPOLOGY === 'dev' ? 'dev server, SQLite file (npm start flags)' : 'server 1.29.1 on Postgres, 4 history shards (npm run cluster)',
       bare_noop_start: bare,
       post_intent: posts,
       lifecycles: { seconds_until_all_available: round(lifecycleSeconds, 2), per_second: round(lifecyclesPerSecond) },

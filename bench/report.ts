@@ -137,7 +137,7 @@ async function main(): Promise<void> {
     started = Date.now();
     const running = await startApiProcess({
       DATABASE_URL: scratch.databaseUrl,
-      TEMPORAL_ADDRESS: temporal.dev.address,
+      TEMPORAL_ADDRESS: temporal.server.address,
       PORT: String(await freePort()),
       TEMPORAL_TASK_QUEUE: `bench-report-${process.pid}`,
     });

@@ -171,7 +171,7 @@ async function main() {
     const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settlement-bench-'));
     const temporal = await startScratchTemporal(CLI, path.join(workDir, 'temporal.log'));
     cleanup.push(() => temporal.stop());
-    const { dev, client } = temporal;
+    const { server: dev, client } = temporal;
     const database = `ledger_bench_settlement_${Date.now()}`;
     const scratch = await createScratchDatabase(PG_BASE, database);
     cleanup.push(() => scratch.drop());

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// `npm start` on a fresh clone: installs the npm packages when any is missing, then runs the whole service
-// (src/bin/main.ts) in this same process through tsx, so a signal to this process reaches the service
-// directly. Plain Node until then: nothing is installed yet.
+// `npm start` and `npm run cluster` on a fresh clone: installs the npm packages when any is missing, then runs
+// the whole service (src/bin/main.ts, or src/bin/cluster.ts for `cluster`) in this same process through tsx,
+// so a signal to this process reaches the service directly. Plain Node until then: nothing is installed yet.
 'use strict';
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -18,4 +18,5 @@ if (missing.length > 0) {
   if (installed.status !== 0) process.exit(installed.status ?? 1);
 }
 require(require.resolve('tsx/cjs/api', { paths: [root] })).register();
-require(path.join(root, 'src', 'bin', 'main.ts'));
+const entry = process.argv[2] === 'cluster' ? 'cluster.ts' : 'main.ts';
+require(path.join(root, 'src', 'bin', entry));

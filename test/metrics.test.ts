@@ -75,7 +75,7 @@ describe('SPEC §14 metrics and Temporal logs across api and worker processes', 
     temporalMetricsUrl = `http://127.0.0.1:${temporalMetricsPort}/metrics`;
     const env = {
       DATABASE_URL: scratch.databaseUrl,
-      TEMPORAL_ADDRESS: temporal.dev.address,
+      TEMPORAL_ADDRESS: temporal.server.address,
       TEMPORAL_TASK_QUEUE: 'metrics',
       LEDGER_ENVIRONMENT: 'sandbox',
       SANDBOX_CONFIRM_SECONDS: '3600',
@@ -115,7 +115,7 @@ describe('SPEC §14 metrics and Temporal logs across api and worker processes', 
     const config = loadConfig({ ...env, PORT: '0', LOG_LEVEL: 'silent', WEBHOOK_DISPATCHER: 'off', TRANSACTION_RECONCILER: 'off' });
     pool = createPool(scratch.databaseUrl, 4);
     cleanup.push(() => pool.end());
-    const { connection, client } = await connectTemporal(temporal.dev.address, 'default');
+    const { connection, client } = await connectTemporal(temporal.server.address, 'default');
     cleanup.push(() => connection.close());
     api = await startApi({ config, pool, log: createLogger('silent'), temporal: client });
     cleanup.push(() => api.close());

@@ -1,6 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { spawnService } from './serviceProcess';
 import { SEARCH_ATTRIBUTES, waitForTemporal } from './temporal';
 
 /**
@@ -37,28 +38,6 @@ export interface DevServerOptions {
   readyTimeoutMs?: number;
 }
 
-function processCommand(pid: number): string | null {
-  try {
-    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-  } catch {
-    return null;
-  }
-}
-
-/** Stops the dev server a killed earlier run left behind, if the pid file names one that still runs. */
-async function stopLeftover(pidFile: string): Promise<void> {
-  if (!fs.existsSync(pidFile)) return;
-  const pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
-  const command = Number.isInteger(pid) && pid > 0 ? processCommand(pid) : null;
-  if (command?.includes('server start-dev')) {
-    process.kill(pid, 'SIGTERM');
-    const deadline = Date.now() + 10_000;
-    while (processCommand(pid) !== null && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
-    if (processCommand(pid) !== null) process.kill(pid, 'SIGKILL');
-  }
-  fs.rmSync(pidFile, { force: true });
-}
-
 export interface DevServer {
   address: string;
   uiUrl: string | null;
@@ -71,8 +50,6 @@ export interface DevServer {
 /** Starts `temporal server start-dev` as a child process and resolves once its frontend answers. */
 export async function startTemporalDevServer(options: DevServerOptions): Promise<DevServer> {
   if (options.dbFile) fs.mkdirSync(path.dirname(options.dbFile), { recursive: true });
-  fs.mkdirSync(path.dirname(options.logFile), { recursive: true });
-  if (options.pidFile) await stopLeftover(options.pidFile);
   const args = [
     'server',
     'start-dev',
@@ -95,34 +72,25 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     void type; // All ours are keywords; the operator API registers them again idempotently after start.
     args.push('--search-attribute', `${name}=Keyword`);
   }
-  const log = fs.openSync(options.logFile, 'a');
-  // Detached: Ctrl-C reaches our process group, not the server, so the worker can drain before it stops.
-  const child = spawn(options.cliPath, args, { stdio: ['ignore', log, log], detached: true });
-  fs.closeSync(log);
-  process.once('exit', () => child.kill('SIGTERM'));
-  if (options.pidFile && child.pid) fs.writeFileSync(options.pidFile, String(child.pid));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => resolve({ code, signal }));
+  const child = await spawnService({
+    command: options.cliPath,
+    args,
+    logFile: options.logFile,
+    pidFile: options.pidFile,
+    leftoverMarker: 'server start-dev',
   });
   const address = `127.0.0.1:${options.port}`;
-  const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const killTimer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(killTimer);
-    if (options.pidFile) fs.rmSync(options.pidFile, { force: true });
-  };
   try {
-    await Promise.race([
-      waitForTemporal(address, options.readyTimeoutMs ?? 60_000),
-      exited.then(() => {
-        throw new Error(`temporal server start-dev exited with ${child.exitCode}; see ${options.logFile}`);
-      }),
-    ]);
+    await Promise.race([waitForTemporal(address, options.readyTimeoutMs ?? 60_000), child.failOnExit('temporal server start-dev')]);
   } catch (error) {
-    await stop();
+    await child.stop();
     throw error;
   }
-  return { address, uiUrl: options.uiPort === null ? null : `http://127.0.0.1:${options.uiPort}`, process: child, exited, stop };
+  return {
+    address,
+    uiUrl: options.uiPort === null ? null : `http://127.0.0.1:${options.uiPort}`,
+    process: child.process,
+    exited: child.exited,
+    stop: () => child.stop(),
+  };
 }

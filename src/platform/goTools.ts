@@ -62,8 +62,14 @@ export async function ensureGoTool(tool: GoTool, log: Log = stderrLog): Promise<
   fs.mkdirSync(tool.dir, { recursive: true });
   const started = Date.now();
   await new Promise<void>((resolve, reject) => {
-    const child = spawn('go', ['install', tool.module], { env: { ...process.env, GOBIN: tool.dir }, stdio: ['ignore', 'inherit', 'inherit'] });
-    const progress = setInterval(() => log(`  still building the ${tool.title} (${Math.round((Date.now() - started) / 1000)} s)...`), 30_000);
+    const child = spawn('go', ['install', tool.module], {
+      env: { ...process.env, GOBIN: tool.dir },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    const progress = setInterval(
+      () => log(`  still building the ${tool.title} (${Math.round((Date.now() - started) / 1000)} s)...`),
+      30_000,
+    );
     child.on('error', reject);
     child.on('exit', (code) => {
       clearInterval(progress);

@@ -34,6 +34,8 @@ export interface SupervisorOptions<T extends SupervisedChild> {
   start(): Promise<T>;
   log: { warn(message: string): void; info(message: string): void };
   onGiveUp(error: Error): void;
+  /** True once the whole service is stopping: a child that exits then (Ctrl-C reaches it too) is not restarted. */
+  shuttingDown?: () => boolean;
   limits?: Partial<typeof SUPERVISOR_LIMITS>;
 }
 
@@ -51,7 +53,7 @@ export function supervise<T extends SupervisedChild>(options: SupervisorOptions<
 
   const watch = (child: T): void => {
     void child.exited.then(async (exit) => {
-      if (stopped || current !== child) return;
+      if (stopped || options.shuttingDown?.() || current !== child) return;
       current = null;
       if (Date.now() - upSince >= limits.stableMs) failures = 0;
       let reason = `${options.component} ${describeExit(exit)}`;

@@ -1,0 +1,138 @@
+/**
+ * `npm run cluster`: the service on the production topology, on one box. The same settings and addresses as
+ * `npm start`, but:
+ * - Temporal is the real server (go.temporal.io/server, built once into .tools/), its persistence and SQL
+ *   visibility in their own databases on the ledger's Postgres (the embedded one unless DATABASE_URL), with
+ *   TEMPORAL_HISTORY_SHARDS history shards, and the Temporal Web UI server beside it;
+ * - the API runs as API_PROCESSES processes sharing PORT (node:cluster), the Temporal workers as
+ *   WORKER_PROCESSES processes; each is restarted with backoff when it dies.
+ * docs/production.md explains the processes and what scales what.
+ */
+import cluster from 'node:cluster';
+import path from 'node:path';
+import { databaseUrlOf, loadConfig, temporalAddressOf, type Config } from '../config';
+import { migrate } from '../db/migrate';
+import { createPool } from '../db/pool';
+import { createLogger } from '../logger';
+import { ensureClusterTools } from '../platform/goTools';
+import { assertPortFree } from '../platform/ports';
+import { announceReady, createServiceHost, ledgerDatabase } from '../platform/serviceHost';
+import { connectTemporal } from '../platform/temporal';
+import {
+  CLUSTER_SERVER_PORT_COUNT,
+  clusterServerPorts,
+  prepareTemporalDatabases,
+  startTemporalServer,
+  startTemporalUi,
+} from '../platform/temporalServer';
+import { startApiProcess, startWorkerProcess, bundleWorkflowsOnce } from '../platform/processes';
+import { StartupError } from '../platform/startupError';
+import { ensureSettlementSchedule } from '../settlement/schedule';
+import { onShutdownSignal, runMain } from './run';
+
+/** The metrics ports of worker process `index`: the first uses the configured ones, the next the pairs after. */
+function workerMetricsEnv(config: Config, index: number): Record<string, string> {
+  const env: Record<string, string> = {};
+  if (config.TEMPORAL_METRICS_ADDRESS !== 'off') {
+    const [host, port] = config.TEMPORAL_METRICS_ADDRESS.split(':') as [string, string];
+    env.TEMPORAL_METRICS_ADDRESS = `${host}:${Number(port) + 2 * index}`;
+  }
+  if (config.WORKER_METRICS_PORT !== 0) env.WORKER_METRICS_PORT = String(config.WORKER_METRICS_PORT + 2 * index);
+  return env;
+}
+
+runMain(async () => {
+  if (!cluster.isPrimary) throw new Error('src/bin/cluster.ts runs as the primary only');
+  const startedAt = Date.now();
+  const config = loadConfig();
+  const log = createLogger(config.LOG_LEVEL);
+  const say = (message: string) => process.stdout.write(`${message}\n`);
+  const host = createServiceHost(log);
+  onShutdownSignal(async (signal) => {
+    say(`${signal}: stopping (api processes, workers drain, Temporal, Postgres)...`);
+    await host.stopAll();
+    say('Stopped.');
+  });
+
+  try {
+    const databaseUrl = await ledgerDatabase(host, config, say);
+    let temporalUi: string | null = null;
+    if (!config.TEMPORAL_ADDRESS) {
+      const ports = clusterServerPorts(config.TEMPORAL_PORT);
+      if (ports.workerMembership > 32_767) {
+        throw new StartupError(
+          `TEMPORAL_PORT=${config.TEMPORAL_PORT}: npm run cluster uses it and the ${CLUSTER_SERVER_PORT_COUNT - 1} ports after it, which must stay below 32768 (the server stores membership ports as smallint).`,
+        );
+      }
+      const tools = await ensureClusterTools(say);
+      const databases = { serverUrl: databaseUrl, persistence: 'temporal', visibility: 'temporal_visibility' };
+      await prepareTemporalDatabases(tools.sqlTool, databases, say);
+      const serverDir = path.join(config.DATA_DIR, 'temporal-server');
+      const startServer = async () => {
+        for (const [name, port] of Object.entries(ports)) await assertPortFree(`Temporal server (${name})`, port, 'TEMPORAL_PORT');
+        return startTemporalServer({
+          server: tools.server,
+          databases,
+          ports,
+          historyShards: config.TEMPORAL_HISTORY_SHARDS,
+          namespace: config.TEMPORAL_NAMESPACE,
+          dir: serverDir,
+        });
+      };
+      const server = await host.startSupervised('Temporal server', 'temporal_server', startServer);
+      const startUi = async () => {
+        await assertPortFree('Temporal Web UI', config.TEMPORAL_UI_PORT, 'TEMPORAL_UI_PORT');
+        return startTemporalUi({
+          ui: tools.ui,
+          port: config.TEMPORAL_UI_PORT,
+          temporalAddress: server.address,
+          namespace: config.TEMPORAL_NAMESPACE,
+          dir: path.join(serverDir, 'ui'),
+        });
+      };
+      temporalUi = (await host.startSupervised('Temporal Web UI', null, startUi)).url;
+    }
+    const address = temporalAddressOf(config);
+    await migrate(databaseUrl, (message) => log.info(message));
+    const pool = createPool(databaseUrl, 4, (error) => log.warn({ err: error }, 'idle database connection lost'));
+    host.onStop('postgres pool', () => pool.end());
+    const { connection, client } = await connectTemporal(address, config.TEMPORAL_NAMESPACE);
+    host.onStop('temporal client', () => connection.close());
+
+    // Every child gets the primary's settings with the addresses resolved, so none starts services of its own.
+    const childEnv = { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: address };
+    const bundle = await bundleWorkflowsOnce(path.join(config.DATA_DIR, 'cluster'));
+    for (let index = 0; index < config.WORKER_PROCESSES; index += 1) {
+      const env = { ...childEnv, ...workerMetricsEnv(config, index), LEDGER_WORKFLOW_BUNDLE: bundle };
+      await host.startSupervised(`worker process ${index + 1}`, `worker_${index + 1}`, () =>
+        startWorkerProcess({ env, client, taskQueue: config.TEMPORAL_TASK_QUEUE }),
+      );
+    }
+    // The daily window close (SPEC §10), created or updated at every start.
+    await ensureSettlementSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE, cutoff: config.SETTLEMENT_CUTOFF });
+    await assertPortFree('API', config.PORT, 'PORT', config.HOST);
+    let apiUrl = '';
+    for (let index = 0; index < config.API_PROCESSES; index += 1) {
+      const api = await host.startSupervised(`api process ${index + 1}`, null, () => startApiProcess({ env: childEnv }));
+      apiUrl = api.url;
+    }
+
+    await announceReady({
+      say,
+      config,
+      pool,
+      startedAt,
+      apiUrl,
+      temporalUi,
+      temporalAddress: address,
+      more: [
+        `Processes      ${config.API_PROCESSES} api (sharing port ${config.PORT}), ${config.WORKER_PROCESSES} worker, ` +
+          (config.TEMPORAL_ADDRESS ? 'Temporal external' : `Temporal server ${address} (${config.TEMPORAL_HISTORY_SHARDS} history shards)`),
+        `Database       ${databaseUrlOf({ ...config, DATABASE_URL: databaseUrl })}`,
+      ],
+    });
+  } catch (error) {
+    await host.stopAll();
+    throw error;
+  }
+});

@@ -1,0 +1,122 @@
+import { spawn } from 'node:child_process';
+import cluster from 'node:cluster';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { REPO_ROOT } from '../config';
+import { WORKFLOWS_PATH } from '../worker';
+import type { SupervisedChild } from './supervisor';
+
+/**
+ * The api and worker processes of `npm run cluster`, started from the primary and kept by its supervisors.
+ * Both run the same entry points as `npm run api` and `npm run worker`, through tsx like the primary.
+ */
+const TSX = ['--import', 'tsx'];
+const API_ENTRY = path.join(REPO_ROOT, 'src', 'bin', 'api.ts');
+const WORKER_ENTRY = path.join(REPO_ROOT, 'src', 'bin', 'worker.ts');
+/** How long a process may take to be ready (an api listening, a worker polling) before its start fails. */
+const READY_TIMEOUT_MS = 120_000;
+/** How long a stopping process may take (a worker drains its running tasks) before it is killed. */
+const STOP_TIMEOUT_MS = 30_000;
+
+type Exit = { code: number | null; signal: NodeJS.Signals | null };
+
+function stopper(kill: (signal: NodeJS.Signals) => void, isRunning: () => boolean, exited: Promise<Exit>) {
+  return async () => {
+    if (!isRunning()) return;
+    kill('SIGTERM');
+    const timer = setTimeout(() => kill('SIGKILL'), STOP_TIMEOUT_MS);
+    await exited;
+    clearTimeout(timer);
+  };
+}
+
+/**
+ * Bundles the workflow code once into `dir` for every worker process (bundling takes seconds of CPU, which a
+ * worker restarted by its supervisor would otherwise spend again).
+ */
+export async function bundleWorkflowsOnce(dir: string): Promise<string> {
+  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundler });
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, 'workflow-bundle.js');
+  fs.writeFileSync(file, code);
+  return file;
+}
+
+const quietBundler = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (message: string) => process.stderr.write(`[bundler] ${message}\n`),
+  error: (message: string) => process.stderr.write(`[bundler] ${message}\n`),
+};
+
+export interface ApiProcess extends SupervisedChild {
+  pid: number;
+  url: string;
+}
+
+/**
+ * One api process: a node:cluster worker, so every api process listens on the same PORT and the primary hands
+ * each new connection to the next one in turn. Ready once it listens.
+ */
+export async function startApiProcess(options: { env: NodeJS.ProcessEnv }): Promise<ApiProcess> {
+  cluster.setupPrimary({ exec: API_ENTRY, execArgv: TSX, args: [] });
+  const worker = cluster.fork(options.env);
+  const exited = new Promise<Exit>((resolve) => worker.once('exit', (code, signal) => resolve({ code, signal: signal as NodeJS.Signals })));
+  const running = () => worker.process.exitCode === null && worker.process.signalCode === null;
+  const stop = stopper((signal) => worker.process.kill(signal), running, exited);
+  const address = await Promise.race([
+    new Promise<{ address: string; port: number }>((resolve) => worker.once('listening', resolve)),
+    exited.then(({ code, signal }) => {
+      throw new Error(`an api process exited with ${signal ?? code} before it listened`);
+    }),
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error('an api process did not listen within 120 s')), READY_TIMEOUT_MS).unref(),
+    ),
+  ]).catch(async (error: unknown) => {
+    await stop();
+    throw error;
+  });
+  const hostPart = !address.address || address.address.includes(':') ? '127.0.0.1' : address.address;
+  return { pid: worker.process.pid!, url: `http://${hostPart}:${address.port}`, exited, stop };
+}
+
+export interface WorkerProcess extends SupervisedChild {
+  pid: number;
+}
+
+/** One worker process (`npm run worker`'s entry); ready once Temporal lists it among the task queue's pollers. */
+export async function startWorkerProcess(options: { env: NodeJS.ProcessEnv; client: Client; taskQueue: string }): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, [...TSX, WORKER_ENTRY], {
+    cwd: REPO_ROOT,
+    env: options.env,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const running = () => child.exitCode === null && child.signalCode === null;
+  const stop = stopper((signal) => child.kill(signal), running, exited);
+  const identity = `${child.pid}@${os.hostname()}`;
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  try {
+    for (;;) {
+      if (!running()) throw new Error(`a worker process exited with ${child.signalCode ?? child.exitCode} before it polled`);
+      const { pollers } = await options.client.workflowService.describeTaskQueue({
+        namespace: options.client.options.namespace,
+        taskQueue: { name: options.taskQueue },
+        taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+      });
+      if (pollers.some((poller) => poller.identity === identity)) break;
+      if (Date.now() > deadline) throw new Error(`a worker process did not poll ${options.taskQueue} within 120 s`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { pid: child.pid!, exited, stop };
+}

@@ -1,0 +1,79 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+/**
+ * A server program we run as a child (the Temporal dev server, the Temporal server, its Web UI): detached from
+ * our process group, so Ctrl-C reaches us first and our workers drain before the server stops; its output in a
+ * log file; its pid in a file, so a run that was killed outright (SIGKILL skips every exit handler) leaves
+ * nothing the next start cannot find and stop.
+ */
+export interface ServiceProcess {
+  process: ChildProcess;
+  /** Resolves when the process has exited, for whatever reason. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** SIGTERM, then SIGKILL after `killAfterMs`; resolves once it has exited. */
+  stop(): Promise<void>;
+  /** Rejects (naming the log) as soon as the process exits: race it against a readiness check. */
+  failOnExit(name: string): Promise<never>;
+}
+
+function processCommand(pid: number): string | null {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    return null;
+  }
+}
+
+/** Stops the process a killed earlier run left behind, if the pid file names one that still runs `marker`. */
+export async function stopLeftover(pidFile: string, marker: string): Promise<void> {
+  if (!fs.existsSync(pidFile)) return;
+  const pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
+  const command = Number.isInteger(pid) && pid > 0 ? processCommand(pid) : null;
+  if (command?.includes(marker)) {
+    process.kill(pid, 'SIGTERM');
+    const deadline = Date.now() + 10_000;
+    while (processCommand(pid) !== null && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    if (processCommand(pid) !== null) process.kill(pid, 'SIGKILL');
+  }
+  fs.rmSync(pidFile, { force: true });
+}
+
+export async function spawnService(options: {
+  command: string;
+  args: string[];
+  logFile: string;
+  pidFile?: string;
+  /** What the leftover's command line contains; default the whole command line. */
+  leftoverMarker?: string;
+  killAfterMs?: number;
+}): Promise<ServiceProcess> {
+  fs.mkdirSync(path.dirname(options.logFile), { recursive: true });
+  if (options.pidFile) await stopLeftover(options.pidFile, options.leftoverMarker ?? [options.command, ...options.args].join(' '));
+  const log = fs.openSync(options.logFile, 'a');
+  const child = spawn(options.command, options.args, { stdio: ['ignore', log, log], detached: true });
+  fs.closeSync(log);
+  process.once('exit', () => child.kill('SIGTERM'));
+  if (options.pidFile && child.pid) fs.writeFileSync(options.pidFile, String(child.pid));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  return {
+    process: child,
+    exited,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const killTimer = setTimeout(() => child.kill('SIGKILL'), options.killAfterMs ?? 10_000);
+        await exited;
+        clearTimeout(killTimer);
+      }
+      if (options.pidFile) fs.rmSync(options.pidFile, { force: true });
+    },
+    failOnExit: (name) =>
+      exited.then(({ code, signal }) => {
+        throw new Error(`${name} exited with ${signal ?? code}; see ${options.logFile}`);
+      }),
+  };
+}

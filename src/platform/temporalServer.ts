@@ -1,0 +1,314 @@
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { msToTs } from '@temporalio/common/lib/time';
+import pg from 'pg';
+import { spawnService } from './serviceProcess';
+import { connectTemporal, registerSearchAttributes, waitForTemporal } from './temporal';
+
+/**
+ * The production topology's Temporal (`npm run cluster`, the cluster test project): the real server built from
+ * the Go module proxy, one process running all four services (frontend, history, matching, worker), with its
+ * persistence and SQL visibility in two Postgres databases that the server's own SQL tool creates and upgrades.
+ * docker-compose.yml runs the same release as images; docs/production.md explains the choices.
+ */
+
+export interface TemporalDatabases {
+  /** Postgres server (any database on it): the SQL tool and the server connect with its host, port and user. */
+  serverUrl: string;
+  persistence: string;
+  visibility: string;
+}
+
+/** The ports one server process listens on; `frontend` is the gRPC address clients and workers use. */
+export interface TemporalServerPorts {
+  frontend: number;
+  frontendHttp: number;
+  history: number;
+  matching: number;
+  worker: number;
+  frontendMembership: number;
+  historyMembership: number;
+  matchingMembership: number;
+  workerMembership: number;
+}
+
+/** `npm run cluster`'s layout: the frontend on TEMPORAL_PORT and the server's other listeners on the next eight. */
+export const CLUSTER_SERVER_PORT_COUNT = 9;
+
+export function clusterServerPorts(frontend: number): TemporalServerPorts {
+  return {
+    frontend,
+    frontendHttp: frontend + 1,
+    history: frontend + 2,
+    matching: frontend + 3,
+    worker: frontend + 4,
+    frontendMembership: frontend + 5,
+    historyMembership: frontend + 6,
+    matchingMembership: frontend + 7,
+    workerMembership: frontend + 8,
+  };
+}
+
+/** Retention of closed workflows' histories in the namespace we create (the capacity model in docs/production.md). */
+export const NAMESPACE_RETENTION_DAYS = 7;
+
+function connectionParts(serverUrl: string) {
+  const url = new URL(serverUrl);
+  return {
+    host: url.hostname || '127.0.0.1',
+    port: Number(url.port || 5432),
+    user: decodeURIComponent(url.username || 'postgres'),
+    password: decodeURIComponent(url.password),
+  };
+}
+
+function databaseUrl(serverUrl: string, database: string): string {
+  const url = new URL(serverUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+/**
+ * Creates the server's two databases when absent and brings their schemas to the release's versions with the
+ * SQL tool (the schemas are embedded in it): `setup-schema -v 0.0` once on a new database, then `update-schema`,
+ * which applies only the versions a database does not have yet, so every start may run it.
+ */
+export async function prepareTemporalDatabases(
+  sqlTool: string,
+  databases: TemporalDatabases,
+  log: (message: string) => void,
+): Promise<void> {
+  const admin = new pg.Client({ connectionString: databases.serverUrl });
+  await admin.connect();
+  try {
+    for (const [database, schema] of [
+      [databases.persistence, 'postgresql/v12/temporal'],
+      [databases.visibility, 'postgresql/v12/visibility'],
+    ] as const) {
+      const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+      if (exists.rowCount === 0) {
+        log(`Creating Temporal's database ${database}`);
+        await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}`);
+      }
+      const client = new pg.Client({ connectionString: databaseUrl(databases.serverUrl, database) });
+      await client.connect();
+      const versioned = await client
+        .query(`SELECT 1 FROM pg_tables WHERE schemaname = 'public' AND tablename = 'schema_version'`)
+        .finally(() => client.end());
+      const { host, port, user, password } = connectionParts(databases.serverUrl);
+      const base = ['--plugin', 'postgres12', '--ep', host, '-p', String(port), '-u', user, '--db', database];
+      if (password) base.push('--pw', password);
+      if (versioned.rowCount === 0) runSqlTool(sqlTool, [...base, 'setup-schema', '-v', '0.0']);
+      runSqlTool(sqlTool, [...base, 'update-schema', '--schema-name', schema]);
+    }
+  } finally {
+    await admin.end();
+  }
+}
+
+function runSqlTool(sqlTool: string, args: string[]): void {
+  const run = spawnSync(sqlTool, args, { encoding: 'utf8' });
+  if (run.status !== 0) {
+    const output = `${run.stdout}${run.stderr}`.trim().split('\n').slice(-5).join('\n');
+    throw new Error(`temporal SQL tool ${args.slice(-3).join(' ')} failed (exit ${run.status}):\n${output}`);
+  }
+}
+
+export interface TemporalServerOptions {
+  server: string;
+  databases: TemporalDatabases;
+  ports: TemporalServerPorts;
+  /** Fixed when the persistence database is first used; a server started later with another count refuses to run. */
+  historyShards: number;
+  namespace: string;
+  /** Holds the rendered configuration, the log and the pid file. */
+  dir: string;
+  readyTimeoutMs?: number;
+}
+
+/** The server's configuration. YAML is a superset of JSON, so the object is written as JSON. */
+export function temporalServerConfig(options: TemporalServerOptions, dynamicConfigFile: string) {
+  const { host, port, user, password } = connectionParts(options.databases.serverUrl);
+  const store = (databaseName: string, maxConns: number) => ({
+    sql: {
+      pluginName: 'postgres12',
+      databaseName,
+      connectAddr: `${host}:${port}`,
+      connectProtocol: 'tcp',
+      user,
+      password,
+      maxConns,
+      maxIdleConns: maxConns,
+      maxConnLifetime: '1h',
+    },
+  });
+  const service = (grpcPort: number, membershipPort: number, extra: Record<string, unknown> = {}) => ({
+    rpc: { grpcPort, membershipPort, bindOnIP: '127.0.0.1', ...extra },
+  });
+  const { ports } = options;
+  return {
+    log: { stdout: true, level: 'warn' },
+    persistence: {
+      defaultStore: 'ledger-default',
+      visibilityStore: 'ledger-visibility',
+      numHistoryShards: options.historyShards,
+      datastores: {
+        'ledger-default': store(options.databases.persistence, 20),
+        'ledger-visibility': store(options.databases.visibility, 10),
+      },
+    },
+    global: { membership: { maxJoinDuration: '30s', broadcastAddress: '127.0.0.1' } },
+    services: {
+      frontend: service(ports.frontend, ports.frontendMembership, { httpPort: ports.frontendHttp }),
+      history: service(ports.history, ports.historyMembership),
+      matching: service(ports.matching, ports.matchingMembership),
+      worker: service(ports.worker, ports.workerMembership),
+    },
+    clusterMetadata: {
+      enableGlobalNamespace: false,
+      failoverVersionIncrement: 10,
+      masterClusterName: 'active',
+      currentClusterName: 'active',
+      clusterInformation: {
+        active: {
+          enabled: true,
+          initialFailoverVersion: 1,
+          rpcName: 'frontend',
+          rpcAddress: `127.0.0.1:${ports.frontend}`,
+          httpAddress: `127.0.0.1:${ports.frontendHttp}`,
+        },
+      },
+    },
+    dcRedirectionPolicy: { policy: 'noop' },
+    dynamicConfigClient: { filepath: dynamicConfigFile, pollInterval: '10s' },
+  };
+}
+
+/**
+ * Dynamic configuration: the dev server's own choices where the ledger relies on them (search attributes
+ * readable as soon as they are registered, and the persistence rates that makes affordable).
+ */
+export const TEMPORAL_DYNAMIC_CONFIG: Record<string, unknown> = {
+  'system.forceSearchAttributesCacheRefreshOnRead': true,
+  'frontend.persistenceMaxQPS': 10_000,
+  'history.persistenceMaxQPS': 45_000,
+  'limit.maxIDLength': 255,
+};
+
+export interface TemporalServer {
+  address: string;
+  process: ChildProcess;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the server process (stopping one a killed earlier run left behind), waits for its frontend, and makes
+ * sure the namespace and the ledger's search attributes exist. The process is detached from our process group
+ * so Ctrl-C reaches us first and the workers drain before Temporal stops.
+ */
+export async function startTemporalServer(options: TemporalServerOptions): Promise<TemporalServer> {
+  const configDir = path.join(options.dir, 'config');
+  fs.mkdirSync(configDir, { recursive: true });
+  const dynamicConfigFile = path.join(configDir, 'dynamic.yaml');
+  const dynamic = Object.fromEntries(Object.entries(TEMPORAL_DYNAMIC_CONFIG).map(([key, value]) => [key, [{ value, constraints: {} }]]));
+  fs.writeFileSync(dynamicConfigFile, JSON.stringify(dynamic, null, 2));
+  fs.writeFileSync(path.join(configDir, 'ledger.yaml'), JSON.stringify(temporalServerConfig(options, dynamicConfigFile), null, 2));
+  const child = await spawnService({
+    command: options.server,
+    args: ['--root', options.dir, '--config', 'config', '--env', 'ledger', '--allow-no-auth', 'start'],
+    logFile: path.join(options.dir, 'server.log'),
+    pidFile: path.join(options.dir, 'server.pid'),
+    leftoverMarker: options.server,
+    killAfterMs: 15_000,
+  });
+  const address = `127.0.0.1:${options.ports.frontend}`;
+  try {
+    await Promise.race([
+      (async () => {
+        await waitForTemporal(address, options.readyTimeoutMs ?? 90_000);
+        await ensureNamespace(address, options.namespace);
+      })(),
+      child.failOnExit('the Temporal server'),
+    ]);
+  } catch (error) {
+    await child.stop();
+    throw error;
+  }
+  return { address, process: child.process, exited: child.exited, stop: () => child.stop() };
+}
+
+/** Registers the namespace (idempotent) and waits until the frontend serves it, then the search attributes. */
+async function ensureNamespace(address: string, namespace: string): Promise<void> {
+  const { connection } = await connectTemporal(address, namespace);
+  try {
+    try {
+      await connection.workflowService.registerNamespace({
+        namespace,
+        workflowExecutionRetentionPeriod: msToTs(`${NAMESPACE_RETENTION_DAYS} days`),
+      });
+    } catch (error) {
+      if (!/already exists|already registered/i.test((error as Error).message)) throw error;
+    }
+    // The frontend learns of a new namespace through its namespace cache, refreshed every few seconds.
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      try {
+        await connection.workflowService.describeNamespace({ namespace });
+        await registerSearchAttributes(connection, namespace);
+        return;
+      } catch (error) {
+        if (Date.now() > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
+  } finally {
+    await connection.close();
+  }
+}
+
+export interface TemporalUi {
+  url: string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stop(): Promise<void>;
+}
+
+/** The Temporal Web UI server (the same release the CLI's dev server embeds), pointed at the frontend. */
+export async function startTemporalUi(options: { ui: string; port: number; temporalAddress: string; namespace: string; dir: string }) {
+  const configDir = path.join(options.dir, 'config');
+  fs.mkdirSync(configDir, { recursive: true });
+  const config = {
+    temporalGrpcAddress: options.temporalAddress,
+    host: '127.0.0.1',
+    port: options.port,
+    enableUi: true,
+    defaultNamespace: options.namespace,
+    cors: { allowOrigins: [`http://127.0.0.1:${options.port}`, `http://localhost:${options.port}`] },
+    notifyOnNewVersion: false,
+  };
+  fs.writeFileSync(path.join(configDir, 'ledger.yaml'), JSON.stringify(config, null, 2));
+  const child = await spawnService({
+    command: options.ui,
+    args: ['--root', options.dir, '--config', 'config', '--env', 'ledger', 'start'],
+    logFile: path.join(options.dir, 'ui.log'),
+    pidFile: path.join(options.dir, 'ui.pid'),
+    leftoverMarker: options.ui,
+  });
+  const url = `http://127.0.0.1:${options.port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.process.exitCode !== null)
+      throw new Error(`the Temporal Web UI exited with ${child.process.exitCode}; see ${options.dir}/ui.log`);
+    const ok = await fetch(url)
+      .then((response) => response.ok)
+      .catch(() => false);
+    if (ok) break;
+    if (Date.now() > deadline) {
+      await child.stop();
+      throw new Error(`the Temporal Web UI did not answer at ${url} within 30 s; see ${options.dir}/ui.log`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return { url, exited: child.exited, stop: () => child.stop() } satisfies TemporalUi;
+}
