@@ -36,6 +36,10 @@ const schema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   DATABASE_URL: z.string().url().optional(),
   DATABASE_POOL_MAX: z.coerce.number().int().min(2).max(200).default(20),
+  // `npm run api` and `npm run worker` wait this long for the database, then for Temporal (and its namespace),
+  // retrying with backoff and logging each attempt, before they give up and exit 1 (0: one attempt).
+  DATABASE_CONNECT_TIMEOUT_SECONDS: seconds.default(120),
+  TEMPORAL_CONNECT_TIMEOUT_SECONDS: seconds.default(120),
   TEMPORAL_ADDRESS: z
     .string()
     .regex(/^[^:\s]+:\d+$/, 'must be host:port')
@@ -88,6 +92,9 @@ const schema = z.object({
 
 export type Config = z.infer<typeof schema>;
 
+/** Every environment variable the configuration reads (docker-compose.yml may set no other; see test/compose.test.ts). */
+export const CONFIG_KEYS = Object.keys(schema.shape) as ReadonlyArray<keyof Config>;
+
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -95,7 +102,7 @@ export class ConfigError extends Error {
 /** Reads the environment once at start; a bad value stops the process naming the variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const input: Record<string, string> = {};
-  for (const key of Object.keys(schema.shape)) {
+  for (const key of CONFIG_KEYS) {
     const value = env[key];
     if (value !== undefined && value !== '') input[key] = value;
   }

@@ -2,7 +2,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import YAML from 'yaml';
 import { startApi } from '../src/api';
 import { ConfigError, loadConfig } from '../src/config';
 import { migrate } from '../src/db/migrate';
@@ -12,7 +11,7 @@ import { startTemporalDevServer } from '../src/platform/devServer';
 import { connectTemporal } from '../src/platform/temporal';
 import { apiClient, createTestOrg, startStack, testConfig, testInfra, type Stack } from './support/harness';
 import { freePort } from './support/ports';
-import { portOpen, REPO, runAdmin, spawnProject, stopGracefully, TSX } from './support/processes';
+import { portOpen, runAdmin, spawnProject, stopGracefully, TSX } from './support/processes';
 
 describe('SPEC §1 configuration', () => {
   test('defaults match the spec', () => {
@@ -322,22 +321,5 @@ describe('SPEC §14 readiness fails when a dependency is down', () => {
       await pool.end();
       await server.stop();
     }
-  });
-});
-
-describe('docker-compose.yml', () => {
-  test('parses and runs postgres, temporal on it, temporal-ui, api and worker with commands package.json has', () => {
-    const compose = YAML.parse(fs.readFileSync(path.join(REPO, 'docker-compose.yml'), 'utf8'));
-    expect(Object.keys(compose.services).sort()).toEqual(['api', 'postgres', 'temporal', 'temporal-ui', 'worker']);
-    const scripts = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')).scripts;
-    for (const service of ['api', 'worker']) {
-      const command: string[] = compose.services[service].command;
-      expect(command.slice(0, 2)).toEqual(['npm', 'run']);
-      expect(scripts[command[2]!]).toBeDefined();
-      expect(compose.services[service].environment.DATABASE_URL).toMatch(/@postgres:5432\//);
-      expect(compose.services[service].environment.TEMPORAL_ADDRESS).toBe('temporal:7233');
-    }
-    expect(compose.services.temporal.environment.DB).toBe('postgres12');
-    expect(fs.existsSync(path.join(REPO, 'Dockerfile'))).toBe(true);
   });
 });

@@ -5,11 +5,12 @@ import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { createLogger } from '../logger';
 import { connectTemporal } from '../platform/temporal';
-import { onShutdownSignal, runMain } from './run';
+import { onShutdownSignal, runMain, waitForDependencies } from './run';
 
 runMain(async () => {
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL, 'ledger-api');
+  await waitForDependencies(config, log);
   // Every process applies pending migrations at start; node-pg-migrate's lock makes concurrent starts safe.
   await migrate(databaseUrlOf(config), (message) => log.info(message));
   const pool = createPool(databaseUrlOf(config), config.DATABASE_POOL_MAX, (error) =>

@@ -1,5 +1,7 @@
-import { ConfigError } from '../config';
+import { ConfigError, databaseUrlOf, temporalAddressOf, type Config } from '../config';
+import { waitForDatabase } from '../db/pool';
 import { StartupError } from '../platform/startupError';
+import { waitForTemporal } from '../platform/temporal';
 
 /**
  * Runs a process's main function: a configuration error prints its message (naming the variable) and exits 2;
@@ -44,4 +46,19 @@ export function onShutdownSignal(stop: (signal: string) => Promise<void>): void 
       );
     });
   }
+}
+
+/**
+ * `npm run api` and `npm run worker` may start before their database and Temporal (docker compose, a rollout):
+ * they wait for Postgres, then for Temporal and the namespace, with backoff and a warning per failed attempt,
+ * up to DATABASE_CONNECT_TIMEOUT_SECONDS and TEMPORAL_CONNECT_TIMEOUT_SECONDS; then exit 1 naming what is missing.
+ */
+export async function waitForDependencies(config: Config, log: { warn(message: string): void }): Promise<void> {
+  const progress = (message: string) => log.warn(message);
+  await waitForDatabase(databaseUrlOf(config), config.DATABASE_CONNECT_TIMEOUT_SECONDS * 1_000, progress);
+  await waitForTemporal(temporalAddressOf(config), config.TEMPORAL_CONNECT_TIMEOUT_SECONDS * 1_000, {
+    namespace: config.TEMPORAL_NAMESPACE,
+    backoffMaxMs: 5_000,
+    progress,
+  });
 }

@@ -8,13 +8,14 @@ import { connectTemporal, registerSearchAttributes } from '../platform/temporal'
 import { installTemporalRuntime } from '../platform/temporalRuntime';
 import { ensureSettlementSchedule } from '../settlement/schedule';
 import { startWorker } from '../worker';
-import { onShutdownSignal, runMain } from './run';
+import { onShutdownSignal, runMain, waitForDependencies } from './run';
 
 runMain(async () => {
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL, 'ledger-worker');
   await installTemporalRuntime(config, log);
   const metrics = config.WORKER_METRICS_PORT === 0 ? null : await serveWorkerMetrics(config.HOST, config.WORKER_METRICS_PORT);
+  await waitForDependencies(config, log);
   // Every process applies pending migrations at start; node-pg-migrate's lock makes concurrent starts safe.
   await migrate(databaseUrlOf(config), (message) => log.info(message));
   const pool = createPool(databaseUrlOf(config), config.DATABASE_POOL_MAX, (error) =>

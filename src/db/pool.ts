@@ -1,4 +1,6 @@
 import pg from 'pg';
+import { retryWithBackoff } from '../concurrency';
+import { StartupError } from '../platform/startupError';
 
 // Money columns are bigint; node-postgres returns int8 as a string by default. Amounts are cents far below
 // 2^53, and parsing refuses anything that is not a safe integer rather than rounding it.
@@ -34,5 +36,45 @@ export async function withTransaction<T>(pool: pg.Pool, work: (client: pg.PoolCl
     throw error;
   } finally {
     client.release();
+  }
+}
+
+/**
+ * Errors of a server that is not up yet: no answer (refused, unreachable, a name not resolving yet, a
+ * dropped connection) or Postgres saying it is starting up or full. A server that answers anything else
+ * (a wrong password, a missing database) will answer it again: that is thrown at once.
+ */
+function databaseNotUpYet(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code === '57P03' || code === '53300';
+  return true;
+}
+
+/**
+ * Waits until the database at `databaseUrl` accepts a connection, with backoff (250 ms doubling to 5 s) and a
+ * line to `progress` before each pause, up to `timeoutMs`; then throws a StartupError naming the last failure.
+ */
+export async function waitForDatabase(databaseUrl: string, timeoutMs: number, progress: (message: string) => void): Promise<void> {
+  const where = new URL(databaseUrl).host;
+  try {
+    await retryWithBackoff(
+      async () => {
+        const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5_000 });
+        client.on('error', () => undefined);
+        await client.connect();
+        await client.end();
+      },
+      {
+        timeoutMs,
+        initialMs: 250,
+        maxMs: 5_000,
+        retryable: databaseNotUpYet,
+        onRetry: ({ attempt, error, delayMs }) =>
+          progress(`waiting for Postgres at ${where} (attempt ${attempt}, next in ${delayMs} ms): ${(error as Error).message}`),
+      },
+    );
+  } catch (error) {
+    const outcome = databaseNotUpYet(error) ? `did not accept a connection within ${timeoutMs} ms` : 'refused the connection';
+    throw new StartupError(`Postgres at ${where} ${outcome}: ${(error as Error)?.message}`);
   }
 }

@@ -1,4 +1,4 @@
-import { interruptiblePause } from '../concurrency';
+import { backoffDelayMs, interruptiblePause } from '../concurrency';
 
 /**
  * Keeps a child service of `npm start` (the embedded Postgres, the Temporal dev server) running: when it dies
@@ -65,7 +65,7 @@ export function supervise<T extends SupervisedChild>(options: SupervisorOptions<
           );
           return;
         }
-        const delayMs = Math.min(limits.backoffMaxMs, limits.backoffInitialMs * 2 ** (failures - 1));
+        const delayMs = backoffDelayMs(failures, limits.backoffInitialMs, limits.backoffMaxMs);
         options.log.warn(`${reason}; restarting it in ${delayMs} ms (attempt ${failures} of ${limits.restartsMax})`);
         await pause(delayMs);
         if (stopped) return;

@@ -1,6 +1,8 @@
 import { InterceptingCall, ListenerBuilder, RequesterBuilder, type Interceptor } from '@grpc/grpc-js';
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { retryWithBackoff } from '../concurrency';
+import { StartupError } from './startupError';
 
 /**
  * Custom search attributes every workflow of the ledger may carry, so the Temporal UI can filter by them
@@ -86,23 +88,42 @@ export async function temporalHealthy(client: Client, timeoutMs = 1_500): Promis
   await client.connection.withDeadline(Date.now() + timeoutMs, () => client.workflowService.getSystemInfo({}));
 }
 
-/** Waits until a Temporal frontend accepts connections, up to `timeoutMs`. */
-export async function waitForTemporal(address: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const connection = await Connection.connect({ address, connectTimeout: 1_000 });
-      try {
-        await connection.workflowService.getSystemInfo({});
-        return;
-      } finally {
-        await connection.close();
-      }
-    } catch (error) {
-      lastError = error;
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+export interface WaitForTemporalOptions {
+  /** Also wait until this namespace exists (a cluster's namespace may be registered after its frontend is up). */
+  namespace?: string;
+  /** The longest pause between attempts; the first is 250 ms (default: 250 ms, a steady poll). */
+  backoffMaxMs?: number;
+  /** Told before each pause, e.g. "waiting for Temporal at temporal:7233 (attempt 3, next in 1000 ms): ..." */
+  progress?: (message: string) => void;
+}
+
+/**
+ * Waits until a Temporal frontend answers (and `namespace`, if given, exists), up to `timeoutMs`; then
+ * throws a StartupError naming the address and the last failure.
+ */
+export async function waitForTemporal(address: string, timeoutMs: number, options: WaitForTemporalOptions = {}): Promise<void> {
+  const { namespace, progress } = options;
+  const what = namespace ? `Temporal namespace ${namespace} at ${address}` : `Temporal at ${address}`;
+  try {
+    await retryWithBackoff(
+      async () => {
+        const connection = await Connection.connect({ address, connectTimeout: 1_000 });
+        try {
+          await connection.workflowService.getSystemInfo({});
+          if (namespace) await connection.workflowService.describeNamespace({ namespace });
+        } finally {
+          await connection.close();
+        }
+      },
+      {
+        timeoutMs,
+        initialMs: 250,
+        maxMs: options.backoffMaxMs ?? 250,
+        onRetry: ({ attempt, error, delayMs }) =>
+          progress?.(`waiting for ${what} (attempt ${attempt}, next in ${delayMs} ms): ${(error as Error).message}`),
+      },
+    );
+  } catch (error) {
+    throw new StartupError(`${what} did not answer within ${timeoutMs} ms: ${(error as Error)?.message}`);
   }
-  throw new Error(`Temporal at ${address} did not answer within ${timeoutMs} ms: ${(lastError as Error)?.message}`);
 }
