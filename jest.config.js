@@ -3,6 +3,8 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
+  // The production topology's own tests run in the cluster project (jest.cluster.config.js).
+  testPathIgnorePatterns: ['/node_modules/', '\\.cluster\\.test\\.ts$'],
   transform: { '^.+\\.(t|j)sx?$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }] },
   // fast-check and a few others ship ESM only under some entry points; swc turns them into CommonJS.
   transformIgnorePatterns: ['/node_modules/(?!(fast-check|pure-rand)/)'],

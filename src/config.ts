@@ -55,6 +55,15 @@ const schema = z.object({
   API_PROCESSES: z.coerce.number().int().min(1).max(64).default(2),
   WORKER_PROCESSES: z.coerce.number().int().min(1).max(64).default(2),
   TEMPORAL_HISTORY_SHARDS: z.coerce.number().int().min(1).max(16_384).default(4),
+  // The databases `npm run cluster` keeps Temporal's persistence and visibility in, beside the ledger's.
+  TEMPORAL_PERSISTENCE_DATABASE: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case Postgres identifier')
+    .default('temporal'),
+  TEMPORAL_VISIBILITY_DATABASE: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case Postgres identifier')
+    .default('temporal_visibility'),
   DATA_DIR: z.string().min(1).default(path.join(REPO_ROOT, '.data')),
   // Only as root, where Postgres runs as the `postgres` user: when that user cannot reach the clone or
   // DATA_DIR (a 0700 home or `mktemp -d`), a copy of the Postgres binaries and the cluster live here.

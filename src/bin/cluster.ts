@@ -65,7 +65,11 @@ runMain(async () => {
         );
       }
       const tools = await ensureClusterTools(say);
-      const databases = { serverUrl: databaseUrl, persistence: 'temporal', visibility: 'temporal_visibility' };
+      const databases = {
+        serverUrl: databaseUrl,
+        persistence: config.TEMPORAL_PERSISTENCE_DATABASE,
+        visibility: config.TEMPORAL_VISIBILITY_DATABASE,
+      };
       await prepareTemporalDatabases(tools.sqlTool, databases, say);
       const serverDir = path.join(config.DATA_DIR, 'temporal-server');
       const startServer = async () => {

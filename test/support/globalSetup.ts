@@ -3,23 +3,21 @@ import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import pg from 'pg';
-import { startTemporalDevServer, type DevServer } from '../../src/platform/devServer';
-import { connectTemporal, registerSearchAttributes } from '../../src/platform/temporal';
 import { ensureTemporalCli } from '../../src/platform/goTools';
 import { WORKFLOWS_PATH } from '../../src/worker';
-import { freePort } from './ports';
-import { createScratchDatabase } from './scratch';
+import { createScratchDatabase, startScratchTemporal, topologyFrom, type ScratchTemporal } from './scratch';
 
 /** Test databases older than this are leftovers of killed runs and are dropped. */
 const STALE_DATABASE_MS = 6 * 60 * 60_000;
 
 declare global {
-  var __ledgerTemporal: DevServer | undefined;
+  var __ledgerTemporal: ScratchTemporal | undefined;
 }
 
 /**
- * One real Postgres database (fresh, migrated) and one real Temporal dev server (the built CLI, in memory)
- * for the whole run; suites isolate themselves by organization and task queue.
+ * One real Postgres database (fresh, migrated) and one real Temporal server for the whole run (the CLI's dev
+ * server in memory, or with LEDGER_TEST_TEMPORAL=cluster the server of `npm run cluster` on Postgres); suites
+ * isolate themselves by organization and task queue.
  */
 export default async function globalSetup(): Promise<void> {
   const started = Date.now();
@@ -27,7 +25,9 @@ export default async function globalSetup(): Promise<void> {
   const baseUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const admin = new pg.Client({ connectionString: baseUrl });
   await admin.connect();
-  const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE 'ledger_test_%'`);
+  const { rows } = await admin.query<{ datname: string }>(
+    `SELECT datname FROM pg_database WHERE datname LIKE 'ledger_test_%' OR datname LIKE 'temporal_scratch_%'`,
+  );
   for (const { datname } of rows) {
     const stamp = Number(datname.split('_')[2]);
     if (Number.isFinite(stamp) && Date.now() - stamp > STALE_DATABASE_MS)
@@ -38,18 +38,11 @@ export default async function globalSetup(): Promise<void> {
   const { databaseUrl } = await createScratchDatabase(baseUrl, database);
 
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-test-'));
-  const server = await startTemporalDevServer({
-    cliPath,
-    port: await freePort(),
-    uiPort: null,
-    dbFile: null,
-    namespace: 'default',
-    logFile: path.join(workDir, 'temporal.log'),
-  });
-  globalThis.__ledgerTemporal = server;
-  const { connection } = await connectTemporal(server.address, 'default');
-  await registerSearchAttributes(connection, 'default');
-  await connection.close();
+  // LEDGER_TEST_TEMPORAL=cluster (jest.cluster.config.js): the server `npm run cluster` runs, on Postgres.
+  const topology = topologyFrom(process.env.LEDGER_TEST_TEMPORAL);
+  const temporal = await startScratchTemporal(cliPath, path.join(workDir, 'temporal.log'), { dbFile: null, topology, adminUrl: baseUrl });
+  globalThis.__ledgerTemporal = temporal;
+  const server = temporal.server;
 
   // Bundling the workflows takes seconds; do it once and let every suite's worker load the bundle.
   const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
@@ -65,7 +58,9 @@ export default async function globalSetup(): Promise<void> {
     LEDGER_TEST_TEMPORAL_CLI: cliPath,
     LEDGER_TEST_WORK_DIR: workDir,
   });
-  process.stdout.write(`\n[globalSetup] Postgres ${database}, Temporal ${server.address}, ready in ${Date.now() - started} ms\n`);
+  process.stdout.write(
+    `\n[globalSetup] Postgres ${database}, Temporal ${topology} ${server.address}, ready in ${Date.now() - started} ms\n`,
+  );
 }
 
 const quietLogger = {

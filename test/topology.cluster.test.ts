@@ -1,0 +1,269 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { createPool, type Pool } from '../src/db/pool';
+import { createAccount } from '../src/orgs/repo';
+import { settlementViolations } from '../src/settlement/invariants';
+import { forEachBounded } from '../src/concurrency';
+import { connectTemporal } from '../src/platform/temporal';
+import { apiClient, createTestOrg, createTestUser, eventually } from './support/harness';
+import { idempotencyKey } from './support/payments';
+import { freePort, freePortBlock } from './support/ports';
+import { portOpen, runAdmin, spawnProject, stopGracefully, type Spawned } from './support/processes';
+import { createScratchDatabase } from './support/scratch';
+
+/**
+ * `npm run cluster` as operators run it (issue "Production topology"): the Temporal server on Postgres, its Web
+ * UI, two api processes sharing PORT and two worker processes, all started, supervised and stopped by one
+ * command; and the settlement of a few thousand transactions surviving SIGKILLs of a worker process and of the
+ * Temporal server.
+ */
+
+type Env = Record<string, string | undefined>;
+
+async function clusterEnv(extra: Env): Promise<{ env: Env; url: string; temporalPort: number; uiPort: number; port: number }> {
+  const port = await freePort();
+  const temporalPort = await freePortBlock(9);
+  const uiPort = await freePort();
+  const suffix = `${Date.now()}_${process.pid}`;
+  const env: Env = {
+    LOG_LEVEL: 'warn',
+    DATABASE_URL: undefined,
+    TEMPORAL_ADDRESS: undefined,
+    PORT: String(port),
+    TEMPORAL_PORT: String(temporalPort),
+    TEMPORAL_UI_PORT: String(uiPort),
+    EMBEDDED_PG_PORT: String(await freePort()),
+    // Named so globalSetup's sweep of stale scratch databases also finds these after a killed run.
+    TEMPORAL_PERSISTENCE_DATABASE: `temporal_scratch_${suffix}`,
+    TEMPORAL_VISIBILITY_DATABASE: `temporal_scratch_${suffix}_visibility`,
+    TEMPORAL_METRICS_ADDRESS: 'off',
+    WORKER_METRICS_PORT: '0',
+    ...extra,
+  };
+  return { env, url: `http://127.0.0.1:${port}`, temporalPort, uiPort, port };
+}
+
+/** Pids of the primary's children running `entry` (src/bin/worker.ts, src/bin/api.ts). */
+function childPids(primary: number, entry: string): number[] {
+  const pids: number[] = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (parent === primary && fs.readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(entry)) pids.push(Number(name));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return pids;
+}
+
+function pidIn(file: string): number {
+  return Number(fs.readFileSync(file, 'utf8').trim());
+}
+
+async function dropDatabases(env: Env) {
+  const admin = new pg.Client({ connectionString: process.env.LEDGER_TEST_ADMIN_URL });
+  await admin.connect();
+  for (const name of [env.TEMPORAL_PERSISTENCE_DATABASE!, env.TEMPORAL_VISIBILITY_DATABASE!])
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin.end();
+}
+
+function withOutput(started: Spawned) {
+  return (error: Error) => {
+    throw new Error(`${error.message}\nnpm run cluster printed:\n${started.output().slice(-6_000)}`);
+  };
+}
+
+describe('npm run cluster', () => {
+  test('starts the Temporal server on Postgres, its UI, 2 api and 2 worker processes; admin needs no settings; SIGTERM stops all; a second start keeps the data', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-cluster-'));
+    fs.chmodSync(dataDir, 0o755);
+    const scratch = await createScratchDatabase(process.env.LEDGER_TEST_ADMIN_URL!, `ledger_test_${Date.now()}_cluster`);
+    const { env, url, temporalPort, uiPort, port } = await clusterEnv({ DATA_DIR: dataDir, DATABASE_URL: scratch.databaseUrl });
+    let started = spawnProject(process.execPath, ['scripts/start.js', 'cluster'], env);
+    try {
+      await started.waitFor(/Ctrl-C stops everything/, 240_000);
+      const printed = started.output();
+      expect(printed).toContain(`API            ${url}`);
+      expect(printed).toContain(`Temporal UI    http://127.0.0.1:${uiPort}`);
+      expect(printed).toContain(`2 api (sharing port ${port}), 2 worker, Temporal server 127.0.0.1:${temporalPort} (4 history shards)`);
+      const apiKey = /Demo sandbox API key \(shown once\): (sk_sandbox_\w+)/.exec(printed)![1]!;
+      expect(childPids(started.child.pid!, 'src/bin/worker.ts')).toHaveLength(2);
+      expect(childPids(started.child.pid!, 'src/bin/api.ts')).toHaveLength(2);
+      expect((await fetch(`${url}/readyz`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${uiPort}/api/v1/namespaces/default`)).status).toBe(200);
+      // The server keeps its state in the two databases on the ledger's Postgres, with 4 shards.
+      const temporalDb = createPool(new URL(`/${env.TEMPORAL_PERSISTENCE_DATABASE}`, process.env.LEDGER_TEST_ADMIN_URL).toString(), 2);
+      const shards = await temporalDb.query('SELECT count(*)::int AS n FROM shards').finally(() => temporalDb.end());
+      expect(shards.rows[0].n).toBe(4);
+      // The operator CLI reaches the same Postgres and Temporal with the same settings and nothing else.
+      const { code, json } = await runAdmin(['org', 'list', '--json'], env as Record<string, string>);
+      expect(code).toBe(0);
+      expect(JSON.stringify(json)).toContain('Demo operator');
+      const call = apiClient(url, apiKey);
+      expect((await call('POST', '/keys/verify')).status).toBe(200);
+
+      expect((await stopGracefully(started, 60_000)).code).toBe(0);
+      for (const listening of [port, temporalPort, uiPort]) expect(await portOpen(listening)).toBe(false);
+      expect(fs.existsSync(path.join(dataDir, 'temporal-server', 'server.pid'))).toBe(false);
+
+      started = spawnProject(process.execPath, ['scripts/start.js', 'cluster'], env);
+      await started.waitFor(/Ctrl-C stops everything/, 240_000);
+      expect(started.output()).not.toContain('Demo sandbox API key');
+      expect((await call('POST', '/keys/verify')).status).toBe(200);
+      expect((await stopGracefully(started, 60_000)).code).toBe(0);
+    } catch (error) {
+      withOutput(started)(error as Error);
+    } finally {
+      await stopGracefully(started);
+      await scratch.drop();
+      await dropDatabases(env);
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 600_000);
+
+  test('settling 2,000 transactions while a worker process and the Temporal server are SIGKILLed (twice) loses and doubles nothing', async () => {
+    const TRANSACTIONS = Number(process.env.CLUSTER_CHAOS_TRANSACTIONS ?? 2_000);
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-chaos-'));
+    const scratch = await createScratchDatabase(process.env.LEDGER_TEST_ADMIN_URL!, `ledger_test_${Date.now()}_chaos`);
+    const { env, url, temporalPort } = await clusterEnv({
+      DATA_DIR: dataDir,
+      DATABASE_URL: scratch.databaseUrl,
+      SANDBOX_CONFIRM_SECONDS: '0',
+      SANDBOX_SETTLE_SECONDS: '3600',
+    });
+    const started = spawnProject(process.execPath, ['scripts/start.js', 'cluster'], env);
+    let pool: Pool | null = null;
+    const fail = withOutput(started);
+    try {
+      await started.waitFor(/Ctrl-C stops everything/, 240_000);
+      pool = createPool(scratch.databaseUrl, 4);
+      const org = await createTestOrg(pool, { write: 1_000_000, read: 1_000_000 });
+      const second = await createAccount(pool, org.organizationId, 'Chaos second');
+      const accountIds = [org.accountId, second.id];
+      const userId = await createTestUser(pool, org.organizationId);
+      const call = apiClient(url, org.apiKey);
+      const ids: string[] = [];
+      await forEachBounded(
+        Array.from({ length: TRANSACTIONS }, (_, i) => i),
+        16,
+        async (i) => {
+          const body = { direction: i % 3 === 2 ? 'cash_out' : 'cash_in', user_id: userId, amount: 100 + i, currency: 'USD' };
+          const response = await call('POST', '/intent', { ...body, account_id: accountIds[i % 2] }, idempotencyKey());
+          if (response.status !== 200) throw new Error(`POST /intent answered ${response.status}: ${response.text}`);
+          ids.push(response.body.transactions[0].id as string);
+        },
+      );
+      expect(new Set(ids).size).toBe(TRANSACTIONS);
+      const countWhere = async (condition: string) =>
+        (await pool!.query(`SELECT count(*)::int AS n FROM transactions WHERE id = ANY($1) AND ${condition}`, [ids])).rows[0].n as number;
+      await eventually(
+        async () => ((await countWhere(`direction = 'cash_in' AND status = 'pending'`)) === 0 ? true : undefined),
+        300_000,
+        'every cash_in available',
+      );
+      const dates = (
+        await pool.query(`SELECT DISTINCT date::text AS date FROM transactions WHERE id = ANY($1) ORDER BY 1`, [ids])
+      ).rows.map((row) => row.date as string);
+
+      const workers = () => childPids(started.child.pid!, 'src/bin/worker.ts');
+      const serverPidFile = path.join(dataDir, 'temporal-server', 'server.pid');
+      /** SIGKILL to one worker process and to the Temporal server; the cluster's supervisors restart both. */
+      const chaos = async (round: number) => {
+        const [worker] = workers();
+        const server = pidIn(serverPidFile);
+        process.kill(worker!, 'SIGKILL');
+        process.kill(server, 'SIGKILL');
+        process.stderr.write(`[cluster chaos] round ${round}: SIGKILL worker ${worker} and Temporal server ${server}\n`);
+        await started.waitFor(new RegExp(`(Temporal server was killed by SIGKILL[^]*){${round}}`), 30_000);
+        await eventually(
+          async () => (fs.existsSync(serverPidFile) && pidIn(serverPidFile) !== server ? true : undefined),
+          120_000,
+          'Temporal server restarted',
+        );
+        await eventually(
+          async () => (workers().length === 2 && !workers().includes(worker!) ? true : undefined),
+          180_000,
+          'worker restarted',
+        );
+      };
+
+      for (const date of dates) {
+        const closed = await call('POST', '/simulate/settlement', { date }, idempotencyKey());
+        expect(closed.status).toBe(200);
+      }
+      // Round 1 while the windows build their transfers and tell members they are assigned.
+      await eventually(
+        async () => ((await pool!.query(`SELECT 1 FROM transfers WHERE account_id = ANY($1)`, [accountIds])).rowCount ? true : undefined),
+        120_000,
+        'a transfer built',
+      );
+      await chaos(1);
+      const transfers = () => pool!.query(`SELECT id, status FROM transfers WHERE account_id = ANY($1) ORDER BY id`, [accountIds]);
+      await eventually(
+        async () => ((await transfers()).rowCount === accountIds.length * dates.length ? true : undefined),
+        180_000,
+        'every transfer built',
+      );
+      // The network settles every transfer now (the sandbox would wait for the transfer's date).
+      for (const { id } of (await transfers()).rows) {
+        await eventually(
+          async () => {
+            const answer = await call('POST', `/simulate/transfer/${id}/settle`, undefined, idempotencyKey());
+            return answer.status === 200 ? true : undefined;
+          },
+          180_000,
+          `transfer ${id} settle accepted`,
+        );
+      }
+      // Round 2 while members are being settled and told.
+      await eventually(async () => ((await countWhere(`status = 'settled'`)) > 0 ? true : undefined), 180_000, 'a member settled');
+      await chaos(2);
+
+      await eventually(
+        async () => ((await countWhere(`status = 'settled'`)) === TRANSACTIONS ? true : undefined),
+        300_000,
+        'every member settled',
+      );
+      expect(await settlementViolations(pool, { accountIds, windowDate: dates.at(-1)! })).toEqual([]);
+      expect((await transfers()).rows.every((row) => row.status === 'settled')).toBe(true);
+      const members = await pool.query(`SELECT sum(transaction_count)::int AS n FROM transfers WHERE account_id = ANY($1)`, [accountIds]);
+      expect(members.rows[0].n).toBe(TRANSACTIONS);
+      // One history row per transition: nothing applied twice.
+      const doubled = await pool.query(
+        `SELECT transaction_id, to_status, count(*) FROM transaction_status_history WHERE transaction_id = ANY($1) GROUP BY 1, 2 HAVING count(*) > 1`,
+        [ids],
+      );
+      expect(doubled.rows).toEqual([]);
+      // Every lifecycle workflow closed, completed at `settled`.
+      const { connection, client } = await connectTemporal(`127.0.0.1:${temporalPort}`, 'default');
+      try {
+        const open: string[] = [];
+        await forEachBounded(ids, 16, async (id) => {
+          await eventually(
+            async () => ((await client.workflow.getHandle(id).describe()).status.name === 'COMPLETED' ? true : undefined),
+            180_000,
+            `lifecycle ${id} closed`,
+          ).catch(() => open.push(id));
+        });
+        expect(open).toEqual([]);
+      } finally {
+        await connection.close();
+      }
+      expect((await stopGracefully(started, 60_000)).code).toBe(0);
+    } catch (error) {
+      fail(error as Error);
+    } finally {
+      await stopGracefully(started);
+      await pool?.end();
+      await scratch.drop();
+      await dropDatabases(env);
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 1_200_000);
+});
