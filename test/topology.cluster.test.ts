@@ -6,6 +6,7 @@ import { createPool, type Pool } from '../src/db/pool';
 import { createAccount } from '../src/orgs/repo';
 import { settlementViolations } from '../src/settlement/invariants';
 import { forEachBounded } from '../src/concurrency';
+import { stopLeftover } from '../src/platform/serviceProcess';
 import { connectTemporal } from '../src/platform/temporal';
 import { apiClient, createTestOrg, createTestUser, eventually } from './support/harness';
 import { idempotencyKey } from './support/payments';
@@ -40,6 +41,8 @@ async function clusterEnv(extra: Env): Promise<{ env: Env; url: string; temporal
     TEMPORAL_VISIBILITY_DATABASE: `temporal_scratch_${suffix}_visibility`,
     TEMPORAL_METRICS_ADDRESS: 'off',
     WORKER_METRICS_PORT: '0',
+    // The suites of this project share the machine's Postgres (100 connections) with this cluster.
+    DATABASE_POOL_MAX: '6',
     ...extra,
   };
   return { env, url: `http://127.0.0.1:${port}`, temporalPort, uiPort, port };
@@ -59,6 +62,11 @@ function childPids(primary: number, entry: string): number[] {
     }
   }
   return pids;
+}
+
+/** Stops what a run that failed half-way left behind: the detached Temporal server and UI, by their pid files. */
+async function stopLeftovers(dataDir: string) {
+  for (const file of ['server.pid', path.join('ui', 'ui.pid')]) await stopLeftover(path.join(dataDir, 'temporal-server', file), '');
 }
 
 function pidIn(file: string): number {
@@ -102,13 +110,16 @@ describe('npm run cluster', () => {
       const shards = await temporalDb.query('SELECT count(*)::int AS n FROM shards').finally(() => temporalDb.end());
       expect(shards.rows[0].n).toBe(4);
       // The operator CLI reaches the same Postgres and Temporal with the same settings and nothing else.
-      const { code, json } = await runAdmin(['org', 'list', '--json'], env as Record<string, string>);
-      expect(code).toBe(0);
-      expect(JSON.stringify(json)).toContain('Demo operator');
+      const demoOrg = /Demo organization (org_\w+)/.exec(printed)![1]!;
+      const keys = await runAdmin(['key', 'list', '--org', demoOrg, '--json'], env as Record<string, string>);
+      expect(keys.code).toBe(0);
+      expect(keys.json.keys.map((key: { last4: string }) => key.last4)).toEqual([apiKey.slice(-4)]);
+      const run = await runAdmin(['settlement', 'run', '--date', '2026-01-02', '--org', demoOrg, '--json'], env as Record<string, string>);
+      expect(run.code).toBe(0);
       const call = apiClient(url, apiKey);
       expect((await call('POST', '/keys/verify')).status).toBe(200);
 
-      expect((await stopGracefully(started, 60_000)).code).toBe(0);
+      expect((await stopGracefully(started, 90_000)).code).toBe(0);
       for (const listening of [port, temporalPort, uiPort]) expect(await portOpen(listening)).toBe(false);
       expect(fs.existsSync(path.join(dataDir, 'temporal-server', 'server.pid'))).toBe(false);
 
@@ -116,11 +127,12 @@ describe('npm run cluster', () => {
       await started.waitFor(/Ctrl-C stops everything/, 240_000);
       expect(started.output()).not.toContain('Demo sandbox API key');
       expect((await call('POST', '/keys/verify')).status).toBe(200);
-      expect((await stopGracefully(started, 60_000)).code).toBe(0);
+      expect((await stopGracefully(started, 90_000)).code).toBe(0);
     } catch (error) {
       withOutput(started)(error as Error);
     } finally {
-      await stopGracefully(started);
+      await stopGracefully(started, 90_000);
+      await stopLeftovers(dataDir);
       await scratch.drop();
       await dropDatabases(env);
       fs.rmSync(dataDir, { recursive: true, force: true });
@@ -232,6 +244,9 @@ describe('npm run cluster', () => {
       );
       expect(await settlementViolations(pool, { accountIds, windowDate: dates.at(-1)! })).toEqual([]);
       expect((await transfers()).rows.every((row) => row.status === 'settled')).toBe(true);
+      // Every balance re-derived from the transactions agrees with the stored one.
+      const verified = await runAdmin(['account', 'verify', '--org', org.organizationId], env as Record<string, string>);
+      expect(verified.code).toBe(0);
       const members = await pool.query(`SELECT sum(transaction_count)::int AS n FROM transfers WHERE account_id = ANY($1)`, [accountIds]);
       expect(members.rows[0].n).toBe(TRANSACTIONS);
       // One history row per transition: nothing applied twice.
@@ -255,11 +270,12 @@ describe('npm run cluster', () => {
       } finally {
         await connection.close();
       }
-      expect((await stopGracefully(started, 60_000)).code).toBe(0);
+      expect((await stopGracefully(started, 90_000)).code).toBe(0);
     } catch (error) {
       fail(error as Error);
     } finally {
-      await stopGracefully(started);
+      await stopGracefully(started, 90_000);
+      await stopLeftovers(dataDir);
       await pool?.end();
       await scratch.drop();
       await dropDatabases(env);

@@ -10,6 +10,7 @@
  */
 import cluster from 'node:cluster';
 import path from 'node:path';
+import pg from 'pg';
 import { databaseUrlOf, loadConfig, temporalAddressOf, type Config } from '../config';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
@@ -24,6 +25,7 @@ import {
   prepareTemporalDatabases,
   startTemporalServer,
   startTemporalUi,
+  TEMPORAL_SERVER_CONNECTIONS,
 } from '../platform/temporalServer';
 import { startApiProcess, startWorkerProcess, bundleWorkflowsOnce } from '../platform/processes';
 import { StartupError } from '../platform/startupError';
@@ -41,6 +43,35 @@ function workerMetricsEnv(config: Config, index: number): Record<string, string>
   return env;
 }
 
+/** Connections the primary keeps (migrations, the schedule, the demo organization). */
+const PRIMARY_POOL = 4;
+/** Left for the operator CLI and a psql session. */
+const SPARE_CONNECTIONS = 5;
+
+/**
+ * Refuses to start when the processes' pools could ask Postgres for more connections than it allows: a pool
+ * that cannot connect fails requests ("too many clients") long after the start looked fine.
+ */
+async function assertConnectionBudget(databaseUrl: string, config: Config): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const { rows } = await client
+    .query<{ max: number; reserved: number }>(
+      `SELECT current_setting('max_connections')::int AS max, current_setting('superuser_reserved_connections')::int AS reserved`,
+    )
+    .finally(() => client.end());
+  const available = rows[0]!.max - rows[0]!.reserved;
+  const temporal = config.TEMPORAL_ADDRESS ? 0 : TEMPORAL_SERVER_CONNECTIONS.persistence + TEMPORAL_SERVER_CONNECTIONS.visibility;
+  const needed = (config.API_PROCESSES + config.WORKER_PROCESSES) * config.DATABASE_POOL_MAX + PRIMARY_POOL + temporal + SPARE_CONNECTIONS;
+  if (needed > available) {
+    throw new StartupError(
+      `(API_PROCESSES ${config.API_PROCESSES} + WORKER_PROCESSES ${config.WORKER_PROCESSES}) × DATABASE_POOL_MAX ${config.DATABASE_POOL_MAX} ` +
+        `+ ${PRIMARY_POOL + temporal + SPARE_CONNECTIONS} (this process, the Temporal server, spare) = ${needed} Postgres connections, ` +
+        `but the server allows ${available}. Lower DATABASE_POOL_MAX or the process counts, or raise max_connections.`,
+    );
+  }
+}
+
 runMain(async () => {
   if (!cluster.isPrimary) throw new Error('src/bin/cluster.ts runs as the primary only');
   const startedAt = Date.now();
@@ -56,6 +87,7 @@ runMain(async () => {
 
   try {
     const databaseUrl = await ledgerDatabase(host, config, say);
+    await assertConnectionBudget(databaseUrl, config);
     let temporalUi: string | null = null;
     if (!config.TEMPORAL_ADDRESS) {
       const ports = clusterServerPorts(config.TEMPORAL_PORT);
@@ -73,7 +105,8 @@ runMain(async () => {
       await prepareTemporalDatabases(tools.sqlTool, databases, say);
       const serverDir = path.join(config.DATA_DIR, 'temporal-server');
       const startServer = async () => {
-        for (const [name, port] of Object.entries(ports)) await assertPortFree(`Temporal server (${name})`, port, 'TEMPORAL_PORT');
+        for (const [name, port] of Object.entries(ports) as Array<[string, number]>)
+          await assertPortFree(`Temporal server (${name})`, port, 'TEMPORAL_PORT');
         return startTemporalServer({
           server: tools.server,
           databases,
@@ -98,7 +131,7 @@ runMain(async () => {
     }
     const address = temporalAddressOf(config);
     await migrate(databaseUrl, (message) => log.info(message));
-    const pool = createPool(databaseUrl, 4, (error) => log.warn({ err: error }, 'idle database connection lost'));
+    const pool = createPool(databaseUrl, PRIMARY_POOL, (error) => log.warn({ err: error }, 'idle database connection lost'));
     host.onStop('postgres pool', () => pool.end());
     const { connection, client } = await connectTemporal(address, config.TEMPORAL_NAMESPACE);
     host.onStop('temporal client', () => connection.close());

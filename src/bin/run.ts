@@ -46,6 +46,9 @@ export function onShutdownSignal(stop: (signal: string) => Promise<void>): void 
       );
     });
   }
+  // A process started by `npm run cluster` holds an IPC channel to it: when that primary is gone (even
+  // SIGKILLed), the channel closes and this process stops as if told to, instead of running on orphaned.
+  if (process.send) process.once('disconnect', () => process.emit('SIGTERM', 'SIGTERM'));
 }
 
 /**

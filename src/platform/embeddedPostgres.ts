@@ -12,6 +12,9 @@ const USER = 'postgres';
 const PASSWORD = 'postgres';
 const COMPONENT = 'embedded Postgres';
 
+/** The embedded cluster's connection limit. */
+export const EMBEDDED_PG_MAX_CONNECTIONS = 200;
+
 export interface EmbeddedPostgresOptions {
   /** DATA_DIR: the cluster lives in `<dataDir>/postgres` (or, as root, behind a link there), its log in `<dataDir>/postgres.log`. */
   dataDir: string;
@@ -199,8 +202,20 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const log = fs.openSync(logFile, 'a');
   const child = spawn(
     path.join(bin, 'postgres'),
-    // Loopback TCP only: no Unix socket in /tmp to collide with another cluster's on the same port.
-    ['-D', cluster, '-p', String(options.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    // Loopback TCP only: no Unix socket in /tmp to collide with another cluster's on the same port. Room for
+    // `npm run cluster`'s processes and Temporal's own pools (its start checks the budget: src/bin/cluster.ts).
+    [
+      '-D',
+      cluster,
+      '-p',
+      String(options.port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      `max_connections=${EMBEDDED_PG_MAX_CONNECTIONS}`,
+    ],
     { detached: true, stdio: ['ignore', log, log], env: { ...process.env, LC_MESSAGES: 'C' }, ...(runAs ?? {}) },
   );
   fs.closeSync(log);

@@ -95,7 +95,7 @@ export async function startWorkerProcess(options: { env: NodeJS.ProcessEnv; clie
   const child = spawn(process.execPath, [...TSX, WORKER_ENTRY], {
     cwd: REPO_ROOT,
     env: options.env,
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const running = () => child.exitCode === null && child.signalCode === null;

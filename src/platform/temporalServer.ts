@@ -50,6 +50,9 @@ export function clusterServerPorts(frontend: number): TemporalServerPorts {
   };
 }
 
+/** The server's connection pools on Postgres (persistence, visibility): part of the budget npm run cluster checks. */
+export const TEMPORAL_SERVER_CONNECTIONS = { persistence: 10, visibility: 4 };
+
 /** Retention of closed workflows' histories in the namespace we create (the capacity model in docs/production.md). */
 export const NAMESPACE_RETENTION_DAYS = 7;
 
@@ -252,17 +255,8 @@ async function ensureNamespace(address: string, namespace: string): Promise<void
       if (!/already exists|already registered/i.test((error as Error).message)) throw error;
     }
     // The frontend learns of a new namespace through its namespace cache, refreshed every few seconds.
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      try {
-        await connection.workflowService.describeNamespace({ namespace });
-        await registerSearchAttributes(connection, namespace);
-        return;
-      } catch (error) {
-        if (Date.now() > deadline) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
-    }
+    await waitForTemporal(address, 30_000, { namespace });
+    await registerSearchAttributes(connection, namespace);
   } finally {
     await connection.close();
   }
