@@ -11,13 +11,12 @@
 import cluster from 'node:cluster';
 import path from 'node:path';
 import pg from 'pg';
-import { databaseUrlOf, loadConfig, temporalAddressOf, type Config } from '../config';
+import { databaseUrlOf, temporalAddressOf, type Config } from '../config';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
-import { createLogger } from '../logger';
 import { ensureClusterTools } from '../platform/goTools';
 import { assertPortFree } from '../platform/ports';
-import { announceReady, createServiceHost, ledgerDatabase } from '../platform/serviceHost';
+import { announceReady, ledgerDatabase } from '../platform/serviceHost';
 import { connectTemporal } from '../platform/temporal';
 import {
   CLUSTER_SERVER_PORT_COUNT,
@@ -30,7 +29,7 @@ import {
 import { startApiProcess, startWorkerProcess, bundleWorkflowsOnce } from '../platform/processes';
 import { StartupError } from '../platform/startupError';
 import { ensureSettlementSchedule } from '../settlement/schedule';
-import { onShutdownSignal, runMain } from './run';
+import { runMain, startHost } from './run';
 
 /** The metrics ports of worker process `index`: the first uses the configured ones, the next the pairs after. */
 function workerMetricsEnv(config: Config, index: number): Record<string, string> {
@@ -74,16 +73,7 @@ async function assertConnectionBudget(databaseUrl: string, config: Config): Prom
 
 runMain(async () => {
   if (!cluster.isPrimary) throw new Error('src/bin/cluster.ts runs as the primary only');
-  const startedAt = Date.now();
-  const config = loadConfig();
-  const log = createLogger(config.LOG_LEVEL);
-  const say = (message: string) => process.stdout.write(`${message}\n`);
-  const host = createServiceHost(log);
-  onShutdownSignal(async (signal) => {
-    say(`${signal}: stopping (api processes, workers drain, Temporal, Postgres)...`);
-    await host.stopAll();
-    say('Stopped.');
-  });
+  const { startedAt, config, log, say, host } = startHost('api processes, workers drain, Temporal, Postgres');
 
   try {
     const databaseUrl = await ledgerDatabase(host, config, say);

@@ -4,31 +4,21 @@
  */
 import path from 'node:path';
 import { startApi } from '../api';
-import { loadConfig, temporalAddressOf } from '../config';
+import { temporalAddressOf } from '../config';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
-import { createLogger } from '../logger';
 import { startTemporalDevServer } from '../platform/devServer';
 import { assertPortFree } from '../platform/ports';
-import { announceReady, createServiceHost, ledgerDatabase } from '../platform/serviceHost';
+import { announceReady, ledgerDatabase } from '../platform/serviceHost';
 import { connectTemporal, registerSearchAttributes } from '../platform/temporal';
 import { installTemporalRuntime } from '../platform/temporalRuntime';
 import { ensureTemporalCli } from '../platform/goTools';
 import { ensureSettlementSchedule } from '../settlement/schedule';
 import { startWorker } from '../worker';
-import { onShutdownSignal, runMain } from './run';
+import { runMain, startHost } from './run';
 
 runMain(async () => {
-  const startedAt = Date.now();
-  const config = loadConfig();
-  const log = createLogger(config.LOG_LEVEL);
-  const say = (message: string) => process.stdout.write(`${message}\n`);
-  const host = createServiceHost(log);
-  onShutdownSignal(async (signal) => {
-    say(`${signal}: stopping (api, worker drain, connections, servers)...`);
-    await host.stopAll();
-    say('Stopped.');
-  });
+  const { startedAt, config, log, say, host } = startHost('api, worker drain, connections, servers');
 
   try {
     const databaseUrl = await ledgerDatabase(host, config, say);

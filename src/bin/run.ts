@@ -1,5 +1,7 @@
-import { ConfigError, databaseUrlOf, temporalAddressOf, type Config } from '../config';
+import { ConfigError, databaseUrlOf, loadConfig, temporalAddressOf, type Config } from '../config';
 import { waitForDatabase } from '../db/pool';
+import { createLogger } from '../logger';
+import { createServiceHost } from '../platform/serviceHost';
 import { StartupError } from '../platform/startupError';
 import { waitForTemporal } from '../platform/temporal';
 
@@ -64,4 +66,22 @@ export async function waitForDependencies(config: Config, log: { warn(message: s
     backoffMaxMs: 5_000,
     progress,
   });
+}
+
+/**
+ * The start of `npm start` and `npm run cluster`: the configuration, the logger, a service host, and SIGINT /
+ * SIGTERM stopping everything it started (`what` names the steps in the line printed then).
+ */
+export function startHost(what: string) {
+  const startedAt = Date.now();
+  const config = loadConfig();
+  const log = createLogger(config.LOG_LEVEL);
+  const say = (message: string) => process.stdout.write(`${message}\n`);
+  const host = createServiceHost(log);
+  onShutdownSignal(async (signal) => {
+    say(`${signal}: stopping (${what})...`);
+    await host.stopAll();
+    say('Stopped.');
+  });
+  return { startedAt, config, log, say, host };
 }

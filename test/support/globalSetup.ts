@@ -1,10 +1,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import pg from 'pg';
 import { ensureTemporalCli } from '../../src/platform/goTools';
-import { WORKFLOWS_PATH } from '../../src/worker';
+import { bundleWorkflowsOnce } from '../../src/platform/processes';
 import { createScratchDatabase, startScratchTemporal, topologyFrom, type ScratchTemporal } from './scratch';
 
 /** Test databases older than this are leftovers of killed runs and are dropped. */
@@ -45,9 +44,7 @@ export default async function globalSetup(): Promise<void> {
   const server = temporal.server;
 
   // Bundling the workflows takes seconds; do it once and let every suite's worker load the bundle.
-  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
-  const bundlePath = path.join(workDir, 'workflow-bundle.js');
-  fs.writeFileSync(bundlePath, code);
+  const bundlePath = await bundleWorkflowsOnce(workDir);
 
   Object.assign(process.env, {
     LEDGER_TEST_DATABASE_URL: databaseUrl,
@@ -62,12 +59,3 @@ export default async function globalSetup(): Promise<void> {
     `\n[globalSetup] Postgres ${database}, Temporal ${topology} ${server.address}, ready in ${Date.now() - started} ms\n`,
   );
 }
-
-const quietLogger = {
-  log: () => undefined,
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: (message: string) => process.stderr.write(`[bundler] ${message}\n`),
-  error: (message: string) => process.stderr.write(`[bundler] ${message}\n`),
-};
