@@ -1,3 +1,5 @@
+import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import proxyAddr from 'proxy-addr';
 import { z } from 'zod';
@@ -31,7 +33,16 @@ const trustProxy = z.string().transform((raw, ctx) => {
   return entries;
 });
 
-const schema = z.object({
+/** A boolean as Temporal's environment configuration spells it: true/false or 1/0, any case. */
+const flag = z.string().transform((raw, ctx) => {
+  const value = raw.trim().toLowerCase();
+  if (value === 'true' || value === '1') return true;
+  if (value === 'false' || value === '0') return false;
+  ctx.addIssue({ code: 'custom', message: 'must be true or false' });
+  return z.NEVER;
+});
+
+const fields = z.object({
   PORT: port.default(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
   DATABASE_URL: z.string().url().optional(),
@@ -45,6 +56,15 @@ const schema = z.object({
     .regex(/^[^:\s]+:\d+$/, 'must be host:port')
     .optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  // A cluster behind TLS or a managed service (Temporal Cloud), under the names of Temporal's own
+  // environment configuration; checked below (temporalConnectionIssues), sent by temporalConnectionOptions.
+  TEMPORAL_API_KEY: z.string().trim().min(1).optional(),
+  TEMPORAL_TLS: flag.optional(),
+  TEMPORAL_TLS_CLIENT_CERT_PATH: z.string().min(1).optional(),
+  TEMPORAL_TLS_CLIENT_KEY_PATH: z.string().min(1).optional(),
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH: z.string().min(1).optional(),
+  TEMPORAL_TLS_SERVER_NAME: z.string().trim().min(1).optional(),
+  TEMPORAL_TLS_DISABLE_HOST_VERIFICATION: flag.optional(),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('ledger'),
   TEMPORAL_CLI_PATH: z.string().min(1).optional(),
   TEMPORAL_PORT: port.default(7233),
@@ -99,10 +119,144 @@ const schema = z.object({
     .optional(),
 });
 
+const schema = fields.superRefine((config, ctx) => {
+  for (const [name, message] of temporalConnectionIssues(config)) ctx.addIssue({ code: 'custom', path: [name], message });
+});
+
 export type Config = z.infer<typeof schema>;
 
 /** Every environment variable the configuration reads (docker-compose.yml may set no other; see test/compose.test.ts). */
-export const CONFIG_KEYS = Object.keys(schema.shape) as ReadonlyArray<keyof Config>;
+export const CONFIG_KEYS = Object.keys(fields.shape) as ReadonlyArray<keyof Config>;
+
+/** Variables whose values an error message never repeats. */
+const SECRETS = new Set(['TEMPORAL_API_KEY', 'WEBHOOK_SECRET_KEY']);
+
+type TemporalSettings = Pick<
+  z.infer<typeof fields>,
+  | 'TEMPORAL_ADDRESS'
+  | 'TEMPORAL_API_KEY'
+  | 'TEMPORAL_TLS'
+  | 'TEMPORAL_TLS_CLIENT_CERT_PATH'
+  | 'TEMPORAL_TLS_CLIENT_KEY_PATH'
+  | 'TEMPORAL_TLS_SERVER_CA_CERT_PATH'
+  | 'TEMPORAL_TLS_SERVER_NAME'
+  | 'TEMPORAL_TLS_DISABLE_HOST_VERIFICATION'
+>;
+
+/** The TLS settings whose presence turns TLS on, as in Temporal's environment configuration. */
+const TLS_SETTINGS = [
+  'TEMPORAL_TLS_CLIENT_CERT_PATH',
+  'TEMPORAL_TLS_CLIENT_KEY_PATH',
+  'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
+  'TEMPORAL_TLS_SERVER_NAME',
+  'TEMPORAL_TLS_DISABLE_HOST_VERIFICATION',
+] as const;
+
+/**
+ * Whether the Temporal connection uses TLS: TEMPORAL_TLS when set, else on as soon as an API key or any
+ * TEMPORAL_TLS_* setting is (Temporal's own rule).
+ */
+export function temporalTlsOf(config: TemporalSettings): boolean {
+  return config.TEMPORAL_TLS ?? (config.TEMPORAL_API_KEY !== undefined || TLS_SETTINGS.some((name) => config[name] !== undefined));
+}
+
+/**
+ * What is wrong with the Temporal connection settings, as [variable, message] pairs: files that cannot be
+ * read or are not PEM, a certificate without its key (or with another one), TLS material or an API key
+ * with TLS turned off, and any of them without TEMPORAL_ADDRESS (they would go to the local dev server).
+ */
+function temporalConnectionIssues(config: TemporalSettings): Array<[string, string]> {
+  const issues: Array<[string, string]> = [];
+  const managed = [
+    ...(config.TEMPORAL_API_KEY !== undefined ? ['TEMPORAL_API_KEY'] : []),
+    ...(config.TEMPORAL_TLS === true ? ['TEMPORAL_TLS'] : []),
+    ...TLS_SETTINGS.filter((name) => config[name] !== undefined),
+  ];
+  if (managed.length > 0 && config.TEMPORAL_ADDRESS === undefined) {
+    issues.push([
+      'TEMPORAL_ADDRESS',
+      `must be set with ${managed.join(', ')}: without it npm start runs a local dev server, which takes no credentials`,
+    ]);
+  }
+  if (config.TEMPORAL_TLS === false) {
+    if (config.TEMPORAL_API_KEY !== undefined) {
+      issues.push([
+        'TEMPORAL_TLS',
+        'is false but TEMPORAL_API_KEY is set: Temporal Cloud takes API keys only over TLS (unset TEMPORAL_TLS)',
+      ]);
+    }
+    for (const name of TLS_SETTINGS.filter(
+      (setting) => config[setting] !== undefined && setting !== 'TEMPORAL_TLS_DISABLE_HOST_VERIFICATION',
+    )) {
+      issues.push(['TEMPORAL_TLS', `is false but ${name} is set: unset one of them`]);
+    }
+  }
+  if (config.TEMPORAL_TLS_DISABLE_HOST_VERIFICATION === true) {
+    issues.push([
+      'TEMPORAL_TLS_DISABLE_HOST_VERIFICATION',
+      "the Temporal TypeScript SDK always verifies the server's host name: set TEMPORAL_TLS_SERVER_NAME to a name its certificate carries",
+    ]);
+  }
+  const cert = config.TEMPORAL_TLS_CLIENT_CERT_PATH;
+  const key = config.TEMPORAL_TLS_CLIENT_KEY_PATH;
+  if ((cert === undefined) !== (key === undefined)) {
+    const [set, unset] =
+      cert === undefined
+        ? ['TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_TLS_CLIENT_CERT_PATH']
+        : ['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH'];
+    issues.push([unset, `must be set with ${set}: mTLS needs both the client certificate and its private key`]);
+  }
+  const certificates = (name: string, file: string | undefined): X509Certificate[] | null => {
+    const pem = readPem(issues, name, file, 'CERTIFICATE');
+    if (pem === null) return null;
+    try {
+      return pem.map((block) => new X509Certificate(block));
+    } catch (error) {
+      issues.push([name, `${file} is not a PEM certificate: ${(error as Error).message}`]);
+      return null;
+    }
+  };
+  const clientCerts = certificates('TEMPORAL_TLS_CLIENT_CERT_PATH', cert);
+  certificates('TEMPORAL_TLS_SERVER_CA_CERT_PATH', config.TEMPORAL_TLS_SERVER_CA_CERT_PATH);
+  let privateKey: KeyObject | null = null;
+  const keyPem = readPem(issues, 'TEMPORAL_TLS_CLIENT_KEY_PATH', key, 'PRIVATE KEY');
+  if (keyPem !== null) {
+    try {
+      privateKey = createPrivateKey(keyPem[0]!);
+    } catch (error) {
+      issues.push(['TEMPORAL_TLS_CLIENT_KEY_PATH', `${key} is not an unencrypted PEM private key: ${(error as Error).message}`]);
+    }
+  }
+  if (clientCerts !== null && privateKey !== null && !clientCerts[0]!.checkPrivateKey(privateKey)) {
+    issues.push([
+      'TEMPORAL_TLS_CLIENT_KEY_PATH',
+      `${key} is not the private key of the certificate in TEMPORAL_TLS_CLIENT_CERT_PATH (${cert})`,
+    ]);
+  }
+  return issues;
+}
+
+/** The PEM blocks of `label` (CERTIFICATE, or any PRIVATE KEY) in the file a variable names; null after an issue, or when unset. */
+function readPem(issues: Array<[string, string]>, name: string, file: string | undefined, label: string): string[] | null {
+  if (file === undefined) return null;
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    issues.push([name, `cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`]);
+    return null;
+  }
+  const pattern =
+    label === 'CERTIFICATE'
+      ? /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g
+      : /-----BEGIN ([A-Z ]*)PRIVATE KEY-----[\s\S]+?-----END \1PRIVATE KEY-----/g;
+  const blocks = text.match(pattern);
+  if (blocks === null) {
+    issues.push([name, `${file} holds no PEM ${label === 'CERTIFICATE' ? 'certificate' : 'private key'} (-----BEGIN ${label}-----)`]);
+    return null;
+  }
+  return blocks;
+}
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -119,7 +273,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success) {
     const lines = parsed.error.issues.map((issue) => {
       const name = String(issue.path[0] ?? 'environment');
-      return `  ${name}=${JSON.stringify(input[name] ?? '')}: ${issue.message}`;
+      const value = SECRETS.has(name) && input[name] !== undefined ? '(hidden)' : JSON.stringify(input[name] ?? '');
+      return `  ${name}=${value}: ${issue.message}`;
     });
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }

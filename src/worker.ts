@@ -6,6 +6,7 @@ import { createActivities } from '../activities';
 import type { Config } from './config';
 import type { Pool } from './db/pool';
 import { startReconciler } from './ledger/lifecycle';
+import { temporalConnectionOptions } from './platform/temporal';
 import { settlementTaskQueue } from './settlement/contract';
 import { startWebhookDispatcher } from './webhooks/dispatcher';
 
@@ -82,7 +83,7 @@ export async function startWorker(options: {
   sidecars?: WorkerSidecar[];
 }): Promise<LedgerWorker> {
   const taskQueue = options.taskQueue ?? options.config.TEMPORAL_TASK_QUEUE;
-  const connection = await NativeConnection.connect({ address: options.address });
+  const connection = await NativeConnection.connect({ address: options.address, ...temporalConnectionOptions(options.config) });
   // Bundled once for both workers (bundling takes seconds); tests hand in a prebuilt bundle.
   const workflowBundle = options.workflowBundlePath
     ? { codePath: options.workflowBundlePath }
@@ -100,8 +101,16 @@ export async function startWorker(options: {
       ...queueTuning,
       ...options.tuning,
     });
-  const worker = await create(taskQueue, LIFECYCLE_QUEUE_TUNING);
-  const settlementWorker = await create(settlementTaskQueue(taskQueue));
+  let worker: Worker;
+  let settlementWorker: Worker;
+  try {
+    worker = await create(taskQueue, LIFECYCLE_QUEUE_TUNING);
+    settlementWorker = await create(settlementTaskQueue(taskQueue));
+  } catch (error) {
+    // A namespace the credentials may not describe fails here; the connection must not outlive the start.
+    await connection.close().catch(() => undefined);
+    throw error;
+  }
   const running = Promise.all([worker.run(), settlementWorker.run()])
     .then(() => undefined)
     .finally(() => connection.close());

@@ -4,7 +4,7 @@ import { databaseUrlOf, loadConfig, temporalAddressOf } from '../config';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { createLogger } from '../logger';
-import { connectTemporal } from '../platform/temporal';
+import { connectTemporal, temporalConnectionOptions } from '../platform/temporal';
 import { onShutdownSignal, runMain, waitForDependencies } from './run';
 
 runMain(async () => {
@@ -16,7 +16,11 @@ runMain(async () => {
   const pool = createPool(databaseUrlOf(config), config.DATABASE_POOL_MAX, (error) =>
     log.warn({ err: error }, 'idle database connection lost'),
   );
-  const { connection, client } = await connectTemporal(temporalAddressOf(config), config.TEMPORAL_NAMESPACE);
+  const { connection, client } = await connectTemporal(
+    temporalAddressOf(config),
+    config.TEMPORAL_NAMESPACE,
+    temporalConnectionOptions(config),
+  );
   const api = await startApi({ config, pool, log, temporal: client });
   log.info({ url: api.url }, 'api listening');
   onShutdownSignal(async () => {

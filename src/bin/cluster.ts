@@ -17,7 +17,7 @@ import { createPool } from '../db/pool';
 import { ensureClusterTools } from '../platform/goTools';
 import { assertPortFree } from '../platform/ports';
 import { announceReady, ledgerDatabase } from '../platform/serviceHost';
-import { connectTemporal } from '../platform/temporal';
+import { connectTemporal, temporalConnectionOptions } from '../platform/temporal';
 import {
   CLUSTER_SERVER_PORT_COUNT,
   clusterServerPorts,
@@ -123,7 +123,7 @@ runMain(async () => {
     await migrate(databaseUrl, (message) => log.info(message));
     const pool = createPool(databaseUrl, PRIMARY_POOL, (error) => log.warn({ err: error }, 'idle database connection lost'));
     host.onStop('postgres pool', () => pool.end());
-    const { connection, client } = await connectTemporal(address, config.TEMPORAL_NAMESPACE);
+    const { connection, client } = await connectTemporal(address, config.TEMPORAL_NAMESPACE, temporalConnectionOptions(config));
     host.onStop('temporal client', () => connection.close());
 
     // Every child gets the primary's settings with the addresses resolved, so none starts services of its own.

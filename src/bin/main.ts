@@ -10,7 +10,7 @@ import { createPool } from '../db/pool';
 import { startTemporalDevServer } from '../platform/devServer';
 import { assertPortFree } from '../platform/ports';
 import { announceReady, ledgerDatabase } from '../platform/serviceHost';
-import { connectTemporal, registerSearchAttributes } from '../platform/temporal';
+import { connectTemporal, registerSearchAttributes, temporalConnectionOptions } from '../platform/temporal';
 import { installTemporalRuntime } from '../platform/temporalRuntime';
 import { ensureTemporalCli } from '../platform/goTools';
 import { ensureSettlementSchedule } from '../settlement/schedule';
@@ -47,9 +47,9 @@ runMain(async () => {
     await migrate(databaseUrl, (message) => log.info(message));
     const pool = createPool(databaseUrl, config.DATABASE_POOL_MAX, (error) => log.warn({ err: error }, 'idle database connection lost'));
     host.onStop('postgres pool', () => pool.end());
-    const { connection, client } = await connectTemporal(address, config.TEMPORAL_NAMESPACE);
+    const { connection, client } = await connectTemporal(address, config.TEMPORAL_NAMESPACE, temporalConnectionOptions(config));
     host.onStop('temporal client', () => connection.close());
-    await registerSearchAttributes(connection, config.TEMPORAL_NAMESPACE);
+    await registerSearchAttributes(connection, config.TEMPORAL_NAMESPACE, log);
     const worker = await startWorker({ config, pool, log, temporal: client, address });
     host.onStop('worker', () => worker.shutdown());
     // The daily window close (SPEC §10), created or updated at every start.

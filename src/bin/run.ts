@@ -3,7 +3,7 @@ import { waitForDatabase } from '../db/pool';
 import { createLogger } from '../logger';
 import { createServiceHost } from '../platform/serviceHost';
 import { StartupError } from '../platform/startupError';
-import { waitForTemporal } from '../platform/temporal';
+import { temporalConnectionOptions, waitForTemporal } from '../platform/temporal';
 
 /**
  * Runs a process's main function: a configuration error prints its message (naming the variable) and exits 2;
@@ -65,6 +65,7 @@ export async function waitForDependencies(config: Config, log: { warn(message: s
     namespace: config.TEMPORAL_NAMESPACE,
     backoffMaxMs: 5_000,
     progress,
+    connection: temporalConnectionOptions(config),
   });
 }
 

@@ -4,7 +4,7 @@ import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { createLogger } from '../logger';
 import { serveWorkerMetrics } from '../platform/metricsServer';
-import { connectTemporal, registerSearchAttributes } from '../platform/temporal';
+import { connectTemporal, registerSearchAttributes, temporalConnectionOptions } from '../platform/temporal';
 import { installTemporalRuntime } from '../platform/temporalRuntime';
 import { ensureSettlementSchedule } from '../settlement/schedule';
 import { startWorker } from '../worker';
@@ -22,8 +22,8 @@ runMain(async () => {
     log.warn({ err: error }, 'idle database connection lost'),
   );
   const address = temporalAddressOf(config);
-  const { connection, client } = await connectTemporal(address, config.TEMPORAL_NAMESPACE);
-  await registerSearchAttributes(connection, config.TEMPORAL_NAMESPACE);
+  const { connection, client } = await connectTemporal(address, config.TEMPORAL_NAMESPACE, temporalConnectionOptions(config));
+  await registerSearchAttributes(connection, config.TEMPORAL_NAMESPACE, log);
   // LEDGER_WORKFLOW_BUNDLE: a prebuilt workflow bundle (tests and benches spawn many workers; bundling takes seconds).
   const workflowBundlePath = process.env.LEDGER_WORKFLOW_BUNDLE || undefined;
   const worker = await startWorker({ config, pool, log, temporal: client, address, ...(workflowBundlePath ? { workflowBundlePath } : {}) });

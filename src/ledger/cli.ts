@@ -1,5 +1,5 @@
 import type { CommandRegistrar } from '../cli/registrar';
-import { connectTemporal } from '../platform/temporal';
+import { connectTemporal, temporalConnectionOptions } from '../platform/temporal';
 import { temporalAddressOf } from '../config';
 import { NotFoundError } from '../orgs/repo';
 import { reconcileOnce } from './lifecycle';
@@ -48,7 +48,11 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
     .description('start the lifecycle workflow of every transaction left without one (the worker also does this every few seconds)')
     .action(async () => {
       const { config, pool, out } = ctx();
-      const { connection, client } = await connectTemporal(temporalAddressOf(config), config.TEMPORAL_NAMESPACE);
+      const { connection, client } = await connectTemporal(
+        temporalAddressOf(config),
+        config.TEMPORAL_NAMESPACE,
+        temporalConnectionOptions(config),
+      );
       try {
         const started = await reconcileOnce(pool, client, config.TEMPORAL_TASK_QUEUE, new Date());
         out(`started ${started} workflow(s)`, { started });

@@ -1,8 +1,47 @@
-import { InterceptingCall, ListenerBuilder, RequesterBuilder, type Interceptor } from '@grpc/grpc-js';
-import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
+import fs from 'node:fs';
+import { InterceptingCall, ListenerBuilder, RequesterBuilder, status, type Interceptor } from '@grpc/grpc-js';
+import {
+  Client,
+  Connection,
+  defaultGrpcRetryOptions,
+  isGrpcServiceError,
+  makeGrpcRetryInterceptor,
+  type TLSConfig,
+} from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { retryWithBackoff } from '../concurrency';
+import { temporalTlsOf, type Config } from '../config';
 import { StartupError } from './startupError';
+
+/**
+ * How to reach the Temporal frontend beyond its address: TLS (a server CA, a name to verify, a client
+ * certificate for mTLS) and an API key. The same object goes to the client's `Connection` and the worker's
+ * `NativeConnection`, whose options take both under these names.
+ */
+export interface TemporalConnectionOptions {
+  tls: TLSConfig | false;
+  apiKey?: string;
+}
+
+/** The Temporal connection settings of the configuration (checked by loadConfig), files read. */
+export function temporalConnectionOptions(config: Config): TemporalConnectionOptions {
+  const apiKey = config.TEMPORAL_API_KEY === undefined ? {} : { apiKey: config.TEMPORAL_API_KEY };
+  if (!temporalTlsOf(config)) return { tls: false, ...apiKey };
+  const tls: TLSConfig = {};
+  if (config.TEMPORAL_TLS_SERVER_NAME !== undefined) tls.serverNameOverride = config.TEMPORAL_TLS_SERVER_NAME;
+  if (config.TEMPORAL_TLS_SERVER_CA_CERT_PATH !== undefined)
+    tls.serverRootCACertificate = fs.readFileSync(config.TEMPORAL_TLS_SERVER_CA_CERT_PATH);
+  if (config.TEMPORAL_TLS_CLIENT_CERT_PATH !== undefined && config.TEMPORAL_TLS_CLIENT_KEY_PATH !== undefined) {
+    tls.clientCertPair = {
+      crt: fs.readFileSync(config.TEMPORAL_TLS_CLIENT_CERT_PATH),
+      key: fs.readFileSync(config.TEMPORAL_TLS_CLIENT_KEY_PATH),
+    };
+  }
+  return { tls, ...apiKey };
+}
+
+/** A plaintext connection: the local dev server and the test infrastructure. */
+export const PLAINTEXT: TemporalConnectionOptions = { tls: false };
 
 /**
  * Custom search attributes every workflow of the ledger may carry, so the Temporal UI can filter by them
@@ -17,15 +56,35 @@ export const SEARCH_ATTRIBUTES = {
   TransferId: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
 } as const;
 
-export async function registerSearchAttributes(connection: Connection, namespace: string): Promise<void> {
-  const existing = await connection.operatorService.listSearchAttributes({ namespace });
-  const missing = Object.fromEntries(Object.entries(SEARCH_ATTRIBUTES).filter(([name]) => !(name in (existing.customAttributes ?? {}))));
-  if (Object.keys(missing).length === 0) return;
+/**
+ * Registers the missing SEARCH_ATTRIBUTES through the operator API. A managed service (Temporal Cloud) may
+ * deny that API to the ledger's credentials: given a `log`, a denial is a warning naming the attributes
+ * the operator must register (starting a workflow that carries them fails until then); without one it throws.
+ */
+export async function registerSearchAttributes(
+  connection: Connection,
+  namespace: string,
+  log?: { warn(details: object, message: string): void },
+): Promise<void> {
   try {
-    await connection.operatorService.addSearchAttributes({ namespace, searchAttributes: missing });
+    const existing = await connection.operatorService.listSearchAttributes({ namespace });
+    const missing = Object.fromEntries(Object.entries(SEARCH_ATTRIBUTES).filter(([name]) => !(name in (existing.customAttributes ?? {}))));
+    if (Object.keys(missing).length === 0) return;
+    try {
+      await connection.operatorService.addSearchAttributes({ namespace, searchAttributes: missing });
+    } catch (error) {
+      // Another process registering at the same moment is not a failure.
+      if (!/already exists/i.test((error as Error).message)) throw error;
+    }
   } catch (error) {
-    // Another process registering at the same moment is not a failure.
-    if (!/already exists/i.test((error as Error).message)) throw error;
+    const denied = isGrpcServiceError(error) && (error.code === status.PERMISSION_DENIED || error.code === status.UNIMPLEMENTED);
+    if (!denied || !log) throw error;
+    log.warn(
+      { err: error, namespace, searchAttributes: Object.keys(SEARCH_ATTRIBUTES) },
+      `the operator API refused to list or register search attributes in namespace ${namespace}; ` +
+        `register them yourself, as Keyword (Temporal Cloud: tcld namespace search-attributes add, or the Cloud UI): ` +
+        Object.keys(SEARCH_ATTRIBUTES).join(', '),
+    );
   }
 }
 
@@ -38,7 +97,11 @@ const CLOSE_DRAIN_MS_MAX = 10_000;
  * shut down" outside any caller, which ends the process. An outermost interceptor counts calls until
  * their final status (after every retry), and close waits for none (up to CLOSE_DRAIN_MS_MAX).
  */
-export async function connectTemporal(address: string, namespace: string): Promise<{ connection: Connection; client: Client }> {
+export async function connectTemporal(
+  address: string,
+  namespace: string,
+  connectionOptions: TemporalConnectionOptions = PLAINTEXT,
+): Promise<{ connection: Connection; client: Client }> {
   let inFlight = 0;
   let drained: (() => void) | null = null;
   const counting: Interceptor = (options, nextCall) =>
@@ -62,6 +125,7 @@ export async function connectTemporal(address: string, namespace: string): Promi
     );
   const connection = await Connection.connect({
     address,
+    ...connectionOptions,
     interceptors: [counting, makeGrpcRetryInterceptor(defaultGrpcRetryOptions())],
   });
   const closeChannel = connection.close.bind(connection);
@@ -95,6 +159,8 @@ export interface WaitForTemporalOptions {
   backoffMaxMs?: number;
   /** Told before each pause, e.g. "waiting for Temporal at temporal:7233 (attempt 3, next in 1000 ms): ..." */
   progress?: (message: string) => void;
+  /** TLS and API key (temporalConnectionOptions); plaintext when absent. */
+  connection?: TemporalConnectionOptions;
 }
 
 /**
@@ -107,7 +173,7 @@ export async function waitForTemporal(address: string, timeoutMs: number, option
   try {
     await retryWithBackoff(
       async () => {
-        const connection = await Connection.connect({ address, connectTimeout: 1_000 });
+        const connection = await Connection.connect({ address, ...(options.connection ?? PLAINTEXT), connectTimeout: 1_000 });
         try {
           await connection.workflowService.getSystemInfo({});
           if (namespace) await connection.workflowService.describeNamespace({ namespace });

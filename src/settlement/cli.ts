@@ -2,7 +2,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { InvalidArgumentError } from 'commander';
 import type { CommandRegistrar } from '../cli/registrar';
 import { temporalAddressOf } from '../config';
-import { connectTemporal } from '../platform/temporal';
+import { connectTemporal, temporalConnectionOptions } from '../platform/temporal';
 import { startWindowClose } from './client';
 import { accountSettlementWorkflowId, settlementProgressQuery } from './contract';
 import { isCalendarDate } from './dates';
@@ -57,7 +57,11 @@ export const registerSettlementCommands: CommandRegistrar = (program, ctx) => {
       }
       // A named account is followed even when nothing is eligible any more (its window closed before).
       if (options.account && !accounts.includes(options.account)) accounts.push(options.account);
-      const { connection, client } = await connectTemporal(temporalAddressOf(config), config.TEMPORAL_NAMESPACE);
+      const { connection, client } = await connectTemporal(
+        temporalAddressOf(config),
+        config.TEMPORAL_NAMESPACE,
+        temporalConnectionOptions(config),
+      );
       try {
         const started = await startWindowClose(client, config.TEMPORAL_TASK_QUEUE, {
           windowDate: options.date,
