@@ -436,6 +436,23 @@ async function main() {
     const take = () => snapshot(admin, pool, names, pids, hasStatements);
     const quiesce = () => sleep(QUIESCE_S * 1000);
 
+    /** VACUUM FULL of the three databases: every table rewritten without dead rows. */
+    const vacuumFull = async () => {
+      for (const name of Object.values(names)) {
+        const url = new URL(PG_BASE);
+        url.pathname = `/${name}`;
+        const db = new pg.Client({ connectionString: url.toString() });
+        await db.connect();
+        try {
+          await db.query('VACUUM FULL');
+        } finally {
+          await db.end();
+        }
+      }
+    };
+    await vacuumFull();
+    const compactedBase = await take();
+
     // --- 0: idle ------------------------------------------------------------------------------------------
     await quiesce();
     say(`phase 0: ${IDLE_S} s idle`);
@@ -530,28 +547,34 @@ async function main() {
     await quiesce();
     const after2 = await take();
     // Sizes without dead rows: what the data itself takes (autovacuum may be off, as on our test Postgres, and
-    // even with it on, files do not shrink). VACUUM FULL rewrites every table of the three databases.
-    for (const name of Object.values(names)) {
-      const url = new URL(PG_BASE);
-      url.pathname = `/${name}`;
-      const db = new pg.Client({ connectionString: url.toString() });
-      await db.connect();
-      try {
-        await db.query('VACUUM FULL');
-      } finally {
-        await db.end();
-      }
-    }
+    // even with it on, files do not shrink), against the same measure before the run.
+    await vacuumFull();
     const compacted = await take();
+    // The statements Temporal's persistence ran most, over the whole run (its databases are fresh: setup and the
+    // idle phase included), per transaction, with their mean execution time.
+    const topStatements: Record<string, Array<{ per_transaction: number; mean_ms: number; query: string }>> = {};
+    if (hasStatements)
+      for (const role of ['temporal', 'ledger'] as const) {
+        const { rows } = await admin.query<{ calls: number; mean_ms: number; query: string }>(
+          `SELECT calls::float8 AS calls, mean_exec_time AS mean_ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS query
+             FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) ORDER BY calls DESC LIMIT 12`,
+          [names[role]],
+        );
+        topStatements[role] = rows.map((row) => ({
+          per_transaction: round(row.calls / transactions, 2),
+          mean_ms: round(row.mean_ms, 3),
+          query: row.query,
+        }));
+      }
     const compactedBytes = Object.fromEntries(
       Object.keys(names).map((role) => [
         role,
-        round((compacted.databases[role]!.bytes - before1.databases[role]!.bytes) / transactions, 0),
+        round((compacted.databases[role]!.bytes - compactedBase.databases[role]!.bytes) / transactions, 0),
       ]),
     );
     const compactedLedgerTables = Object.fromEntries(
       Object.keys(compacted.ledgerTables)
-        .map((name) => [name, round((compacted.ledgerTables[name]! - (before1.ledgerTables[name] ?? 0)) / transactions, 0)] as const)
+        .map((name) => [name, round((compacted.ledgerTables[name]! - (compactedBase.ledgerTables[name] ?? 0)) / transactions, 0)] as const)
         .filter(([, bytes]) => bytes !== 0)
         .sort((a, b) => b[1] - a[1]),
     );
@@ -582,6 +605,7 @@ async function main() {
         available_to_settled: phase2,
         whole_lifecycle: both,
         bytes_stored_after_vacuum_full: compactedBytes,
+        top_statements_whole_run: topStatements,
         ledger_table_bytes_after_vacuum_full: compactedLedgerTables,
       },
       lifecycle_workflow_histories: {
@@ -630,7 +654,13 @@ async function main() {
     }
     say(`ledger table bytes per transaction (whole lifecycle): ${JSON.stringify(both.ledger_table_bytes)}`);
     say(
-      `bytes stored per transaction after VACUUM FULL: ${JSON.stringify(compactedBytes)}; ledger tables ${JSON.stringify(compactedLedgerTables)}`,
+      `${Object.entries(topStatements)
+        .map(
+          ([role, list]) =>
+            `${role}: most run statements per transaction (whole run): ${list.map((row) => `${row.per_transaction}× ${row.query.slice(0, 60)}`).join(' | ')}\n`,
+        )
+        .join('')}` +
+        `bytes stored per transaction after VACUUM FULL: ${JSON.stringify(compactedBytes)}; ledger tables ${JSON.stringify(compactedLedgerTables)}`,
     );
     say(
       `open connections after phase 1: ${JSON.stringify(results.connections_after_phase_1)}; after phase 2: ${JSON.stringify(results.connections_after_phase_2)}`,
