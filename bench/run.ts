@@ -113,7 +113,7 @@ async function main(): Promise<void> {
     else asked.push(arg);
   }
   if (topology !== 'dev' && topology !== 'cluster') {
-    process.stderr.write(`--topology ${JSON.stringify(topology)}: dev or cluster\n`);
+    process.stderr.write(`topology ${JSON.stringify(topology)} (--topology or BENCH_TEMPORAL): dev or cluster\n`);
     process.exit(2);
   }
   const known: readonly string[] = [...BENCHES, ...OPTIONAL_BENCHES];
