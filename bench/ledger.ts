@@ -16,6 +16,14 @@
  * The api and the worker run as their own processes (`npm run api`, `npm run worker`). Progress each second;
  * the figures go to stdout and bench/results/ledger-<time>.json. Postgres: BENCH_DATABASE_URL (default
  * postgres://postgres@127.0.0.1:5432/postgres), in a database of its own that is dropped at the end.
+ *
+ * Topology and process counts (all three go into the JSON and the printed lines):
+ *   BENCH_TEMPORAL=dev|cluster     the Temporal server (default dev; cluster: `npm run cluster`'s server on Postgres)
+ *   BENCH_API_PROCESSES=N          api processes (default 1), each on its own port; the 32 clients send request i
+ *                                  to api i mod N, round-robin, as a load balancer in front of them would
+ *   BENCH_WORKER_PROCESSES=N       worker processes (default 1) polling the same task queue, metrics off
+ * CPU seconds are summed over all processes of a kind (and listed per process).
+ *   BENCH_TEMPORAL=cluster BENCH_API_PROCESSES=2 BENCH_WORKER_PROCESSES=2 npx tsx bench/ledger.ts
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -41,6 +49,8 @@ const CLI = process.env.TEMPORAL_CLI_PATH ?? path.join(REPO_ROOT, '.tools', 'bin
 const PG_BASE = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /** dev: `npm start`'s dev server on a SQLite file; cluster: `npm run cluster`'s server on Postgres. */
 const TOPOLOGY = topologyFrom(process.env.BENCH_TEMPORAL);
+const API_PROCESSES = Number(process.env.BENCH_API_PROCESSES ?? 1);
+const WORKER_PROCESSES = Number(process.env.BENCH_WORKER_PROCESSES ?? 1);
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const round = (value: number, digits = 1) => Number(value.toFixed(digits));
@@ -61,6 +71,16 @@ function processUsage(pid: number): { cpuSeconds: number; writeBytes: number } {
   } catch {
     return { cpuSeconds: 0, writeBytes: 0 };
   }
+}
+
+/** Summed CPU seconds and bytes written of several processes, and each one's CPU seconds. */
+function usageOf(pids: number[]): { cpuSeconds: number; writeBytes: number; each: number[] } {
+  const each = pids.map(processUsage);
+  return {
+    cpuSeconds: each.reduce((sum, usage) => sum + usage.cpuSeconds, 0),
+    writeBytes: each.reduce((sum, usage) => sum + usage.writeBytes, 0),
+    each: each.map((usage) => usage.cpuSeconds),
+  };
 }
 
 /** Runs `op(i)` for i in [0, total) from `clients` concurrent loops; a progress line each second. */
@@ -160,7 +180,11 @@ async function main() {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const cleanup: Array<() => unknown> = [];
   try {
-    say(`lifecycle bench: ${os.cpus().length} cores, ${INTENTS} intents, ${CLIENTS} clients, bare loop ${BARE_STARTS} starts`);
+    if (!(API_PROCESSES >= 1 && WORKER_PROCESSES >= 1)) throw new Error('BENCH_API_PROCESSES and BENCH_WORKER_PROCESSES must be ≥ 1');
+    say(
+      `lifecycle bench: ${os.cpus().length} cores, ${INTENTS} intents, ${CLIENTS} clients, bare loop ${BARE_STARTS} starts; ` +
+        `Temporal ${TOPOLOGY}, ${API_PROCESSES} api process(es), ${WORKER_PROCESSES} worker process(es)`,
+    );
     const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-bench-'));
     cleanup.push(() => fs.rmSync(workDir, { recursive: true, force: true }));
     const serverLog = path.join(workDir, 'temporal.log');
@@ -183,12 +207,10 @@ async function main() {
     await setRateLimits(pool, org.organization.id, { write: 1_000_000, read: 1_000_000 });
     const userId = await createTestUser(pool, org.organization.id, 'enabled');
 
-    const apiPort = await freePort();
     const env = {
       DATABASE_URL: scratch.databaseUrl,
       TEMPORAL_ADDRESS: dev.address,
       TEMPORAL_TASK_QUEUE: 'ledger-bench',
-      PORT: String(apiPort),
       LOG_LEVEL: 'warn',
       LEDGER_ENVIRONMENT: 'sandbox',
       SANDBOX_CONFIRM_SECONDS: String(CONFIRM_SECONDS),
@@ -196,21 +218,35 @@ async function main() {
       TEMPORAL_METRICS_ADDRESS: 'off',
       WORKER_METRICS_PORT: '0',
     };
-    say('starting worker and api processes...');
-    const worker = await startProcess('worker', 'src/bin/worker.ts', { ...env, LOG_LEVEL: 'info' }, /worker running/);
-    cleanup.push(() => worker.kill('SIGTERM'));
-    // At LOG_LEVEL warn (no line per request, as a loaded api would run): ready when /healthz answers.
-    const api = await startProcess('api', 'src/bin/api.ts', env, null);
-    cleanup.push(() => api.kill('SIGTERM'));
-    const apiUrl = `http://127.0.0.1:${apiPort}`;
-    for (let attempt = 0; ; attempt += 1) {
-      try {
-        if ((await fetch(`${apiUrl}/healthz`)).ok) break;
-      } catch {
-        if (attempt > 600) throw new Error('api did not answer /healthz in 60 s');
-        await new Promise((resolve) => setTimeout(resolve, 100));
+    say(`starting ${WORKER_PROCESSES} worker and ${API_PROCESSES} api process(es)...`);
+    const workers: ChildProcess[] = [];
+    // One after the other: each bundles the workflow code at start, and the first applies the migrations.
+    for (let i = 0; i < WORKER_PROCESSES; i += 1) {
+      const worker = await startProcess(`worker ${i + 1}`, 'src/bin/worker.ts', { ...env, LOG_LEVEL: 'info' }, /worker running/);
+      cleanup.push(() => worker.kill('SIGTERM'));
+      workers.push(worker);
+    }
+    const apis: ChildProcess[] = [];
+    const apiUrls: string[] = [];
+    for (let i = 0; i < API_PROCESSES; i += 1) {
+      const apiPort = await freePort();
+      // At LOG_LEVEL warn (no line per request, as a loaded api would run): ready when /healthz answers.
+      const api = await startProcess(`api ${i + 1}`, 'src/bin/api.ts', { ...env, PORT: String(apiPort) }, null);
+      cleanup.push(() => api.kill('SIGTERM'));
+      apis.push(api);
+      const apiUrl = `http://127.0.0.1:${apiPort}`;
+      apiUrls.push(apiUrl);
+      for (let attempt = 0; ; attempt += 1) {
+        try {
+          if ((await fetch(`${apiUrl}/healthz`)).ok) break;
+        } catch {
+          if (attempt > 600) throw new Error(`api ${i + 1} did not answer /healthz in 60 s`);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
       }
     }
+    const workerPids = workers.map((child) => child.pid!);
+    const apiPids = apis.map((child) => child.pid!);
 
     const noopConnection = await NativeConnection.connect({ address: dev.address });
     const noopWorker = await Worker.create({
@@ -239,8 +275,8 @@ async function main() {
     say(`phase 2: ${INTENTS} POST /intent (cash_in) from ${CLIENTS} clients, until every transaction is available`);
     const cpuBefore = {
       server: processUsage(dev.process.pid!),
-      worker: processUsage(worker.pid!),
-      api: processUsage(api.pid!),
+      worker: usageOf(workerPids),
+      api: usageOf(apiPids),
       bench: process.cpuUsage(),
     };
     const headers = { Authorization: `Bearer ${org.key.api_key}`, 'Content-Type': 'application/json' };
@@ -260,8 +296,8 @@ async function main() {
     let lifecycleSeconds = NaN;
     let posts;
     try {
-      posts = await countedLoop('POST /intent', CLIENTS, INTENTS, async () => {
-        const response = await fetch(`${apiUrl}/intent`, {
+      posts = await countedLoop('POST /intent', CLIENTS, INTENTS, async (index) => {
+        const response = await fetch(`${apiUrls[index % apiUrls.length]}/intent`, {
           method: 'POST',
           headers: { ...headers, 'X-Idempotency-Key': randomString(24) },
           body: JSON.stringify({ direction: 'cash_in', user_id: userId, amount: 1250, currency: 'USD' }),
@@ -281,8 +317,8 @@ async function main() {
     }
     const cpuAfter = {
       server: processUsage(dev.process.pid!),
-      worker: processUsage(worker.pid!),
-      api: processUsage(api.pid!),
+      worker: usageOf(workerPids),
+      api: usageOf(apiPids),
       bench: process.cpuUsage(cpuBefore.bench),
     };
     const { rows: awaiting } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM transactions_awaiting_workflow`);
@@ -304,6 +340,9 @@ async function main() {
       confirm: `SANDBOX_CONFIRM_SECONDS=${CONFIRM_SECONDS}`,
       temporal:
         TOPOLOGY === 'dev' ? 'dev server, SQLite file (npm start flags)' : 'server 1.29.1 on Postgres, 4 history shards (npm run cluster)',
+      topology: TOPOLOGY,
+      api_processes: API_PROCESSES,
+      worker_processes: WORKER_PROCESSES,
       bare_noop_start: bare,
       post_intent: posts,
       lifecycles: { seconds_until_all_available: round(lifecycleSeconds, 2), per_second: round(lifecyclesPerSecond) },
@@ -326,10 +365,21 @@ async function main() {
         worker: round(cpuAfter.worker.cpuSeconds - cpuBefore.worker.cpuSeconds),
         api: round(cpuAfter.api.cpuSeconds - cpuBefore.api.cpuSeconds),
         bench_clients: round((cpuAfter.bench.user + cpuAfter.bench.system) / 1e6),
+        worker_each: cpuAfter.worker.each.map((seconds, i) => round(seconds - cpuBefore.worker.each[i]!)),
+        api_each: cpuAfter.api.each.map((seconds, i) => round(seconds - cpuBefore.api.each[i]!)),
       },
       load_average: os.loadavg().map((value) => round(value, 2)),
     };
+    const perLifecycleMs = (cpuSeconds: number) => round((cpuSeconds * 1000) / posts.count);
+    const phase2 = results.cpu_seconds_during_phase_2;
+    const cpuMsPerLifecycle = {
+      temporal_server: perLifecycleMs(phase2.temporal_server),
+      worker: perLifecycleMs(phase2.worker),
+      api: perLifecycleMs(phase2.api),
+    };
+    Object.assign(results, { cpu_ms_per_lifecycle_during_phase_2: cpuMsPerLifecycle });
     say('');
+    say(`Temporal ${TOPOLOGY}, ${API_PROCESSES} api process(es), ${WORKER_PROCESSES} worker process(es)`);
     say(`bare no-op start       ${bare.per_second}/s  p50 ${bare.p50_ms} ms  p99 ${bare.p99_ms} ms`);
     say(
       `POST /intent           ${posts.per_second}/s  p50 ${posts.p50_ms} ms  p99 ${posts.p99_ms} ms  (${posts.count} ok, ${posts.errors} errors)  = ${results.post_intent_vs_bare}× bare (goal ≥ 0.6)`,
@@ -345,6 +395,7 @@ async function main() {
     say(
       `CPU seconds in phase 1: ${JSON.stringify(bareCpu)}; in phase 2: ${JSON.stringify(results.cpu_seconds_during_phase_2)}; load average ${results.load_average.join(' ')}`,
     );
+    say(`CPU ms per lifecycle in phase 2 (all processes of a kind): ${JSON.stringify(cpuMsPerLifecycle)}`);
     const outDir = path.join(REPO_ROOT, 'bench', 'results');
     fs.mkdirSync(outDir, { recursive: true });
     const file = path.join(outDir, `ledger-${Date.now()}.json`);

@@ -9,6 +9,7 @@
  *   - the bare `COPY (SELECT …) TO STDOUT` of the same rows (the api's own statement), read to the last byte.
  * Reports the medians, their ratio (goal: ≤ 2×), and the api process's resident memory (VmRSS, sampled every
  * 10 ms) before and while it streams. Progress lines go to stdout, the numbers to bench/results/report-*.json.
+ * BENCH_TEMPORAL=dev (default) or cluster: the Temporal server the api connects to (it plays no part in the figures).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -20,7 +21,7 @@ import { createPool, withTransaction, type Pool } from '../src/db/pool';
 import { createAccount, createOrganization } from '../src/orgs/repo';
 import { transferCsvCopySql } from '../src/settlement/report';
 import { createWindowTransfer } from '../src/settlement/repo';
-import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
+import { createScratchDatabase, startScratchTemporal, topologyFrom } from '../test/support/scratch';
 import { freePort } from '../test/support/ports';
 
 const N = Number(process.env.BENCH_REPORT_N ?? 100_000);
@@ -29,6 +30,7 @@ const CLI = process.env.TEMPORAL_CLI_PATH ?? path.join(REPO_ROOT, '.tools', 'bin
 const PG_BASE = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const WINDOW_DATE = '2026-11-25'; // closes on Thanksgiving: dated the Friday after
 const RSS_SAMPLE_MS = 10;
+const TOPOLOGY = topologyFrom(process.env.BENCH_TEMPORAL);
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const median = (values: number[]) => {
@@ -127,7 +129,7 @@ async function main(): Promise<void> {
   say(`report bench: ${N} members, ${RUNS} runs each; scratch database ${database}`);
   const scratch = await createScratchDatabase(PG_BASE, database);
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-report-'));
-  const temporal = await startScratchTemporal(CLI, path.join(workDir, 'temporal.log'));
+  const temporal = await startScratchTemporal(CLI, path.join(workDir, 'temporal.log'), { topology: TOPOLOGY, adminUrl: PG_BASE });
   const pool = createPool(scratch.databaseUrl, 4);
   let api: ChildProcess | undefined;
   try {
@@ -170,6 +172,7 @@ async function main(): Promise<void> {
       at: new Date().toISOString(),
       members: N,
       runs: RUNS,
+      topology: TOPOLOGY,
       bytes: warmApi.bytes,
       api_csv_ms: apiRuns.map((r) => Number(r.ms.toFixed(1))),
       bare_copy_ms: copyRuns.map((r) => Number(r.ms.toFixed(1))),

@@ -9,14 +9,28 @@ import path from 'node:path';
  *
  * Each bench prints its own progress lines (passed through as they come, prefixed with its name) and measures
  * its figures beside a baseline in the same run; each makes its own uniquely named Postgres database and
- * drops it, and runs a Temporal dev server on a SQLite file as `npm start` does (test/support/scratch.ts).
+ * drops it, and runs a Temporal server of its own (test/support/scratch.ts): by default the dev server on a
+ * SQLite file, as `npm start` does.
  * The summary holds, per bench: the exit code, the seconds it took, and its results — the JSON file(s) it
  * wrote to bench/results/ during the run, else the last JSON object it printed.
  *
  * Sizes are the benches' defaults (a few minutes in all); the larger figures are the same benches with a
  * size variable, e.g. `BENCH_INTENTS=10000 npm run bench -- ledger` (bench/ledger.ts says which).
+ *
+ * The Temporal topology: `npm run bench -- --topology cluster` (or BENCH_TEMPORAL=cluster in the environment)
+ * runs the benches that use Temporal (ledger, settlement, report) on `npm run cluster`'s server on Postgres
+ * (src/platform/temporalServer.ts; 4 history shards, persistence and visibility in two fresh databases that
+ * are dropped at the end) instead of the dev server; edge and settlementDb do not use Temporal. The flag sets
+ * BENCH_TEMPORAL for every bench it runs, and the summary records it. Process counts of the lifecycle bench
+ * pass through the environment: `BENCH_API_PROCESSES=2 BENCH_WORKER_PROCESSES=2 npm run bench -- --topology
+ * cluster ledger`. On a Postgres with the default max_connections (100), the cluster's Temporal server
+ * (~55 connections under load) and several api/worker processes (up to DATABASE_POOL_MAX + 1 each) run out
+ * of connections: point BENCH_DATABASE_URL at a Postgres with room (docs/production.md).
+ * `npm run bench -- capacity` runs bench/capacity.ts, the per-transaction costs on the cluster topology
+ * (docs/production.md); it is not part of the default run.
  */
 const BENCHES = ['edge', 'ledger', 'settlementDb', 'settlement', 'report'] as const;
+const OPTIONAL_BENCHES = ['capacity'] as const;
 const REPO_ROOT = path.resolve(__dirname, '..');
 const RESULTS_DIR = path.join(REPO_ROOT, 'bench', 'results');
 
@@ -44,13 +58,14 @@ function lastPrintedJson(text: string): unknown {
   return undefined;
 }
 
-function runOne(name: string, index: number, total: number): Promise<BenchRun> {
+function runOne(name: string, index: number, total: number, topology: string): Promise<BenchRun> {
   const started = Date.now();
   const before = new Set(fs.existsSync(RESULTS_DIR) ? fs.readdirSync(RESULTS_DIR) : []);
   process.stdout.write(`\n== [${index}/${total}] bench ${name} (bench/${name}.ts)\n`);
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'bench', `${name}.ts`)], {
       cwd: REPO_ROOT,
+      env: { ...process.env, BENCH_TEMPORAL: topology },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -88,16 +103,30 @@ function runOne(name: string, index: number, total: number): Promise<BenchRun> {
 }
 
 async function main(): Promise<void> {
-  const asked = process.argv.slice(2);
-  const unknown = asked.filter((name) => !(BENCHES as readonly string[]).includes(name));
+  const args = process.argv.slice(2);
+  let topology = process.env.BENCH_TEMPORAL || 'dev';
+  const asked: string[] = [];
+  for (let i = 0; i < args.length; i += 1) {
+    const arg = args[i]!;
+    if (arg === '--topology') topology = args[++i] ?? '';
+    else if (arg.startsWith('--topology=')) topology = arg.slice('--topology='.length);
+    else asked.push(arg);
+  }
+  if (topology !== 'dev' && topology !== 'cluster') {
+    process.stderr.write(`topology ${JSON.stringify(topology)} (--topology or BENCH_TEMPORAL): dev or cluster\n`);
+    process.exit(2);
+  }
+  const known: readonly string[] = [...BENCHES, ...OPTIONAL_BENCHES];
+  const unknown = asked.filter((name) => !known.includes(name));
   if (unknown.length > 0) {
-    process.stderr.write(`unknown bench(es): ${unknown.join(', ')}; known: ${BENCHES.join(', ')}\n`);
+    process.stderr.write(`unknown bench(es): ${unknown.join(', ')}; known: ${known.join(', ')}\n`);
     process.exit(2);
   }
   const names = asked.length > 0 ? asked : [...BENCHES];
   const startedAt = new Date().toISOString();
   const runs: BenchRun[] = [];
-  for (const [index, name] of names.entries()) runs.push(await runOne(name, index + 1, names.length));
+  process.stdout.write(`Temporal topology: ${topology}\n`);
+  for (const [index, name] of names.entries()) runs.push(await runOne(name, index + 1, names.length, topology));
   fs.mkdirSync(RESULTS_DIR, { recursive: true });
   const file = path.join(RESULTS_DIR, `run-${startedAt.replace(/[:.]/g, '-')}.json`);
   const summary = {
@@ -106,6 +135,7 @@ async function main(): Promise<void> {
     cores: os.cpus().length,
     load_average: os.loadavg(),
     node: process.version,
+    topology,
     benches: runs,
   };
   fs.writeFileSync(file, `${JSON.stringify(summary, null, 2)}\n`);

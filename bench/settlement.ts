@@ -19,6 +19,9 @@
  *    workflows), a window close while the worker PROCESS is SIGKILLed at random points of the settlement and
  *    restarted, then every invariant of src/settlement/invariants.ts is checked.
  * The worker runs as its own process (as deployed); numbers go to stdout and bench/results/.
+ * BENCH_TEMPORAL=dev (default: the dev server on a SQLite file, as `npm start`) or cluster (`npm run cluster`'s
+ * server on Postgres, in two fresh databases dropped at the end). A run of a few minutes on a 2-core box:
+ *   BENCH_TEMPORAL=cluster BENCH_WINDOW_N=20000 BENCH_SAMPLE=500 BENCH_CHAOS_N=2000 BENCH_CHAOS_SAMPLE=200 npx tsx bench/settlement.ts
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -36,7 +39,7 @@ import { startWindowClose } from '../src/settlement/client';
 import { accountSettlementWorkflowId, settlementProgressQuery } from '../src/settlement/contract';
 import { settlementViolations } from '../src/settlement/invariants';
 import { settlementScheduleId } from '../src/settlement/schedule';
-import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
+import { createScratchDatabase, startScratchTemporal, topologyFrom } from '../test/support/scratch';
 
 const WINDOW_N = Number(process.env.BENCH_WINDOW_N ?? 100_000);
 const SAMPLE = Number(process.env.BENCH_SAMPLE ?? 2_000);
@@ -47,6 +50,8 @@ const CLI = process.env.TEMPORAL_CLI_PATH ?? path.join(REPO_ROOT, '.tools', 'bin
 const PG_BASE = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const WINDOW_DATE = '2026-03-08'; // the 23-hour spring-forward day
 const DEADLINE_MS = 8 * 60_000;
+/** dev: `npm start`'s dev server on a SQLite file; cluster: `npm run cluster`'s server on Postgres. */
+const TOPOLOGY = topologyFrom(process.env.BENCH_TEMPORAL);
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -163,13 +168,14 @@ async function main() {
     window_n: WINDOW_N,
     sample: SAMPLE,
     chaos_n: CHAOS_N,
+    topology: TOPOLOGY,
   };
   try {
     say(
-      `settlement bench: ${os.cpus().length} cores; window of ${WINDOW_N} transactions (${SAMPLE} with lifecycle workflows); chaos with ${CHAOS_N}`,
+      `settlement bench: ${os.cpus().length} cores; Temporal ${TOPOLOGY}; window of ${WINDOW_N} transactions (${SAMPLE} with lifecycle workflows); chaos with ${CHAOS_N}`,
     );
     const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settlement-bench-'));
-    const temporal = await startScratchTemporal(CLI, path.join(workDir, 'temporal.log'));
+    const temporal = await startScratchTemporal(CLI, path.join(workDir, 'temporal.log'), { topology: TOPOLOGY, adminUrl: PG_BASE });
     cleanup.push(() => temporal.stop());
     const { server: dev, client } = temporal;
     const database = `ledger_bench_settlement_${Date.now()}`;
@@ -185,7 +191,9 @@ async function main() {
     });
     const bundlePath = path.join(workDir, 'workflow-bundle.js');
     fs.writeFileSync(bundlePath, code);
-    say(`Temporal dev server ${dev.address}, Postgres ${database}`);
+    say(
+      `Temporal ${TOPOLOGY === 'dev' ? 'dev server (SQLite file)' : 'server on Postgres (npm run cluster)'} ${dev.address}, Postgres ${database}`,
+    );
 
     // ---- 1. one window of WINDOW_N ------------------------------------------------------------------
     {
