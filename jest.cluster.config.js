@@ -11,5 +11,8 @@ module.exports = {
   ...base,
   displayName: 'cluster',
   testPathIgnorePatterns: ['/node_modules/'],
+  // One suite at a time: the topology tests run whole clusters (a Temporal server of their own, api and worker
+  // processes) on the machine's Postgres, whose 100 connections two such suites at once would exceed.
+  maxWorkers: 1,
   testMatch: ['**/ledger.test.ts', '**/settlement.test.ts', '**/webhooks.test.ts', '**/*.cluster.test.ts'],
 };

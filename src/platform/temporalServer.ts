@@ -50,8 +50,16 @@ export function clusterServerPorts(frontend: number): TemporalServerPorts {
   };
 }
 
-/** The server's connection pools on Postgres (persistence, visibility): part of the budget npm run cluster checks. */
-export const TEMPORAL_SERVER_CONNECTIONS = { persistence: 10, visibility: 4 };
+/**
+ * The server's connection pools on Postgres: each of its four services (frontend, history, matching, worker)
+ * opens its own persistence and visibility pools of these sizes. `total` is part of the connection budget that
+ * `npm run cluster` checks before it starts anything.
+ */
+const POOLS_PER_SERVICE = { persistence: 8, visibility: 2 };
+export const TEMPORAL_SERVER_CONNECTIONS = {
+  ...POOLS_PER_SERVICE,
+  total: 4 * (POOLS_PER_SERVICE.persistence + POOLS_PER_SERVICE.visibility),
+};
 
 /** Retention of closed workflows' histories in the namespace we create (the capacity model in docs/production.md). */
 export const NAMESPACE_RETENTION_DAYS = 7;
