@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { createPool, type Pool } from '../src/db/pool';
 import { createAccount } from '../src/orgs/repo';
 import { settlementViolations } from '../src/settlement/invariants';
@@ -12,7 +11,6 @@ import { apiClient, createTestOrg, createTestUser, eventually } from './support/
 import { idempotencyKey } from './support/payments';
 import { freePort, freePortBlock } from './support/ports';
 import { portOpen, runAdmin, spawnProject, stopGracefully, type Spawned } from './support/processes';
-import { createScratchDatabase } from './support/scratch';
 
 /**
  * `npm run cluster` as operators run it (issue "Production topology"): the Temporal server on Postgres, its Web
@@ -23,11 +21,17 @@ import { createScratchDatabase } from './support/scratch';
 
 type Env = Record<string, string | undefined>;
 
-async function clusterEnv(extra: Env): Promise<{ env: Env; url: string; temporalPort: number; uiPort: number; port: number }> {
+/**
+ * `npm run cluster` on its embedded defaults in `dataDir`: its own Postgres (max_connections 200), so a cluster
+ * under test takes none of the machine's shared Postgres connections from the other suites; free ports.
+ */
+async function clusterEnv(
+  extra: Env,
+): Promise<{ env: Env; url: string; temporalPort: number; uiPort: number; port: number; ledgerUrl: string }> {
   const port = await freePort();
   const temporalPort = await freePortBlock(9);
   const uiPort = await freePort();
-  const suffix = `${Date.now()}_${process.pid}`;
+  const pgPort = await freePort();
   const env: Env = {
     LOG_LEVEL: 'warn',
     DATABASE_URL: undefined,
@@ -35,17 +39,26 @@ async function clusterEnv(extra: Env): Promise<{ env: Env; url: string; temporal
     PORT: String(port),
     TEMPORAL_PORT: String(temporalPort),
     TEMPORAL_UI_PORT: String(uiPort),
-    EMBEDDED_PG_PORT: String(await freePort()),
-    // Named so globalSetup's sweep of stale scratch databases also finds these after a killed run.
-    TEMPORAL_PERSISTENCE_DATABASE: `temporal_scratch_${suffix}`,
-    TEMPORAL_VISIBILITY_DATABASE: `temporal_scratch_${suffix}_visibility`,
+    EMBEDDED_PG_PORT: String(pgPort),
     TEMPORAL_METRICS_ADDRESS: 'off',
     WORKER_METRICS_PORT: '0',
-    // The suites of this project share the machine's Postgres (100 connections) with this cluster.
-    DATABASE_POOL_MAX: '6',
     ...extra,
   };
-  return { env, url: `http://127.0.0.1:${port}`, temporalPort, uiPort, port };
+  return {
+    env,
+    url: `http://127.0.0.1:${port}`,
+    temporalPort,
+    uiPort,
+    port,
+    ledgerUrl: `postgres://postgres:postgres@127.0.0.1:${pgPort}/ledger`,
+  };
+}
+
+/** A data directory the `postgres` user can pass through (root runs the embedded Postgres as that user). */
+function openDataDir(prefix: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  fs.chmodSync(dir, 0o755);
+  return dir;
 }
 
 /** Pids of the primary's children running `entry` (src/bin/worker.ts, src/bin/api.ts). */
@@ -64,21 +77,22 @@ function childPids(primary: number, entry: string): number[] {
   return pids;
 }
 
-/** Stops what a run that failed half-way left behind: the detached Temporal server and UI, by their pid files. */
+/** Stops what a run that failed half-way left behind: the detached Temporal server, UI and Postgres, by their pid files. */
 async function stopLeftovers(dataDir: string) {
-  for (const file of ['server.pid', path.join('ui', 'ui.pid')]) await stopLeftover(path.join(dataDir, 'temporal-server', file), '');
+  for (const file of [path.join('temporal-server', 'server.pid'), path.join('temporal-server', 'ui', 'ui.pid')])
+    await stopLeftover(path.join(dataDir, file), '');
+  const postmaster = path.join(dataDir, 'postgres', 'postmaster.pid');
+  if (fs.existsSync(postmaster)) {
+    try {
+      process.kill(Number(fs.readFileSync(postmaster, 'utf8').split('\n')[0]), 'SIGQUIT');
+    } catch {
+      // already gone
+    }
+  }
 }
 
 function pidIn(file: string): number {
   return Number(fs.readFileSync(file, 'utf8').trim());
-}
-
-async function dropDatabases(env: Env) {
-  const admin = new pg.Client({ connectionString: process.env.LEDGER_TEST_ADMIN_URL });
-  await admin.connect();
-  for (const name of [env.TEMPORAL_PERSISTENCE_DATABASE!, env.TEMPORAL_VISIBILITY_DATABASE!])
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin.end();
 }
 
 function withOutput(started: Spawned) {
@@ -89,10 +103,8 @@ function withOutput(started: Spawned) {
 
 describe('npm run cluster', () => {
   test('starts the Temporal server on Postgres, its UI, 2 api and 2 worker processes; admin needs no settings; SIGTERM stops all; a second start keeps the data', async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-cluster-'));
-    fs.chmodSync(dataDir, 0o755);
-    const scratch = await createScratchDatabase(process.env.LEDGER_TEST_ADMIN_URL!, `ledger_test_${Date.now()}_cluster`);
-    const { env, url, temporalPort, uiPort, port } = await clusterEnv({ DATA_DIR: dataDir, DATABASE_URL: scratch.databaseUrl });
+    const dataDir = openDataDir('ledger-cluster-');
+    const { env, url, temporalPort, uiPort, port, ledgerUrl } = await clusterEnv({ DATA_DIR: dataDir });
     let started = spawnProject(process.execPath, ['scripts/start.js', 'cluster'], env);
     try {
       await started.waitFor(/Ctrl-C stops everything/, 240_000);
@@ -106,7 +118,7 @@ describe('npm run cluster', () => {
       expect((await fetch(`${url}/readyz`)).status).toBe(200);
       expect((await fetch(`http://127.0.0.1:${uiPort}/api/v1/namespaces/default`)).status).toBe(200);
       // The server keeps its state in the two databases on the ledger's Postgres, with 4 shards.
-      const temporalDb = createPool(new URL(`/${env.TEMPORAL_PERSISTENCE_DATABASE}`, process.env.LEDGER_TEST_ADMIN_URL).toString(), 2);
+      const temporalDb = createPool(new URL('/temporal', ledgerUrl).toString(), 2);
       const shards = await temporalDb.query('SELECT count(*)::int AS n FROM shards').finally(() => temporalDb.end());
       expect(shards.rows[0].n).toBe(4);
       // The operator CLI reaches the same Postgres and Temporal with the same settings and nothing else.
@@ -133,19 +145,15 @@ describe('npm run cluster', () => {
     } finally {
       await stopGracefully(started, 90_000);
       await stopLeftovers(dataDir);
-      await scratch.drop();
-      await dropDatabases(env);
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
   }, 600_000);
 
   test('settling 2,000 transactions while a worker process and the Temporal server are SIGKILLed (twice) loses and doubles nothing', async () => {
     const TRANSACTIONS = Number(process.env.CLUSTER_CHAOS_TRANSACTIONS ?? 2_000);
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-chaos-'));
-    const scratch = await createScratchDatabase(process.env.LEDGER_TEST_ADMIN_URL!, `ledger_test_${Date.now()}_chaos`);
-    const { env, url, temporalPort } = await clusterEnv({
+    const dataDir = openDataDir('ledger-chaos-');
+    const { env, url, temporalPort, ledgerUrl } = await clusterEnv({
       DATA_DIR: dataDir,
-      DATABASE_URL: scratch.databaseUrl,
       SANDBOX_CONFIRM_SECONDS: '0',
       SANDBOX_SETTLE_SECONDS: '3600',
     });
@@ -154,7 +162,7 @@ describe('npm run cluster', () => {
     const fail = withOutput(started);
     try {
       await started.waitFor(/Ctrl-C stops everything/, 240_000);
-      pool = createPool(scratch.databaseUrl, 4);
+      pool = createPool(ledgerUrl, 4);
       const org = await createTestOrg(pool, { write: 1_000_000, read: 1_000_000 });
       const second = await createAccount(pool, org.organizationId, 'Chaos second');
       const accountIds = [org.accountId, second.id];
@@ -277,8 +285,6 @@ describe('npm run cluster', () => {
       await stopGracefully(started, 90_000);
       await stopLeftovers(dataDir);
       await pool?.end();
-      await scratch.drop();
-      await dropDatabases(env);
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
   }, 1_200_000);
