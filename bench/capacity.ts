@@ -31,7 +31,6 @@
  * (dead rows of updates and deletes included, since autovacuum may be off and files do not shrink) and after a
  * final VACUUM FULL of the three databases (the data itself). Results: stdout and bench/results/capacity-<time>.json.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -46,6 +45,7 @@ import { createOrganization, setRateLimits } from '../src/orgs/repo';
 import { createTestUser } from '../test/support/harness';
 import { freePort } from '../test/support/ports';
 import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
+import { startProcess } from './processes';
 
 const N = Number(process.env.BENCH_CAPACITY_N ?? 1_000);
 const SAMPLE = Number(process.env.BENCH_CAPACITY_SAMPLE ?? 20);
@@ -88,38 +88,6 @@ function postgresCpuSeconds(postmaster: number | null): number | null {
     }
   }
   return total;
-}
-
-/** Spawns `script` with `env`; resolves once its output matches `readyLine` (null: at once). */
-function startProcess(name: string, script: string, env: Record<string, string>, readyLine: RegExp | null): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  if (readyLine === null) {
-    child.stdout.resume();
-    child.stderr.pipe(process.stderr);
-    return Promise.resolve(child);
-  }
-  return new Promise((resolve, reject) => {
-    let buffer = '';
-    const timer = setTimeout(() => reject(new Error(`${name} not ready in 120 s:\n${buffer.slice(-2000)}`)), 120_000);
-    const onData = (chunk: Buffer) => {
-      buffer += chunk.toString();
-      if (readyLine.test(buffer)) {
-        clearTimeout(timer);
-        child.stdout.off('data', onData);
-        child.stderr.off('data', onData);
-        child.stdout.resume();
-        child.stderr.resume();
-        resolve(child);
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`${name} exited with ${code}:\n${buffer.slice(-2000)}`)));
-  });
 }
 
 interface DatabaseCounters {

@@ -25,7 +25,7 @@
  * CPU seconds are summed over all processes of a kind (and listed per process).
  *   BENCH_TEMPORAL=cluster BENCH_API_PROCESSES=2 BENCH_WORKER_PROCESSES=2 npx tsx bench/ledger.ts
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -38,6 +38,7 @@ import { createOrganization, setRateLimits } from '../src/orgs/repo';
 import { freePort } from '../test/support/ports';
 import { createTestUser } from '../test/support/harness';
 import { createScratchDatabase, startScratchTemporal, topologyFrom } from '../test/support/scratch';
+import { startProcess } from './processes';
 
 const INTENTS = Number(process.env.BENCH_INTENTS ?? 2_000);
 const BARE_STARTS = Number(process.env.BENCH_BARE_STARTS ?? 2_000);
@@ -122,41 +123,6 @@ async function countedLoop(label: string, clients: number, total: number, op: (i
     p50_ms: round(percentile(latenciesMs, 50)),
     p99_ms: round(percentile(latenciesMs, 99)),
   };
-}
-
-/** Spawns `script`; resolves once its output matches `readyLine` (null: at once). */
-function startProcess(name: string, script: string, env: Record<string, string>, readyLine: RegExp | null): Promise<ChildProcess> {
-  // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the api and worker processes.
-  const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...extra, '--import', 'tsx', script], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  if (readyLine === null) {
-    child.stdout.resume();
-    child.stderr.pipe(process.stderr);
-    return Promise.resolve(child);
-  }
-  return new Promise((resolve, reject) => {
-    let buffer = '';
-    const timer = setTimeout(() => reject(new Error(`${name} not ready in 120 s:\n${buffer.slice(-2000)}`)), 120_000);
-    const onData = (chunk: Buffer) => {
-      buffer += chunk.toString();
-      if (readyLine.test(buffer)) {
-        clearTimeout(timer);
-        child.stdout.off('data', onData);
-        child.stdout.resume();
-        child.stderr.resume();
-        resolve(child);
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString();
-    });
-    child.once('exit', (code) => reject(new Error(`${name} exited with ${code}:\n${buffer.slice(-2000)}`)));
-  });
 }
 
 function bareLoop(client: Client, label: string) {

@@ -1,0 +1,36 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { REPO_ROOT } from '../src/config';
+
+/** Spawns `script`; resolves once its output matches `readyLine` (null: at once). */
+export function startProcess(name: string, script: string, env: Record<string, string>, readyLine: RegExp | null): Promise<ChildProcess> {
+  // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the api and worker processes.
+  const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...extra, '--import', 'tsx', script], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  if (readyLine === null) {
+    child.stdout.resume();
+    child.stderr.pipe(process.stderr);
+    return Promise.resolve(child);
+  }
+  return new Promise((resolve, reject) => {
+    let buffer = '';
+    const timer = setTimeout(() => reject(new Error(`${name} not ready in 120 s:\n${buffer.slice(-2000)}`)), 120_000);
+    const onData = (chunk: Buffer) => {
+      buffer += chunk.toString();
+      if (readyLine.test(buffer)) {
+        clearTimeout(timer);
+        child.stdout.off('data', onData);
+        child.stderr.off('data', onData);
+        child.stdout.resume();
+        child.stderr.resume();
+        resolve(child);
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${name} exited with ${code}:\n${buffer.slice(-2000)}`)));
+  });
+}
