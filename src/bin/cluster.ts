@@ -16,7 +16,7 @@ import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { ensureClusterTools } from '../platform/goTools';
 import { assertPortFree } from '../platform/ports';
-import { announceReady, ledgerDatabase } from '../platform/serviceHost';
+import { announceReady, ledgerDatabase } from './serviceHost';
 import { connectTemporal, temporalConnectionOptions } from '../platform/temporal';
 import {
   CLUSTER_SERVER_PORT_COUNT,
@@ -26,7 +26,7 @@ import {
   startTemporalUi,
   TEMPORAL_SERVER_CONNECTIONS,
 } from '../platform/temporalServer';
-import { startApiProcess, startWorkerProcess, bundleWorkflowsOnce } from '../platform/processes';
+import { startApiProcess, startWorkerProcess, bundleWorkflowsOnce } from './processes';
 import { StartupError } from '../platform/startupError';
 import { ensureSettlementSchedule } from '../settlement/schedule';
 import { runMain, startHost } from './run';

@@ -9,7 +9,7 @@ import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { startTemporalDevServer } from '../platform/devServer';
 import { assertPortFree } from '../platform/ports';
-import { announceReady, ledgerDatabase } from '../platform/serviceHost';
+import { announceReady, ledgerDatabase } from './serviceHost';
 import { connectTemporal, registerSearchAttributes, temporalConnectionOptions } from '../platform/temporal';
 import { installTemporalRuntime } from '../platform/temporalRuntime';
 import { ensureTemporalCli } from '../platform/goTools';

@@ -1,7 +1,7 @@
 import { ConfigError, databaseUrlOf, loadConfig, temporalAddressOf, type Config } from '../config';
 import { waitForDatabase } from '../db/pool';
 import { createLogger } from '../logger';
-import { createServiceHost } from '../platform/serviceHost';
+import { createServiceHost } from './serviceHost';
 import { StartupError } from '../platform/startupError';
 import { temporalConnectionOptions, waitForTemporal } from '../platform/temporal';
 

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { ensureTemporalCli } from '../../src/platform/goTools';
-import { bundleWorkflowsOnce } from '../../src/platform/processes';
+import { bundleWorkflowsOnce } from '../../src/bin/processes';
 import { createScratchDatabase, startScratchTemporal, topologyFrom, type ScratchTemporal } from './scratch';
 
 /** Test databases older than this are leftovers of killed runs and are dropped. */

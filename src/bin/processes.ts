@@ -8,7 +8,7 @@ import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { REPO_ROOT } from '../config';
 import { WORKFLOWS_PATH } from '../worker';
-import type { SupervisedChild } from './supervisor';
+import type { SupervisedChild } from '../platform/supervisor';
 
 /**
  * The api and worker processes of `npm run cluster`, started from the primary and kept by its supervisors.

@@ -2,8 +2,8 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Pool } from '../db/pool';
 import { countOrganizations, createOrganization } from '../orgs/repo';
-import { startEmbeddedPostgres } from './embeddedPostgres';
-import { supervise, type SupervisedChild } from './supervisor';
+import { startEmbeddedPostgres } from '../platform/embeddedPostgres';
+import { supervise, type SupervisedChild } from '../platform/supervisor';
 
 /**
  * What `npm start` and `npm run cluster` share: the child services they keep running (restarted with backoff
