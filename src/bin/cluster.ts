@@ -11,7 +11,7 @@
 import cluster from 'node:cluster';
 import path from 'node:path';
 import pg from 'pg';
-import { databaseUrlOf, temporalAddressOf, type Config } from '../config';
+import { temporalAddressOf, type Config } from '../config';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { ensureClusterTools } from '../platform/goTools';
@@ -40,6 +40,13 @@ function workerMetricsEnv(config: Config, index: number): Record<string, string>
   }
   if (config.WORKER_METRICS_PORT !== 0) env.WORKER_METRICS_PORT = String(config.WORKER_METRICS_PORT + 2 * index);
   return env;
+}
+
+/** The address as printed: an operator's DATABASE_URL may carry a real password. */
+function withoutPassword(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.password) parsed.password = '***';
+  return parsed.toString();
 }
 
 /** Connections the primary keeps (migrations, the schedule, the demo organization). */
@@ -157,7 +164,7 @@ runMain(async () => {
       more: [
         `Processes      ${config.API_PROCESSES} api (sharing port ${config.PORT}), ${config.WORKER_PROCESSES} worker, ` +
           (config.TEMPORAL_ADDRESS ? 'Temporal external' : `Temporal server ${address} (${config.TEMPORAL_HISTORY_SHARDS} history shards)`),
-        `Database       ${databaseUrlOf({ ...config, DATABASE_URL: databaseUrl })}`,
+        `Database       ${withoutPassword(databaseUrl)}`,
       ],
     });
   } catch (error) {
