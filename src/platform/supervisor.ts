@@ -1,10 +1,11 @@
 import { backoffDelayMs, interruptiblePause } from '../concurrency';
 
 /**
- * Keeps a child service of `npm start` (the embedded Postgres, the Temporal dev server) running: when it dies
- * (SIGKILL, SIGQUIT, a crash), it is started again after a backoff; while it is down, `check` fails so
- * /readyz answers 503; after `restartsMax` failures in a row the supervisor gives up and says so through
- * `onGiveUp`, and `npm start` exits non-zero naming the component.
+ * Keeps a child service of `npm start` (the embedded Postgres, the Temporal dev server) or `npm run cluster`
+ * (also the Temporal server, its UI, the api and worker processes) running: when it dies (SIGKILL, SIGQUIT, a
+ * crash), it is started again after a backoff; while it is down, `check` fails so /readyz answers 503 (in
+ * `npm start`, whose api shares the process); after `restartsMax` failures in a row the supervisor gives up
+ * and says so through `onGiveUp`, and the command exits non-zero naming the component.
  */
 export const SUPERVISOR_LIMITS = {
   /** Deaths and failed restarts in a row before giving up. */
