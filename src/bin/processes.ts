@@ -6,8 +6,10 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { retryWithBackoff } from '../concurrency';
 import { REPO_ROOT } from '../config';
 import { WORKFLOWS_PATH } from '../worker';
+import { exitOf, terminate } from '../platform/serviceProcess';
 import type { SupervisedChild } from '../platform/supervisor';
 
 /**
@@ -21,18 +23,6 @@ const WORKER_ENTRY = path.join(REPO_ROOT, 'src', 'bin', 'worker.ts');
 const READY_TIMEOUT_MS = 120_000;
 /** How long a stopping process may take (a worker drains its running tasks) before it is killed. */
 const STOP_TIMEOUT_MS = 30_000;
-
-type Exit = { code: number | null; signal: NodeJS.Signals | null };
-
-function stopper(kill: (signal: NodeJS.Signals) => void, isRunning: () => boolean, exited: Promise<Exit>) {
-  return async () => {
-    if (!isRunning()) return;
-    kill('SIGTERM');
-    const timer = setTimeout(() => kill('SIGKILL'), STOP_TIMEOUT_MS);
-    await exited;
-    clearTimeout(timer);
-  };
-}
 
 /**
  * Bundles the workflow code once into `dir` for every worker process (bundling takes seconds of CPU, which a
@@ -67,9 +57,8 @@ export interface ApiProcess extends SupervisedChild {
 export async function startApiProcess(options: { env: NodeJS.ProcessEnv }): Promise<ApiProcess> {
   cluster.setupPrimary({ exec: API_ENTRY, execArgv: TSX, args: [] });
   const worker = cluster.fork(options.env);
-  const exited = new Promise<Exit>((resolve) => worker.once('exit', (code, signal) => resolve({ code, signal: signal as NodeJS.Signals })));
-  const running = () => worker.process.exitCode === null && worker.process.signalCode === null;
-  const stop = stopper((signal) => worker.process.kill(signal), running, exited);
+  const exited = exitOf(worker.process);
+  const stop = () => terminate(worker.process, exited, STOP_TIMEOUT_MS);
   const address = await Promise.race([
     new Promise<{ address: string; port: number }>((resolve) => worker.once('listening', resolve)),
     exited.then(({ code, signal }) => {
@@ -97,23 +86,27 @@ export async function startWorkerProcess(options: { env: NodeJS.ProcessEnv; clie
     env: options.env,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  const running = () => child.exitCode === null && child.signalCode === null;
-  const stop = stopper((signal) => child.kill(signal), running, exited);
+  const exited = exitOf(child);
+  const stop = () => terminate(child, exited, STOP_TIMEOUT_MS);
   const identity = `${child.pid}@${os.hostname()}`;
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  try {
-    for (;;) {
-      if (!running()) throw new Error(`a worker process exited with ${child.signalCode ?? child.exitCode} before it polled`);
+  const polling = retryWithBackoff(
+    async () => {
       const { pollers } = await options.client.workflowService.describeTaskQueue({
         namespace: options.client.options.namespace,
         taskQueue: { name: options.taskQueue },
         taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
       });
-      if (pollers.some((poller) => poller.identity === identity)) break;
-      if (Date.now() > deadline) throw new Error(`a worker process did not poll ${options.taskQueue} within 120 s`);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+      if (!pollers.some((poller) => poller.identity === identity))
+        throw new Error(`a worker process did not poll ${options.taskQueue} within 120 s`);
+    },
+    // Once the process is gone, polling for it is over (the exit below says why).
+    { timeoutMs: READY_TIMEOUT_MS, initialMs: 250, maxMs: 250, retryable: () => child.exitCode === null && child.signalCode === null },
+  );
+  const died = exited.then(({ code, signal }) => {
+    throw new Error(`a worker process exited with ${signal ?? code} before it polled`);
+  });
+  try {
+    await Promise.race([polling, died]);
   } catch (error) {
     await stop();
     throw error;

@@ -11,11 +11,27 @@ import path from 'node:path';
 export interface ServiceProcess {
   process: ChildProcess;
   /** Resolves when the process has exited, for whatever reason. */
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  exited: Promise<Exit>;
   /** SIGTERM, then SIGKILL after `killAfterMs`; resolves once it has exited. */
   stop(): Promise<void>;
   /** Rejects (naming the log) as soon as the process exits: race it against a readiness check. */
   failOnExit(name: string): Promise<never>;
+}
+
+export type Exit = { code: number | null; signal: NodeJS.Signals | null };
+
+/** Resolves when `child` has exited, for whatever reason (attach it right after the spawn). */
+export function exitOf(child: ChildProcess): Promise<Exit> {
+  return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+}
+
+/** SIGTERM, then SIGKILL if `child` has not exited after `killAfterMs`; resolves once it has exited. */
+export async function terminate(child: ChildProcess, exited: Promise<Exit>, killAfterMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const killTimer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+  await exited;
+  clearTimeout(killTimer);
 }
 
 function processCommand(pid: number): string | null {
@@ -56,19 +72,12 @@ export async function spawnService(options: {
   fs.closeSync(log);
   process.once('exit', () => child.kill('SIGTERM'));
   if (options.pidFile && child.pid) fs.writeFileSync(options.pidFile, String(child.pid));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => resolve({ code, signal }));
-  });
+  const exited = exitOf(child);
   return {
     process: child,
     exited,
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        const killTimer = setTimeout(() => child.kill('SIGKILL'), options.killAfterMs ?? 10_000);
-        await exited;
-        clearTimeout(killTimer);
-      }
+      await terminate(child, exited, options.killAfterMs ?? 10_000);
       if (options.pidFile) fs.rmSync(options.pidFile, { force: true });
     },
     failOnExit: (name) =>

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { msToTs } from '@temporalio/common/lib/time';
 import pg from 'pg';
+import { retryWithBackoff } from '../concurrency';
 import { spawnService } from './serviceProcess';
 import { connectTemporal, registerSearchAttributes, waitForTemporal } from './temporal';
 
@@ -73,16 +74,11 @@ function connectionParts(serverUrl: string) {
   };
 }
 
-function databaseUrl(serverUrl: string, database: string): string {
-  const url = new URL(serverUrl);
-  url.pathname = `/${database}`;
-  return url.toString();
-}
-
 /**
  * Creates the server's two databases when absent and brings their schemas to the release's versions with the
- * SQL tool (the schemas are embedded in it): `setup-schema -v 0.0` once on a new database, then `update-schema`,
- * which applies only the versions a database does not have yet, so every start may run it.
+ * SQL tool (the schemas are embedded in it): `setup-schema -v 0.0` (its version table; a database already past
+ * 0.0 is left as it is), then `update-schema`, which applies only the versions a database does not have yet, so
+ * every start runs both.
  */
 export async function prepareTemporalDatabases(
   sqlTool: string,
@@ -101,14 +97,9 @@ export async function prepareTemporalDatabases(
         log(`Creating Temporal's database ${database}`);
         await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}`);
       }
-      const client = new pg.Client({ connectionString: databaseUrl(databases.serverUrl, database) });
-      await client.connect();
-      const versioned = await client
-        .query(`SELECT 1 FROM pg_tables WHERE schemaname = 'public' AND tablename = 'schema_version'`)
-        .finally(() => client.end());
       const { host, port, user, password } = connectionParts(databases.serverUrl);
       const base = ['--plugin', 'postgres12', '--ep', host, '-p', String(port), '-u', user, '--db', database];
-      if (versioned.rowCount === 0) runSqlTool(sqlTool, [...base, 'setup-schema', '-v', '0.0'], password);
+      runSqlTool(sqlTool, [...base, 'setup-schema', '-v', '0.0'], password);
       runSqlTool(sqlTool, [...base, 'update-schema', '--schema-name', schema], password);
     }
   } finally {
@@ -301,19 +292,23 @@ export async function startTemporalUi(options: { ui: string; port: number; tempo
     leftoverMarker: options.ui,
   });
   const url = `http://127.0.0.1:${options.port}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.process.exitCode !== null)
-      throw new Error(`the Temporal Web UI exited with ${child.process.exitCode}; see ${options.dir}/ui.log`);
-    const ok = await fetch(url)
-      .then((response) => response.ok)
-      .catch(() => false);
-    if (ok) break;
-    if (Date.now() > deadline) {
-      await child.stop();
-      throw new Error(`the Temporal Web UI did not answer at ${url} within 30 s; see ${options.dir}/ui.log`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
+  const answering = retryWithBackoff(
+    async () => {
+      const response = await fetch(url);
+      if (!response.ok) throw new Error(`GET ${url} answered ${response.status}`);
+    },
+    {
+      timeoutMs: 30_000,
+      initialMs: 200,
+      maxMs: 200,
+      retryable: () => child.process.exitCode === null && child.process.signalCode === null,
+    },
+  );
+  try {
+    await Promise.race([answering, child.failOnExit('the Temporal Web UI')]);
+  } catch (error) {
+    await child.stop();
+    throw new Error(`the Temporal Web UI did not answer at ${url} within 30 s (${(error as Error).message}); see ${options.dir}/ui.log`);
   }
   return { url, exited: child.exited, stop: () => child.stop() } satisfies TemporalUi;
 }
