@@ -9,6 +9,7 @@ import { z } from '../src/zod';
 import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';
 import { apiClient, createTestOrg, startStack, type ApiResponse, type Stack, type TestOrg } from './support/harness';
+import { userBody } from './support/payments';
 
 type Json = any;
 
@@ -138,19 +139,6 @@ describe('SPEC §16 bad input: every failure is a 400 naming the field, and chan
 
   test('a lone UTF-16 surrogate in any string field is a 400 naming it; nothing is stored altered', async () => {
     const before = await rowsOwnedBy(org.organizationId);
-    const user = (patch: (body: Json) => void) => {
-      const body: Json = {
-        name: { first: 'Ada', last: 'Lovelace' },
-        address: { address_line_1: '12 Market Street', locality: 'Newark', administrative_area: 'NJ', postal_code: '07102', country: 'US' },
-        email: 'ada@example.com',
-        date_of_birth: '1990-12-10',
-        government_id: { type: 'passport', last4: '6789' },
-        identity_verified: true,
-        tag: `tag-${randomString(12)}`,
-      };
-      patch(body);
-      return body;
-    };
     // JSON.stringify writes a lone surrogate as the escape `\ud800`, exactly what a client can send.
     const cases: [string, (body: Json) => void][] = [
       [
@@ -185,7 +173,7 @@ describe('SPEC §16 bad input: every failure is a 400 naming the field, and chan
       ],
     ];
     for (const [param, patch] of cases) {
-      const body = JSON.stringify(user(patch));
+      const body = JSON.stringify(userBody(patch));
       expect(body).toMatch(/\\ud[89a-f][0-9a-f]{2}/);
       expectParam(await call('POST', '/user', body), param);
     }

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { testInfra } from './support/harness';
-import { committedHistories as loadHistories } from './support/histories';
+import { committedHistories as loadHistories, silentLogger } from './support/histories';
 
 const HISTORIES_DIR = path.join(__dirname, 'histories');
 
@@ -21,7 +21,7 @@ describe('SPEC §9 determinism guard: recorded workflow histories replay against
   test('the guard works: a workflow edit that changes the command sequence fails the replay', async () => {
     const { code } = await bundleWorkflowCode({
       workflowsPath: path.join(__dirname, 'support', 'incompatible', 'workflows.ts'),
-      logger: silent,
+      logger: silentLogger,
     });
     const failures: string[] = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: { code } }, committedHistories())) {
@@ -31,12 +31,3 @@ describe('SPEC §9 determinism guard: recorded workflow histories replay against
     expect(failures.every((name) => name === 'DeterminismViolationError')).toBe(true);
   });
 });
-
-const silent = {
-  log: () => undefined,
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: () => undefined,
-};

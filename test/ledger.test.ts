@@ -21,6 +21,7 @@ import { transactionStatusQuery, transferAssignedSignal, transferSettledSignal }
 import type { WorkflowHandle } from '@temporalio/client';
 import { sweepLifecycles } from '../src/ledger/lifecycle';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
+import { statusOf } from './support/payments';
 
 const HISTORIES_DIR = path.join(__dirname, 'histories');
 
@@ -44,17 +45,6 @@ async function setup(options: { userStatus?: 'created' | 'enabled' | 'suspended'
 
 async function createIntent(org: TestOrg, body: Record<string, unknown>, key = idemKey()) {
   return apiClient(stack.url, org.apiKey)('POST', '/intent', { currency: 'USD', ...body }, { 'X-Idempotency-Key': key });
-}
-
-async function statusOf(call: ReturnType<typeof apiClient>, transactionId: string, status: string) {
-  return eventually(
-    async () => {
-      const response = await call('GET', `/transaction/${transactionId}`);
-      return response.body.status === status ? response.body : undefined;
-    },
-    30_000,
-    `${transactionId} to become ${status}`,
-  );
 }
 
 async function saveHistoryOnce(name: string, workflowId: string) {

@@ -3,9 +3,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { randomString } from '../src/ids';
 import { apiClient, eventually, testInfra } from './support/harness';
-import { idempotencyKey } from './support/payments';
+import { idempotencyKey, userBody } from './support/payments';
 import { freePort } from './support/ports';
 import type { Command } from 'commander';
 import { buildAdminProgram } from '../src/cli/admin';
@@ -54,15 +53,7 @@ function demoKeyOf(started: Spawned): string {
 /** A write through every layer: a user, an approved cash_in, and the worker moving it to `available`. */
 async function writeThroughEveryLayer(url: string, apiKey: string): Promise<void> {
   const call = apiClient(url, apiKey);
-  const user = await call('POST', '/user', {
-    name: { first: 'Ada', last: 'Lovelace' },
-    address: { address_line_1: '12 Market Street', locality: 'Newark', administrative_area: 'NJ', postal_code: '07102', country: 'US' },
-    email: 'ada@example.com',
-    date_of_birth: '1990-12-10',
-    government_id: { type: 'passport', last4: '6789' },
-    identity_verified: true,
-    tag: `tag-${randomString(16)}`,
-  });
+  const user = await call('POST', '/user', userBody());
   expect(user.status).toBe(200);
   const intent = await call(
     'POST',

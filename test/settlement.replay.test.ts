@@ -3,7 +3,7 @@ import path from 'node:path';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { HAND_OFF_ON_SETTLEMENT_DATE_PATCH } from '../src/settlement/contract';
 import { testInfra } from './support/harness';
-import { committedHistories as loadHistories } from './support/histories';
+import { committedHistories as loadHistories, silentLogger } from './support/histories';
 
 /** Histories of settlement workflows recorded from older workflow code (see test/settlement.calendar.test.ts). */
 const HISTORIES_DIR = path.join(__dirname, 'histories', 'settlement');
@@ -31,15 +31,6 @@ function unguardedSettlementWorkflows(): string {
   return path.join(dir, 'workflows.ts');
 }
 
-const silent = {
-  log: () => undefined,
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: () => undefined,
-};
-
 describe('SPEC §15 determinism guard: settlement executions started before the business-day hold replay', () => {
   test('every committed settlement history replays against the current workflow code', async () => {
     const histories = committedHistories();
@@ -59,7 +50,7 @@ describe('SPEC §15 determinism guard: settlement executions started before the 
     const workflowsPath = unguardedSettlementWorkflows();
     let code: string;
     try {
-      ({ code } = await bundleWorkflowCode({ workflowsPath, logger: silent }));
+      ({ code } = await bundleWorkflowCode({ workflowsPath, logger: silentLogger }));
     } finally {
       fs.rmSync(path.dirname(workflowsPath), { recursive: true, force: true });
     }

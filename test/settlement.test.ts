@@ -14,6 +14,7 @@ import { settlementViolations } from '../src/settlement/invariants';
 import { createWindowTransfer } from '../src/settlement/repo';
 import { ensureSettlementSchedule, settlementScheduleId } from '../src/settlement/schedule';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, testInfra, type Stack } from './support/harness';
+import { statusOf } from './support/payments';
 
 const REPO_ROOT = path.resolve(__dirname, '..');
 const TRANSFER_SUMMARY_KEYS = ['amount', 'created_at', 'currency', 'date', 'direction', 'id'];
@@ -85,17 +86,6 @@ async function record(
   } finally {
     pinnedNow = null;
   }
-}
-
-async function statusOf(call: Call, transactionId: string, status: string) {
-  return eventually(
-    async () => {
-      const response = await call('GET', `/transaction/${transactionId}`);
-      return response.body.status === status ? response.body : undefined;
-    },
-    30_000,
-    `${transactionId} to become ${status}`,
-  );
 }
 
 /** Confirms a cash_in now (sandbox) and waits until it is available. */

@@ -1,64 +1,23 @@
 import { Writable } from 'node:stream';
 import { DateTime } from 'luxon';
-import { startApi } from '../src/api';
-import { createPool } from '../src/db/pool';
 import type { Clock } from '../src/http/route';
 import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';
-import { connectTemporal } from '../src/platform/temporal';
 import { abaValid, cardBrand, cardExpired, luhnValid } from '../src/tokens/checks';
-import { startWorker } from '../src/worker';
-import {
-  apiClient,
-  createTestOrg,
-  createTestUser,
-  testConfig,
-  testInfra,
-  type ApiResponse,
-  type Stack,
-  type TestOrg,
-} from './support/harness';
+import { apiClient, createTestOrg, createTestUser, startStack, type ApiResponse, type Stack, type TestOrg } from './support/harness';
 import { workflowRunning } from './support/payments';
 
 const NY = 'America/New_York';
 
-/** A stack like startStack's whose logger writes every line (level trace) into `lines`, on an adjustable clock. */
+/** startStack's stack whose logger writes every line (level trace) into `lines`, on an adjustable clock. */
 async function startLoggedStack(clock: Clock, lines: string[]): Promise<Stack> {
-  const infra = testInfra();
-  const config = testConfig({ LOG_LEVEL: 'trace' });
   const destination = new Writable({
     write(chunk: Buffer, _encoding, done) {
       lines.push(chunk.toString('utf8'));
       done();
     },
   });
-  const log = createLogger('trace', 'ledger', destination);
-  const pool = createPool(infra.databaseUrl, config.DATABASE_POOL_MAX);
-  const { connection, client } = await connectTemporal(infra.temporalAddress, config.TEMPORAL_NAMESPACE);
-  const worker = await startWorker({
-    config,
-    pool,
-    log,
-    temporal: client,
-    address: infra.temporalAddress,
-    workflowBundlePath: infra.workflowBundlePath,
-  });
-  const api = await startApi({ config, pool, log, temporal: client, clock });
-  return {
-    config,
-    pool,
-    temporal: client,
-    connection,
-    api,
-    worker,
-    url: api.url,
-    async stop() {
-      await api.close();
-      await worker.shutdown();
-      await connection.close();
-      await pool.end();
-    },
-  };
+  return startStack({ env: { LOG_LEVEL: 'trace' }, clock, log: createLogger('trace', 'ledger', destination) });
 }
 
 // Full numbers used below; none of them may ever be stored, logged or answered.

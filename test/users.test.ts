@@ -10,23 +10,7 @@ import { getUserStatus } from '../src/users/repo';
 import type { UserStatus } from '../src/users/schemas';
 import { changeUserStatus } from '../src/users/service';
 import { apiClient, createTestOrg, createTestUser, startStack, testInfra, type Stack, type TestOrg } from './support/harness';
-
-type Body = Record<string, any>;
-
-/** A valid create body with a fresh tag; `patch` edits a copy (delete a member to leave it out). */
-function userBody(patch: (body: Body) => void = () => undefined): Body {
-  const body: Body = {
-    name: { first: 'Ada', last: 'Lovelace' },
-    address: { address_line_1: '12 Market Street', locality: 'Newark', administrative_area: 'NJ', postal_code: '07102', country: 'US' },
-    email: 'ada@example.com',
-    date_of_birth: '1990-12-10',
-    government_id: { type: 'passport', last4: '6789' },
-    identity_verified: true,
-    tag: `tag-${randomString(16)}`,
-  };
-  patch(body);
-  return body;
-}
+import { userBody, type Body } from './support/payments';
 
 function isoDate(offsetDays: number): string {
   return new Date(Date.now() + offsetDays * 86_400_000).toISOString().slice(0, 10);

@@ -3,14 +3,13 @@ import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { recordEvent } from '../src/events/outbox';
-import { createLogger } from '../src/logger';
 import { webhookDeliveryWorkflowId } from '../src/webhooks/contract';
 import { createEndpoint, INTERRUPTED_ATTEMPT_ERROR } from '../src/webhooks/repo';
 import { retryDelayMs } from '../src/webhooks/http';
 import { generateSecret, openSecret, sealSecret, signPayload } from '../src/webhooks/signing';
 import { forbiddenRange } from '../src/webhooks/ssrf';
-import { startWorker, type LedgerWorker } from '../src/worker';
-import { apiClient, createTestOrg, eventually, startStack, testInfra, type Stack, type TestOrg } from './support/harness';
+import type { LedgerWorker } from '../src/worker';
+import { apiClient, createTestOrg, eventually, startStack, startTestWorker, testInfra, type Stack, type TestOrg } from './support/harness';
 import { spawnWorkerProcess, type WorkerProcess } from './support/spawnWorker';
 
 interface Received {
@@ -447,17 +446,7 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
     expect(await dispatchedAt(stack, waiting)).toBeNull();
 
     receiverUp = true;
-    const infra = testInfra();
-    extraWorkers.push(
-      await startWorker({
-        config: stack.config,
-        pool: stack.pool,
-        log: createLogger('silent'),
-        temporal: stack.temporal,
-        address: infra.temporalAddress,
-        workflowBundlePath: infra.workflowBundlePath,
-      }),
-    );
+    extraWorkers.push(await startTestWorker(stack));
     expect(await handle.result()).toEqual({ outcome: 'delivered' });
     expect(await outcome(waiting, hook.id)).toEqual({ outcome: 'delivered' });
     expect(receiver.for(inFlight).at(-1)!.headers['webhook-id']).toBe(inFlight);
@@ -510,14 +499,7 @@ describe('SPEC §12 webhooks: a killed worker', () => {
     const waiting = await recordEvent(stack.pool, org.organizationId, 'transaction.created', { id: 'txn_waiting' });
     expect(await dispatchedAt(stack, waiting)).toBeNull();
 
-    replacement = await startWorker({
-      config: stack.config,
-      pool: stack.pool,
-      log: createLogger('silent'),
-      temporal: stack.temporal,
-      address: infra.temporalAddress,
-      workflowBundlePath: infra.workflowBundlePath,
-    });
+    replacement = await startTestWorker(stack);
     expect(await deliveryOutcome(stack, inFlight, hook.id)).toEqual({ outcome: 'delivered' });
     expect(await deliveryOutcome(stack, waiting, hook.id)).toEqual({ outcome: 'delivered' });
 

@@ -4,6 +4,7 @@ import { createPool, type Pool } from '../../src/db/pool';
 import { systemClock, type Clock } from '../../src/http/route';
 import { randomString } from '../../src/ids';
 import { createLogger } from '../../src/logger';
+import type { Logger } from 'pino';
 import { startApi, type RunningApi } from '../../src/api';
 import { addAllowlistEntry, createOrganization, setRateLimits } from '../../src/orgs/repo';
 import { connectTemporal } from '../../src/platform/temporal';
@@ -54,24 +55,35 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-/** The api (and, unless `worker: false`, a worker) in this process against the real Postgres and Temporal. */
-export async function startStack(options: { env?: Record<string, string>; clock?: Clock; worker?: boolean } = {}): Promise<Stack> {
+/** A worker in this process for a stack's task queue, on the run's Temporal and prebuilt workflow bundle. */
+export function startTestWorker(
+  stack: Pick<Stack, 'config' | 'pool' | 'temporal'>,
+  log: Logger = createLogger('silent'),
+): Promise<LedgerWorker> {
+  const infra = testInfra();
+  return startWorker({
+    config: stack.config,
+    pool: stack.pool,
+    log,
+    temporal: stack.temporal,
+    address: infra.temporalAddress,
+    workflowBundlePath: infra.workflowBundlePath,
+  });
+}
+
+/**
+ * The api (and, unless `worker: false`, a worker) in this process against the real Postgres and Temporal;
+ * `log` replaces the logger of LOG_LEVEL (a suite that reads what was logged).
+ */
+export async function startStack(
+  options: { env?: Record<string, string>; clock?: Clock; worker?: boolean; log?: Logger } = {},
+): Promise<Stack> {
   const infra = testInfra();
   const config = testConfig(options.env);
-  const log = createLogger(config.LOG_LEVEL);
+  const log = options.log ?? createLogger(config.LOG_LEVEL);
   const pool = createPool(infra.databaseUrl, config.DATABASE_POOL_MAX);
   const { connection, client } = await connectTemporal(infra.temporalAddress, config.TEMPORAL_NAMESPACE);
-  const worker =
-    options.worker === false
-      ? null
-      : await startWorker({
-          config,
-          pool,
-          log,
-          temporal: client,
-          address: infra.temporalAddress,
-          workflowBundlePath: infra.workflowBundlePath,
-        });
+  const worker = options.worker === false ? null : await startTestWorker({ config, pool, temporal: client }, log);
   const api = await startApi({ config, pool, log, temporal: client, clock: options.clock ?? systemClock });
   return {
     config,

@@ -17,3 +17,13 @@ export function committedHistories(dir: string): Array<{ workflowId: string; his
       history: temporal.api.history.v1.History.fromObject(JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8'))),
     }));
 }
+
+/** A logger for the workflow bundler and replayer that says nothing (the suites assert on results, not logs). */
+export const silentLogger = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+};

@@ -4,9 +4,26 @@ import { randomString } from '../../src/ids';
 import type { Stack } from './harness';
 import { eventually, testInfra, type ApiResponse } from './harness';
 
-/** Helpers shared by the refund, dispute and token suites. */
+/** Helpers shared by the suites that make payments (users, intents, refunds, disputes, tokens). */
 
 type Call = <T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<ApiResponse<T>>;
+
+export type Body = Record<string, any>;
+
+/** A valid POST /user body with a fresh tag; `patch` edits it (delete a member to leave it out). */
+export function userBody(patch: (body: Body) => void = () => undefined): Body {
+  const body: Body = {
+    name: { first: 'Ada', last: 'Lovelace' },
+    address: { address_line_1: '12 Market Street', locality: 'Newark', administrative_area: 'NJ', postal_code: '07102', country: 'US' },
+    email: 'ada@example.com',
+    date_of_birth: '1990-12-10',
+    government_id: { type: 'passport', last4: '6789' },
+    identity_verified: true,
+    tag: `tag-${randomString(16)}`,
+  };
+  patch(body);
+  return body;
+}
 
 export const idempotencyKey = () => ({ 'X-Idempotency-Key': `k-${randomString(16)}` });
 
@@ -21,6 +38,18 @@ export async function approvedCashIn(call: Call, userId: string, amountCents: nu
   if (response.status !== 200 || response.body.status !== 'approved')
     throw new Error(`intent not approved: ${response.status} ${response.text}`);
   return response.body as { id: string; account_id: string; amount: number; transactions: { id: string }[] };
+}
+
+/** Waits until GET /transaction/{id} answers `status`, and returns that answer. */
+export async function statusOf(call: Call, transactionId: string, status: string) {
+  return eventually(
+    async () => {
+      const response = await call('GET', `/transaction/${transactionId}`);
+      return response.body.status === status ? response.body : undefined;
+    },
+    30_000,
+    `${transactionId} to become ${status}`,
+  );
 }
 
 /** Waits until the transaction's lifecycle workflow runs on Temporal (workflow id = transaction id). */
