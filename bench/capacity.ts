@@ -45,7 +45,7 @@ import { createOrganization, setRateLimits } from '../src/orgs/repo';
 import { createTestUser } from '../test/support/harness';
 import { freePort } from '../test/support/ports';
 import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
-import { startProcess } from './processes';
+import { startProcess, stopProcess } from './processes';
 
 const N = Number(process.env.BENCH_CAPACITY_N ?? 1_000);
 const SAMPLE = Number(process.env.BENCH_CAPACITY_SAMPLE ?? 20);
@@ -385,9 +385,9 @@ async function main() {
       WORKER_METRICS_PORT: '0',
     };
     const worker = await startProcess('worker', 'src/bin/worker.ts', env, /worker running/);
-    cleanup.push(() => worker.kill('SIGTERM'));
+    cleanup.push(() => stopProcess(worker));
     const api = await startProcess('api', 'src/bin/api.ts', { ...env, LOG_LEVEL: 'warn' }, null);
-    cleanup.push(() => api.kill('SIGTERM'));
+    cleanup.push(() => stopProcess(api));
     const apiUrl = `http://127.0.0.1:${apiPort}`;
     for (
       let attempt = 0;

@@ -32,13 +32,13 @@ import path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import { REPO_ROOT } from '../src/config';
-import { createPool } from '../src/db/pool';
+import { createPool, type Pool } from '../src/db/pool';
 import { randomString } from '../src/ids';
 import { createOrganization, setRateLimits } from '../src/orgs/repo';
 import { freePort } from '../test/support/ports';
 import { createTestUser } from '../test/support/harness';
 import { createScratchDatabase, startScratchTemporal, topologyFrom } from '../test/support/scratch';
-import { startProcess } from './processes';
+import { startProcess, stopProcess } from './processes';
 
 const INTENTS = Number(process.env.BENCH_INTENTS ?? 2_000);
 const BARE_STARTS = Number(process.env.BENCH_BARE_STARTS ?? 2_000);
@@ -61,16 +61,53 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
+/** The fields of /proc/<pid>/stat after the command name: [11] utime, [12] stime, [13] cutime, [14] cstime (ticks). */
+function statFields(pid: number): number[] {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number);
+}
+
 /** CPU seconds and bytes written so far by a process (Linux /proc; zeros elsewhere). */
 function processUsage(pid: number): { cpuSeconds: number; writeBytes: number } {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime
+    const fields = statFields(pid);
+    const ticks = fields[11]! + fields[12]!; // utime + stime
     const io = fs.readFileSync(`/proc/${pid}/io`, 'utf8');
     return { cpuSeconds: ticks / 100, writeBytes: Number(/write_bytes:\s+(\d+)/.exec(io)?.[1] ?? 0) };
   } catch {
     return { cpuSeconds: 0, writeBytes: 0 };
+  }
+}
+
+/**
+ * CPU seconds of the whole Postgres server the ledger runs on, when it runs on this machine: its postmaster
+ * (with the children it already reaped) and every live child: backends, WAL writer, checkpointer, autovacuum.
+ * Found from one backend's parent; null when that is not a local postgres process (a remote DATABASE_URL).
+ */
+async function postgresUsage(pool: Pool): Promise<number | null> {
+  try {
+    const { rows } = await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    const parentOf = (pid: number) => Number(/PPid:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+    const postmaster = parentOf(rows[0]!.pid);
+    if (!fs.readFileSync(`/proc/${postmaster}/comm`, 'utf8').startsWith('postgres')) return null;
+    const own = statFields(postmaster);
+    let ticks = own[11]! + own[12]! + own[13]! + own[14]!; // utime, stime, and its reaped children's
+    for (const entry of fs.readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        if (parentOf(Number(entry)) !== postmaster) continue;
+        const child = statFields(Number(entry));
+        ticks += child[11]! + child[12]!;
+      } catch {
+        // Gone between the listing and the read: its time is now in the postmaster's reaped children.
+      }
+    }
+    return ticks / 100;
+  } catch {
+    return null;
   }
 }
 
@@ -189,7 +226,7 @@ async function main() {
     // One after the other: each bundles the workflow code at start, and the first applies the migrations.
     for (let i = 0; i < WORKER_PROCESSES; i += 1) {
       const worker = await startProcess(`worker ${i + 1}`, 'src/bin/worker.ts', { ...env, LOG_LEVEL: 'info' }, /worker running/);
-      cleanup.push(() => worker.kill('SIGTERM'));
+      cleanup.push(() => stopProcess(worker));
       workers.push(worker);
     }
     const apis: ChildProcess[] = [];
@@ -198,7 +235,7 @@ async function main() {
       const apiPort = await freePort();
       // At LOG_LEVEL warn (no line per request, as a loaded api would run): ready when /healthz answers.
       const api = await startProcess(`api ${i + 1}`, 'src/bin/api.ts', { ...env, PORT: String(apiPort) }, null);
-      cleanup.push(() => api.kill('SIGTERM'));
+      cleanup.push(() => stopProcess(api));
       apis.push(api);
       const apiUrl = `http://127.0.0.1:${apiPort}`;
       apiUrls.push(apiUrl);
@@ -244,6 +281,7 @@ async function main() {
       worker: usageOf(workerPids),
       api: usageOf(apiPids),
       bench: process.cpuUsage(),
+      postgres: await postgresUsage(pool),
     };
     const headers = { Authorization: `Bearer ${org.key.api_key}`, 'Content-Type': 'application/json' };
     const started = performance.now();
@@ -286,6 +324,7 @@ async function main() {
       worker: usageOf(workerPids),
       api: usageOf(apiPids),
       bench: process.cpuUsage(cpuBefore.bench),
+      postgres: await postgresUsage(pool),
     };
     const { rows: awaiting } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM transactions_awaiting_workflow`);
     const { rows: sample } = await pool.query<{ id: string }>(`SELECT id FROM transactions ORDER BY created_at DESC LIMIT 1`);
@@ -331,6 +370,8 @@ async function main() {
         worker: round(cpuAfter.worker.cpuSeconds - cpuBefore.worker.cpuSeconds),
         api: round(cpuAfter.api.cpuSeconds - cpuBefore.api.cpuSeconds),
         bench_clients: round((cpuAfter.bench.user + cpuAfter.bench.system) / 1e6),
+        // The whole local server (null if remote): the ledger's statements, and Temporal's on the cluster topology.
+        postgres: cpuAfter.postgres === null || cpuBefore.postgres === null ? null : round(cpuAfter.postgres - cpuBefore.postgres),
         worker_each: cpuAfter.worker.each.map((seconds, i) => round(seconds - cpuBefore.worker.each[i]!)),
         api_each: cpuAfter.api.each.map((seconds, i) => round(seconds - cpuBefore.api.each[i]!)),
       },
@@ -342,6 +383,7 @@ async function main() {
       temporal_server: perLifecycleMs(phase2.temporal_server),
       worker: perLifecycleMs(phase2.worker),
       api: perLifecycleMs(phase2.api),
+      postgres: phase2.postgres === null ? null : perLifecycleMs(phase2.postgres),
     };
     Object.assign(results, { cpu_ms_per_lifecycle_during_phase_2: cpuMsPerLifecycle });
     say('');

@@ -1,5 +1,18 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { REPO_ROOT } from '../src/config';
+import { exitOf, terminate } from '../src/platform/serviceProcess';
+
+/** How long a bench child may take to stop after SIGTERM before it is killed. */
+const STOP_LIMIT_MS = 20_000;
+
+/**
+ * Stops a process started by startProcess and resolves once it has exited: SIGTERM, then SIGKILL after
+ * STOP_LIMIT_MS. Awaited by every bench's teardown, so no run leaves a process behind to load the next one, and
+ * the child's output is read until it exits (a child whose reader went away blocks on its last log lines).
+ */
+export async function stopProcess(child: ChildProcess): Promise<void> {
+  await terminate(child, exitOf(child), STOP_LIMIT_MS);
+}
 
 /** Spawns `script`; resolves once its output matches `readyLine` (null: at once). */
 export function startProcess(name: string, script: string, env: Record<string, string>, readyLine: RegExp | null): Promise<ChildProcess> {
