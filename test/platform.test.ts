@@ -7,8 +7,9 @@ import { ConfigError, loadConfig } from '../src/config';
 import { migrate } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
 import { createLogger } from '../src/logger';
-import { startTemporalDevServer } from '../src/platform/devServer';
-import { connectTemporal } from '../src/platform/temporal';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { SEARCH_ATTRIBUTES_REFRESH_ON_READ, startTemporalDevServer } from '../src/platform/devServer';
+import { connectTemporal, SEARCH_ATTRIBUTES } from '../src/platform/temporal';
 import { apiClient, createTestOrg, startStack, testConfig, testInfra, type Stack } from './support/harness';
 import { freePort } from './support/ports';
 import { portOpen, runAdmin, spawnProject, stopGracefully, TSX } from './support/processes';
@@ -319,6 +320,38 @@ describe('SPEC §14 readiness fails when a dependency is down', () => {
       await api.close();
       await connection.close();
       await pool.end();
+      await server.stop();
+    }
+  });
+});
+
+describe('the dev server npm start runs', () => {
+  test('caches the search-attribute metadata, and every one of our attributes is usable from its first start', async () => {
+    const server = await startTemporalDevServer({
+      cliPath: testInfra().cliPath,
+      port: await freePort(),
+      uiPort: null,
+      dbFile: null,
+      namespace: 'default',
+      logFile: path.join(testInfra().workDir, 'temporal-search-attributes.log'),
+    });
+    const { connection, client } = await connectTemporal(server.address, 'default');
+    try {
+      // The CLI's default re-reads the metadata from the database on every read (see devServer.ts).
+      const command = fs.readFileSync(`/proc/${server.process.pid}/cmdline`, 'utf8').split('\0');
+      expect(command).toContain(`${SEARCH_ATTRIBUTES_REFRESH_ON_READ}=false`);
+      // With the cache not forced, an attribute the server had not loaded before its first read would be refused
+      // ("not defined") until the next refresh: every one of ours is known at once.
+      const keys = Object.keys(SEARCH_ATTRIBUTES).map((name) => defineSearchAttributeKey(name, SearchAttributeType.KEYWORD));
+      const handle = await client.workflow.start('noSuchWorkflow', {
+        taskQueue: 'no-worker',
+        workflowId: 'first-start',
+        typedSearchAttributes: keys.map((key) => ({ key, value: `${key.name}-value` })),
+      });
+      const attributes = (await handle.describe()).typedSearchAttributes;
+      expect(keys.map((key) => attributes.get(key))).toEqual(keys.map((key) => `${key.name}-value`));
+    } finally {
+      await connection.close();
       await server.stop();
     }
   });
