@@ -274,6 +274,18 @@ describe('SPEC §14 operability', () => {
   });
 });
 
+/** A dev server of npm start's kind, in memory, on a free port, logging to `name`.log in the test work dir. */
+async function inMemoryDevServer(name: string) {
+  return startTemporalDevServer({
+    cliPath: testInfra().cliPath,
+    port: await freePort(),
+    uiPort: null,
+    dbFile: null,
+    namespace: 'default',
+    logFile: path.join(testInfra().workDir, `${name}.log`),
+  });
+}
+
 describe('SPEC §14 readiness fails when a dependency is down', () => {
   test('Postgres unreachable → 503 naming postgres', async () => {
     const config = testConfig();
@@ -296,14 +308,7 @@ describe('SPEC §14 readiness fails when a dependency is down', () => {
   });
 
   test('Temporal unreachable → 503 naming temporal', async () => {
-    const server = await startTemporalDevServer({
-      cliPath: testInfra().cliPath,
-      port: await freePort(),
-      uiPort: null,
-      dbFile: null,
-      namespace: 'default',
-      logFile: path.join(testInfra().workDir, 'temporal-readiness.log'),
-    });
+    const server = await inMemoryDevServer('temporal-readiness');
     const config = testConfig();
     const pool = createPool(testInfra().databaseUrl, 2);
     const { connection, client } = await connectTemporal(server.address, 'default');
@@ -327,14 +332,7 @@ describe('SPEC §14 readiness fails when a dependency is down', () => {
 
 describe('the dev server npm start runs', () => {
   test('caches the search-attribute metadata, and every one of our attributes is usable from its first start', async () => {
-    const server = await startTemporalDevServer({
-      cliPath: testInfra().cliPath,
-      port: await freePort(),
-      uiPort: null,
-      dbFile: null,
-      namespace: 'default',
-      logFile: path.join(testInfra().workDir, 'temporal-search-attributes.log'),
-    });
+    const server = await inMemoryDevServer('temporal-search-attributes');
     const { connection, client } = await connectTemporal(server.address, 'default');
     try {
       // The CLI's default re-reads the metadata from the database on every read (see devServer.ts).
