@@ -46,6 +46,7 @@ import { createTestUser } from '../test/support/harness';
 import { freePort } from '../test/support/ports';
 import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
 import { startProcess, stopProcess } from './processes';
+import { writeResults } from './results';
 
 const N = Number(process.env.BENCH_CAPACITY_N ?? 1_000);
 const SAMPLE = Number(process.env.BENCH_CAPACITY_SAMPLE ?? 20);
@@ -633,11 +634,7 @@ async function main() {
     say(
       `open connections after phase 1: ${JSON.stringify(results.connections_after_phase_1)}; after phase 2: ${JSON.stringify(results.connections_after_phase_2)}`,
     );
-    const outDir = path.join(REPO_ROOT, 'bench', 'results');
-    fs.mkdirSync(outDir, { recursive: true });
-    const file = path.join(outDir, `capacity-${Date.now()}.json`);
-    fs.writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
-    say(`results: ${file}`);
+    say(`results: ${writeResults('capacity', results)}`);
   } finally {
     await teardown();
   }

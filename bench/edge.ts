@@ -15,7 +15,6 @@
  * BENCH_DATABASE_ADMIN_URL (default postgres://postgres@127.0.0.1:5432/postgres) must let us create a database.
  */
 import { execFile } from 'node:child_process';
-import fs from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -35,6 +34,7 @@ import { createOrganization, setRateLimits } from '../src/orgs/repo';
 import { z } from '../src/zod';
 import { createTestUser } from '../test/support/harness';
 import { createScratchDatabase } from '../test/support/scratch';
+import { writeResults } from './results';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -223,11 +223,7 @@ async function main(): Promise<void> {
   log(
     `GET /transaction/{id}: ${transaction.rps} req/s = ${transactionShare}x GET /healthz (${healthz.rps} req/s), p99 ${transaction.p99_ms} ms; the edge costs ~${edgeCostUs} us per request by throughput, ${edgeCpuUs} us of server CPU`,
   );
-  const dir = path.join(REPO_ROOT, 'bench', 'results');
-  fs.mkdirSync(dir, { recursive: true });
-  const file = path.join(dir, `edge-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  fs.writeFileSync(file, `${JSON.stringify(summary, null, 2)}\n`);
-  log(`summary: ${file}`);
+  log(`summary: ${writeResults('edge', summary)}`);
 
   await new Promise<void>((resolve) => {
     server.close(() => resolve());

@@ -39,6 +39,7 @@ import { freePort } from '../test/support/ports';
 import { createTestUser } from '../test/support/harness';
 import { createScratchDatabase, startScratchTemporal, topologyFrom } from '../test/support/scratch';
 import { startProcess, stopProcess } from './processes';
+import { writeResults } from './results';
 
 const INTENTS = Number(process.env.BENCH_INTENTS ?? 2_000);
 const BARE_STARTS = Number(process.env.BENCH_BARE_STARTS ?? 2_000);
@@ -404,11 +405,7 @@ async function main() {
       `CPU seconds in phase 1: ${JSON.stringify(bareCpu)}; in phase 2: ${JSON.stringify(results.cpu_seconds_during_phase_2)}; load average ${results.load_average.join(' ')}`,
     );
     say(`CPU ms per lifecycle in phase 2 (all processes of a kind): ${JSON.stringify(cpuMsPerLifecycle)}`);
-    const outDir = path.join(REPO_ROOT, 'bench', 'results');
-    fs.mkdirSync(outDir, { recursive: true });
-    const file = path.join(outDir, `ledger-${Date.now()}.json`);
-    fs.writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
-    say(`results: ${file}`);
+    say(`results: ${writeResults('ledger', results)}`);
   } finally {
     await teardown(cleanup);
   }

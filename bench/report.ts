@@ -23,6 +23,7 @@ import { transferCsvCopySql } from '../src/settlement/report';
 import { createWindowTransfer } from '../src/settlement/repo';
 import { createScratchDatabase, startScratchTemporal, topologyFrom } from '../test/support/scratch';
 import { freePort } from '../test/support/ports';
+import { writeResults } from './results';
 
 const N = Number(process.env.BENCH_REPORT_N ?? 100_000);
 const RUNS = Number(process.env.BENCH_REPORT_RUNS ?? 5);
@@ -192,11 +193,7 @@ async function main(): Promise<void> {
     say(
       `api RSS ${result.api_rss_idle_mib} MiB idle, peak ${result.api_rss_peak_while_streaming_mib} MiB while streaming ${(warmApi.bytes / 1e6).toFixed(1)} MB`,
     );
-    const dir = path.join(REPO_ROOT, 'bench', 'results');
-    fs.mkdirSync(dir, { recursive: true });
-    const file = path.join(dir, `report-${result.at.replace(/[:.]/g, '-')}.json`);
-    fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
-    say(`wrote ${path.relative(REPO_ROOT, file)}`);
+    say(`wrote ${path.relative(REPO_ROOT, writeResults('report', result))}`);
   } finally {
     if (api && api.exitCode === null) {
       const exited = new Promise((resolve) => api!.once('exit', resolve));

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { RESULTS_DIR, writeResults } from './results';
 
 /**
  * `npm run bench`: runs every bench in turn as its own process and writes one JSON summary to
@@ -32,7 +33,6 @@ import path from 'node:path';
 const BENCHES = ['edge', 'ledger', 'settlementDb', 'settlement', 'report'] as const;
 const OPTIONAL_BENCHES = ['capacity'] as const;
 const REPO_ROOT = path.resolve(__dirname, '..');
-const RESULTS_DIR = path.join(REPO_ROOT, 'bench', 'results');
 
 interface BenchRun {
   name: string;
@@ -127,8 +127,6 @@ async function main(): Promise<void> {
   const runs: BenchRun[] = [];
   process.stdout.write(`Temporal topology: ${topology}\n`);
   for (const [index, name] of names.entries()) runs.push(await runOne(name, index + 1, names.length, topology));
-  fs.mkdirSync(RESULTS_DIR, { recursive: true });
-  const file = path.join(RESULTS_DIR, `run-${startedAt.replace(/[:.]/g, '-')}.json`);
   const summary = {
     started_at: startedAt,
     finished_at: new Date().toISOString(),
@@ -138,7 +136,7 @@ async function main(): Promise<void> {
     topology,
     benches: runs,
   };
-  fs.writeFileSync(file, `${JSON.stringify(summary, null, 2)}\n`);
+  const file = writeResults('run', summary);
   process.stdout.write('\n');
   for (const run of runs)
     process.stdout.write(

@@ -40,6 +40,7 @@ import { accountSettlementWorkflowId, settlementProgressQuery } from '../src/set
 import { settlementViolations } from '../src/settlement/invariants';
 import { settlementScheduleId } from '../src/settlement/schedule';
 import { createScratchDatabase, startScratchTemporal, topologyFrom } from '../test/support/scratch';
+import { writeResults } from './results';
 
 const WINDOW_N = Number(process.env.BENCH_WINDOW_N ?? 100_000);
 const SAMPLE = Number(process.env.BENCH_SAMPLE ?? 2_000);
@@ -480,11 +481,7 @@ async function main() {
       if (violations.length || left[0].n) process.exitCode = 1;
     }
 
-    const outDir = path.join(REPO_ROOT, 'bench', 'results');
-    fs.mkdirSync(outDir, { recursive: true });
-    const file = path.join(outDir, `settlement-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-    fs.writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
-    say(`results: ${file}`);
+    say(`results: ${writeResults('settlement', results)}`);
   } finally {
     for (const step of cleanup.reverse())
       await Promise.resolve()

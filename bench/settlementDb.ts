@@ -13,19 +13,17 @@
  * The bare statement and the real one alternate within each round, so both see the same machine. Medians of
  * BENCH_ROUNDS (3) rounds and their ratios go to stdout and bench/results/settlementDb-*.json.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { createPool, withTransaction, type Pool } from '../src/db/pool';
 import { randomString } from '../src/ids';
 import { createAccount, createOrganization } from '../src/orgs/repo';
 import { createWindowTransfer, settleTransfer } from '../src/settlement/repo';
 import { createScratchDatabase } from '../test/support/scratch';
+import { writeResults } from './results';
 
 const WINDOW_N = Number(process.env.BENCH_WINDOW_N ?? 100_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const PG_BASE = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const WINDOW_DATE = '2026-03-08';
-const REPO_ROOT = path.resolve(__dirname, '..');
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -115,11 +113,7 @@ async function main(): Promise<void> {
   say(
     `median: build ${summary.median.build_ms} ms = ${summary.median.build_ratio.toFixed(2)}x bare; settle ${summary.median.settle_ms} ms = ${summary.median.settle_ratio.toFixed(2)}x bare`,
   );
-  const dir = path.join(REPO_ROOT, 'bench', 'results');
-  fs.mkdirSync(dir, { recursive: true });
-  const file = path.join(dir, `settlementDb-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  fs.writeFileSync(file, `${JSON.stringify(summary, null, 2)}\n`);
-  say(`summary: ${file}`);
+  say(`summary: ${writeResults('settlementDb', summary)}`);
 }
 
 main().catch((error: unknown) => {
