@@ -78,8 +78,9 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   // The CLI turns on a test setting that re-reads the search-attribute metadata from the database on every
   // read: every workflow start and every upsert queried SQLite once more, behind its one connection (7.6 % of
   // the server's CPU in the lifecycle bench's profile, 1.0 % without it). Every attribute we use is registered
-  // by the flags above before the server answers, so the cache (refreshed each minute, the full server's
-  // default) always holds them.
+  // by the flags above before the server answers, so each service's cache (refreshed each minute, Temporal's
+  // default) holds them from its first read. `npm run cluster`'s server keeps the setting on
+  // (TEMPORAL_DYNAMIC_CONFIG): it registers them through the operator API after it starts.
   args.push('--dynamic-config-value', `${SEARCH_ATTRIBUTES_REFRESH_ON_READ}=false`);
   const child = await spawnService({
     command: options.cliPath,

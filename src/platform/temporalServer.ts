@@ -4,6 +4,7 @@ import path from 'node:path';
 import { msToTs } from '@temporalio/common/lib/time';
 import pg from 'pg';
 import { retryWithBackoff } from '../concurrency';
+import { SEARCH_ATTRIBUTES_REFRESH_ON_READ } from './devServer';
 import { spawnService } from './serviceProcess';
 import { connectTemporal, registerSearchAttributes, waitForTemporal } from './temporal';
 
@@ -187,11 +188,13 @@ export function temporalServerConfig(options: TemporalServerOptions, dynamicConf
 }
 
 /**
- * Dynamic configuration: the dev server's own choices where the ledger relies on them (search attributes
- * readable as soon as they are registered, and the persistence rates that makes affordable).
+ * Dynamic configuration: the CLI dev server's defaults where the ledger relies on them. This server learns our
+ * search attributes through the operator API after it starts, and a cache filled before that would not show
+ * them for up to a minute, so it re-reads them on every read (and gets the persistence rates that makes affordable).
+ * `npm start`'s dev server turns that off: its flags register them before any cache is filled (devServer.ts).
  */
 export const TEMPORAL_DYNAMIC_CONFIG: Record<string, unknown> = {
-  'system.forceSearchAttributesCacheRefreshOnRead': true,
+  [SEARCH_ATTRIBUTES_REFRESH_ON_READ]: true,
   'frontend.persistenceMaxQPS': 10_000,
   'history.persistenceMaxQPS': 45_000,
   'limit.maxIDLength': 255,
