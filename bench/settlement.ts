@@ -28,7 +28,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { bundleWorkflowsOnce } from '../src/bin/processes';
+import { createLogger } from '../src/logger';
 import { REPO_ROOT } from '../src/config';
 import { createPool, type Pool } from '../src/db/pool';
 import { randomString } from '../src/ids';
@@ -186,12 +188,7 @@ async function main() {
     const pool = createPool(databaseUrl, 6);
     pool.on('error', () => undefined); // the final DROP DATABASE … WITH (FORCE) ends idle connections
     cleanup.push(() => pool.end());
-    const { code } = await bundleWorkflowCode({
-      workflowsPath: path.join(REPO_ROOT, 'workflows', 'index.ts'),
-      logger: new DefaultLogger('ERROR'),
-    });
-    const bundlePath = path.join(workDir, 'workflow-bundle.js');
-    fs.writeFileSync(bundlePath, code);
+    const bundlePath = await bundleWorkflowsOnce(workDir, createLogger('error', 'bench-bundler'));
     say(
       `Temporal ${TOPOLOGY === 'dev' ? 'dev server (SQLite file)' : 'server on Postgres (npm run cluster)'} ${dev.address}, Postgres ${database}`,
     );

@@ -87,7 +87,7 @@ export async function startWorker(options: {
   // Bundled once for both workers (bundling takes seconds); tests hand in a prebuilt bundle.
   const workflowBundle = options.workflowBundlePath
     ? { codePath: options.workflowBundlePath }
-    : { code: (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: bundlerLogger(options.log) })).code };
+    : { code: await bundleWorkflows(options.log) };
   const activities = createActivities({ config: options.config, pool: options.pool, log: options.log, temporal: options.temporal });
   const create = (queue: string, queueTuning: Partial<WorkerOptions> = {}) =>
     Worker.create({
@@ -133,6 +133,11 @@ export async function startWorker(options: {
       return stopping;
     },
   };
+}
+
+/** Bundles the ledger's workflow code (seconds of CPU); the bundler's messages go to `log`. */
+export async function bundleWorkflows(log: Logger): Promise<string> {
+  return (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: bundlerLogger(log) })).code;
 }
 
 /** The workflow bundler's messages through the worker's logger, at debug: they are webpack's progress lines. */

@@ -137,7 +137,7 @@ runMain(async () => {
 
     // Every child gets the primary's settings with the addresses resolved, so none starts services of its own.
     const childEnv = { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: address };
-    const bundle = await bundleWorkflowsOnce(path.join(config.DATA_DIR, 'cluster'));
+    const bundle = await bundleWorkflowsOnce(path.join(config.DATA_DIR, 'cluster'), log);
     for (let index = 0; index < config.WORKER_PROCESSES; index += 1) {
       const env = { ...childEnv, ...workerMetricsEnv(config, index), LEDGER_WORKFLOW_BUNDLE: bundle };
       await host.startSupervised(`worker process ${index + 1}`, `worker_${index + 1}`, () =>

@@ -5,10 +5,10 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { retryWithBackoff } from '../concurrency';
 import { REPO_ROOT } from '../config';
-import { WORKFLOWS_PATH } from '../worker';
+import type { Logger } from '../logger';
+import { bundleWorkflows } from '../worker';
 import { exitOf, terminate } from '../platform/serviceProcess';
 import type { SupervisedChild } from '../platform/supervisor';
 
@@ -28,22 +28,13 @@ const STOP_TIMEOUT_MS = 30_000;
  * Bundles the workflow code once into `dir` for every worker process (bundling takes seconds of CPU, which a
  * worker restarted by its supervisor would otherwise spend again).
  */
-export async function bundleWorkflowsOnce(dir: string): Promise<string> {
-  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundler });
+export async function bundleWorkflowsOnce(dir: string, log: Logger): Promise<string> {
+  const code = await bundleWorkflows(log);
   fs.mkdirSync(dir, { recursive: true });
   const file = path.join(dir, 'workflow-bundle.js');
   fs.writeFileSync(file, code);
   return file;
 }
-
-const quietBundler = {
-  log: () => undefined,
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: (message: string) => process.stderr.write(`[bundler] ${message}\n`),
-  error: (message: string) => process.stderr.write(`[bundler] ${message}\n`),
-};
 
 export interface ApiProcess extends SupervisedChild {
   pid: number;

@@ -4,6 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { ensureTemporalCli } from '../../src/platform/goTools';
 import { bundleWorkflowsOnce } from '../../src/bin/processes';
+import { createLogger } from '../../src/logger';
 import { createScratchDatabase, startScratchTemporal, topologyFrom, type ScratchTemporal } from './scratch';
 
 /** Test databases older than this are leftovers of killed runs and are dropped. */
@@ -44,7 +45,7 @@ export default async function globalSetup(): Promise<void> {
   const server = temporal.server;
 
   // Bundling the workflows takes seconds; do it once and let every suite's worker load the bundle.
-  const bundlePath = await bundleWorkflowsOnce(workDir);
+  const bundlePath = await bundleWorkflowsOnce(workDir, createLogger('warn', 'test-bundler'));
 
   Object.assign(process.env, {
     LEDGER_TEST_DATABASE_URL: databaseUrl,
