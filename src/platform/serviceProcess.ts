@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { retryWithBackoff } from '../concurrency';
 
 /**
  * A server program we run as a child (the Temporal dev server, the Temporal server, its Web UI): detached from
@@ -49,9 +50,13 @@ export async function stopLeftover(pidFile: string, marker: string): Promise<voi
   const command = Number.isInteger(pid) && pid > 0 ? processCommand(pid) : null;
   if (command?.includes(marker)) {
     process.kill(pid, 'SIGTERM');
-    const deadline = Date.now() + 10_000;
-    while (processCommand(pid) !== null && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
-    if (processCommand(pid) !== null) process.kill(pid, 'SIGKILL');
+    // Not our child, so no exit event: poll its /proc entry for 10 s, then SIGKILL.
+    await retryWithBackoff(
+      async () => {
+        if (processCommand(pid) !== null) throw new Error(`process ${pid} still runs`);
+      },
+      { timeoutMs: 10_000, initialMs: 100, maxMs: 100 },
+    ).catch(() => process.kill(pid, 'SIGKILL'));
   }
   fs.rmSync(pidFile, { force: true });
 }
