@@ -1,5 +1,5 @@
 /**
- * Import rules for src/, workflows/ and activities/, checked by `npm run lint` (dependency-cruiser).
+ * Import rules for src/, workflows/, activities/ and ops/, checked by `npm run lint` (dependency-cruiser).
  * Type-only imports count: a circle through `import type` is still a circle a reader has to untangle.
  * @type {import('dependency-cruiser').IConfiguration}
  */
@@ -28,9 +28,26 @@ module.exports = {
       from: { path: '^activities/' },
       to: { path: '^workflows/' },
     },
+    {
+      name: 'product-does-not-import-ops',
+      severity: 'error',
+      comment:
+        'The product (src/, workflows/, activities/) never reaches into ops/: ops/ starts and supervises the processes ' +
+        'and imports the product, not the other way round.',
+      from: { path: '^(src|workflows|activities)/' },
+      to: { path: '^ops/' },
+    },
+    {
+      name: 'product-starts-no-processes',
+      severity: 'error',
+      comment: 'Starting child processes is ops/ business (ops/childProcess.ts): the product does not import child_process.',
+      from: { path: '^(src|workflows|activities)/' },
+      to: { path: '^(node:)?child_process$' },
+    },
   ],
   options: {
-    includeOnly: '^(src|workflows|activities)/',
+    // child_process is in the graph only for the rule above.
+    includeOnly: ['^(src|workflows|activities|ops)/', '^(node:)?child_process$'],
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { extensions: ['.ts', '.js', '.json'] },

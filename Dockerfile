@@ -10,6 +10,8 @@ COPY tsconfig.json ./
 COPY src ./src
 COPY workflows ./workflows
 COPY activities ./activities
+# The process entry points (`npm run api`, `npm run worker`) live in ops/bin.
+COPY ops ./ops
 COPY migrations ./migrations
 COPY docker/healthcheck.js ./docker/
 # The files stay root's and read-only to the service, which runs as the image's unprivileged `node` user.

@@ -6,7 +6,7 @@
  *
  * Starts `npm run cluster`'s Temporal server (1.29.1, persistence and SQL visibility on Postgres, 4 history
  * shards) in two fresh databases and the ledger in a third (test/support/scratch.ts; all three dropped at the
- * end), one worker process and one api process (src/bin/worker.ts, src/bin/api.ts, as deployed; the webhook
+ * end), one worker process and one api process (ops/bin/worker.ts, ops/bin/api.ts, as deployed; the webhook
  * dispatcher and the reconciler on, as in production; no webhook endpoints registered), then:
  *   0. idle: the same counters over BENCH_CAPACITY_IDLE_SECONDS (30) with no traffic, subtracted from the phases
  *      below pro rata (pollers, the dispatcher and the reconciler cost something while idle);
@@ -385,9 +385,9 @@ async function main() {
       TEMPORAL_METRICS_ADDRESS: 'off',
       WORKER_METRICS_PORT: '0',
     };
-    const worker = await startProcess('worker', 'src/bin/worker.ts', env, /worker running/);
+    const worker = await startProcess('worker', 'ops/bin/worker.ts', env, /worker running/);
     cleanup.push(() => stopProcess(worker));
-    const api = await startProcess('api', 'src/bin/api.ts', { ...env, LOG_LEVEL: 'warn' }, null);
+    const api = await startProcess('api', 'ops/bin/api.ts', { ...env, LOG_LEVEL: 'warn' }, null);
     cleanup.push(() => stopProcess(api));
     const apiUrl = `http://127.0.0.1:${apiPort}`;
     for (

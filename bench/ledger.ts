@@ -1,6 +1,6 @@
 /**
  * Lifecycle bench (issue 13, goal 1), on the Temporal server users run: a dev server keeping its state in a
- * SQLite file with `npm start`'s flags (src/platform/devServer.ts), not an in-memory one.
+ * SQLite file with `npm start`'s flags (ops/devServer.ts), not an in-memory one.
  *
  *   npx tsx bench/ledger.ts                        # 2,000 intents (npm run bench)
  *   BENCH_INTENTS=10000 npx tsx bench/ledger.ts    # the goal's size
@@ -226,7 +226,7 @@ async function main() {
     const workers: ChildProcess[] = [];
     // One after the other: each bundles the workflow code at start, and the first applies the migrations.
     for (let i = 0; i < WORKER_PROCESSES; i += 1) {
-      const worker = await startProcess(`worker ${i + 1}`, 'src/bin/worker.ts', { ...env, LOG_LEVEL: 'info' }, /worker running/);
+      const worker = await startProcess(`worker ${i + 1}`, 'ops/bin/worker.ts', { ...env, LOG_LEVEL: 'info' }, /worker running/);
       cleanup.push(() => stopProcess(worker));
       workers.push(worker);
     }
@@ -235,7 +235,7 @@ async function main() {
     for (let i = 0; i < API_PROCESSES; i += 1) {
       const apiPort = await freePort();
       // At LOG_LEVEL warn (no line per request, as a loaded api would run): ready when /healthz answers.
-      const api = await startProcess(`api ${i + 1}`, 'src/bin/api.ts', { ...env, PORT: String(apiPort) }, null);
+      const api = await startProcess(`api ${i + 1}`, 'ops/bin/api.ts', { ...env, PORT: String(apiPort) }, null);
       cleanup.push(() => stopProcess(api));
       apis.push(api);
       const apiUrl = `http://127.0.0.1:${apiPort}`;

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { REPO_ROOT } from '../src/config';
-import { exitOf, terminate } from '../src/platform/serviceProcess';
+import { exitOf, terminate } from '../ops/childProcess';
 
 /** How long a bench child may take to stop after SIGTERM before it is killed. */
 const STOP_LIMIT_MS = 20_000;

@@ -4,7 +4,7 @@
  * CLI at .tools/bin/temporal, which the api process connects to at start).
  *
  * Seeds a BENCH_REPORT_N (100,000) member transfer in a scratch database of its own (dropped at the end), starts
- * the api as its own process (src/bin/api.ts, as deployed) and, BENCH_REPORT_RUNS (5) times each, alternating:
+ * the api as its own process (ops/bin/api.ts, as deployed) and, BENCH_REPORT_RUNS (5) times each, alternating:
  *   - GET /transfer/{id}/report?format=csv through the api, read to the last byte;
  *   - the bare `COPY (SELECT …) TO STDOUT` of the same rows (the api's own statement), read to the last byte.
  * Reports the medians, their ratio (goal: ≤ 2×), and the api process's resident memory (VmRSS, sampled every
@@ -71,7 +71,7 @@ async function seed(pool: Pool): Promise<{ transferId: string; apiKey: string; o
 }
 
 function startApiProcess(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/api.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'ops/bin/api.ts'], {
     cwd: REPO_ROOT,
     env: { ...process.env, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -29,7 +29,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { bundleWorkflowsOnce } from '../src/bin/processes';
+import { bundleWorkflowsOnce } from '../ops/clusterProcesses';
 import { createLogger } from '../src/logger';
 import { REPO_ROOT } from '../src/config';
 import { createPool, type Pool } from '../src/db/pool';
@@ -78,7 +78,7 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, progr
 
 /** A worker process in its own process group (so SIGKILL reaches the node process tsx starts). */
 function startWorkerProcess(env: Record<string, string>, onLog: (line: string) => void): { child: ChildProcess; ready: Promise<void> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/worker.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'ops/bin/worker.ts'], {
     // Several workers run at once: no metrics ports to collide on.
     cwd: REPO_ROOT,
     env: { ...process.env, LOG_LEVEL: 'info', TEMPORAL_METRICS_ADDRESS: 'off', WORKER_METRICS_PORT: '0', ...env },

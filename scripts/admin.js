@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run admin`: the operator CLI (src/bin/admin.ts). tsx transpiled its few hundred modules on every
+// `npm run admin`: the operator CLI (ops/bin/admin.ts). tsx transpiled its few hundred modules on every
 // call (seconds per command); instead esbuild bundles our own code once into the git-ignored dist/ (about
 // 0.2 s), again only when a source file is newer than the bundle, and plain Node runs it. Packages stay
 // external: they load from node_modules as they are.
@@ -9,7 +9,7 @@ const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
 const bundle = path.join(root, 'dist', 'admin.js');
-const SOURCE_DIRS = ['src', 'activities', 'workflows'];
+const SOURCE_DIRS = ['src', 'activities', 'workflows', 'ops'];
 
 function newestSourceMs() {
   let newest = fs.statSync(path.join(root, 'package.json')).mtimeMs;
@@ -36,7 +36,7 @@ if (bundledMs() < newestSourceMs()) {
   // Written aside and renamed: two commands started together never run a half-written bundle.
   const partial = `${bundle}.${process.pid}.tmp`;
   require('esbuild').buildSync({
-    entryPoints: [path.join(root, 'src', 'bin', 'admin.ts')],
+    entryPoints: [path.join(root, 'ops', 'bin', 'admin.ts')],
     bundle: true,
     platform: 'node',
     format: 'cjs',

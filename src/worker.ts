@@ -32,7 +32,7 @@ const transactionReconciler: WorkerSidecar = (deps) =>
   deps.config.TRANSACTION_RECONCILER === 'off'
     ? null
     : // No TEMPORAL_ADDRESS: the embedded dev server, whose SQLite state a power loss can roll back by a few
-      // seconds (src/platform/devServer.ts); the start-up sweep starts whatever workflows it lost.
+      // seconds (ops/devServer.ts); the start-up sweep starts whatever workflows it lost.
       startReconciler({
         pool: deps.pool,
         client: deps.temporal,

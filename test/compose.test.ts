@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
 import { CONFIG_KEYS, loadConfig } from '../src/config';
-import { TEMPORAL_VERSIONS } from '../src/platform/temporalVersions';
+import { TEMPORAL_VERSIONS } from '../ops/temporalVersions';
 
 const REPO = path.resolve(__dirname, '..');
 const read = (file: string) => fs.readFileSync(path.join(REPO, file), 'utf8');
@@ -56,7 +56,7 @@ function composeProblems(compose: Compose, files: { initSql: string; scripts: Re
     `services are ${Object.keys(services).sort().join(', ')}`,
   );
 
-  // Images: the releases of src/platform/temporalVersions.ts; admin-tools tags start with the server release.
+  // Images: the releases of ops/temporalVersions.ts; admin-tools tags start with the server release.
   const { server, ui, postgresSchema } = TEMPORAL_VERSIONS;
   problem(service('temporal').image === `temporalio/server:${server}`, `temporal runs ${service('temporal').image}, not server ${server}`);
   problem(service('temporal-ui').image === `temporalio/ui:${ui}`, `temporal-ui runs ${service('temporal-ui').image}, not ui ${ui}`);
@@ -203,7 +203,7 @@ function dockerfileProblems(dockerfile: string, files: { dockerignore: string; s
       .filter((arg) => !arg.startsWith('--'))
       .slice(0, -1),
   );
-  for (const needed of ['package.json', 'package-lock.json', 'tsconfig.json', 'src', 'workflows', 'activities', 'migrations']) {
+  for (const needed of ['package.json', 'package-lock.json', 'tsconfig.json', 'src', 'workflows', 'activities', 'ops', 'migrations']) {
     problem(copied.includes(needed), `the image lacks ${needed}`);
   }
   for (const source of copied) {
@@ -231,8 +231,8 @@ describe('docker-compose.yml and the Dockerfile agree with the code', () => {
   });
 
   test('npm run api and npm run worker start the entry points that wait for Postgres and Temporal', () => {
-    expect(scripts.api).toMatch(/src\/bin\/api\.ts/);
-    expect(scripts.worker).toMatch(/src\/bin\/worker\.ts/);
+    expect(scripts.api).toMatch(/ops\/bin\/api\.ts/);
+    expect(scripts.worker).toMatch(/ops\/bin\/worker\.ts/);
   });
 });
 

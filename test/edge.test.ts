@@ -1053,7 +1053,7 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
       const infra = testInfra();
       const port = await freePort();
       const root = path.resolve(__dirname, '..');
-      const child: ChildProcess = spawn(path.join(root, 'node_modules/.bin/tsx'), ['src/bin/api.ts'], {
+      const child: ChildProcess = spawn(path.join(root, 'node_modules/.bin/tsx'), ['ops/bin/api.ts'], {
         cwd: root,
         env: {
           ...process.env,

@@ -15,7 +15,7 @@ import { createScratchDatabase, startScratchTemporal } from './support/scratch';
 
 /**
  * SPEC §14 metrics and logs, across the process split of a deployment: an api in this process and a worker
- * PROCESS (src/bin/worker.ts) with its own /metrics and the Temporal SDK's exporter. Its own database and
+ * PROCESS (ops/bin/worker.ts) with its own /metrics and the Temporal SDK's exporter. Its own database and
  * Temporal server, since its worker runs the webhook dispatcher, which takes every outbox event it finds.
  */
 
@@ -84,7 +84,7 @@ describe('SPEC §14 metrics and Temporal logs across api and worker processes', 
       WEBHOOK_RETRY_INITIAL_MS: '100',
       WEBHOOK_RETRY_MAX_MS: '400',
     };
-    worker = spawn(TSX, ['src/bin/worker.ts'], {
+    worker = spawn(TSX, ['ops/bin/worker.ts'], {
       cwd: REPO,
       env: {
         ...process.env,

@@ -119,13 +119,13 @@ describe('SPEC §16 npm start for a newcomer', () => {
     fs.chmodSync(privateDir, 0o700);
     const clone = path.join(privateDir, 'ledger');
     fs.mkdirSync(clone);
-    for (const entry of ['package.json', 'package-lock.json', 'tsconfig.json', 'scripts', 'src', 'workflows', 'activities', 'migrations']) {
+    for (const entry of ['package.json', 'package-lock.json', 'tsconfig.json', 'ops', 'src', 'workflows', 'activities', 'migrations']) {
       fs.cpSync(path.join(REPO, entry), path.join(clone, entry), { recursive: true });
     }
     execFileSync('cp', ['-al', path.join(REPO, 'node_modules'), path.join(clone, 'node_modules')]);
     const shared = openTempDir('ledger-pg-shared-');
     const { env, url } = await startEnv({ EMBEDDED_PG_SHARED_DIR: shared, DATA_DIR: undefined });
-    const started = spawnProject(process.execPath, [path.join(clone, 'scripts', 'start.js')], env);
+    const started = spawnProject(process.execPath, [path.join(clone, 'ops', 'bin', 'start.js')], env);
     try {
       await started.waitFor(/Ctrl-C stops everything/, 180_000);
       expect(started.output()).not.toMatch(/EACCES|\n\s+at /);
@@ -146,7 +146,7 @@ describe('SPEC §16 npm start for a newcomer', () => {
     const squatter = net.createServer();
     await new Promise<void>((resolve) => squatter.listen(ports.EMBEDDED_PG_PORT, '127.0.0.1', resolve));
     try {
-      const started = spawnProject(process.execPath, ['scripts/start.js'], env);
+      const started = spawnProject(process.execPath, ['ops/bin/start.js'], env);
       const { code } = await started.exited;
       expect(code).toBe(1);
       expect(started.output()).toContain(`port ${ports.EMBEDDED_PG_PORT} (EMBEDDED_PG_PORT) is already in use`);
@@ -160,7 +160,7 @@ describe('SPEC §16 npm start for a newcomer', () => {
   test('SIGKILLed Postgres and Temporal dev server are restarted: /readyz 503 then 200, and writes work again', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-supervised-'));
     const { env, url } = await startEnv({ DATA_DIR: dataDir });
-    const started = spawnProject(process.execPath, ['scripts/start.js'], env);
+    const started = spawnProject(process.execPath, ['ops/bin/start.js'], env);
     try {
       await started.waitFor(/Ctrl-C stops everything/, 180_000);
       const apiKey = demoKeyOf(started);
@@ -197,7 +197,7 @@ describe('SPEC §16 npm start for a newcomer', () => {
       { mode: 0o755 },
     );
     const { env } = await startEnv({ DATA_DIR: dataDir, TEMPORAL_CLI_PATH: wrapper });
-    const started = spawnProject(process.execPath, ['scripts/start.js'], env);
+    const started = spawnProject(process.execPath, ['ops/bin/start.js'], env);
     try {
       await started.waitFor(/Ctrl-C stops everything/, 180_000);
       fs.writeFileSync(broken, '');

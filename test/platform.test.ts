@@ -8,7 +8,7 @@ import { migrate } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
 import { createLogger } from '../src/logger';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import { SEARCH_ATTRIBUTES_REFRESH_ON_READ, startTemporalDevServer } from '../src/platform/devServer';
+import { SEARCH_ATTRIBUTES_REFRESH_ON_READ, startTemporalDevServer } from '../ops/devServer';
 import { connectTemporal, SEARCH_ATTRIBUTES } from '../src/platform/temporal';
 import { apiClient, createTestOrg, startStack, testConfig, testInfra, type Stack } from './support/harness';
 import { freePort } from './support/ports';
@@ -54,7 +54,7 @@ describe('SPEC §1 configuration', () => {
   });
 
   test('a process given a bad value stops with exit code 2 and names the variable', async () => {
-    const api = spawnProject(TSX, ['src/bin/api.ts'], { PORT: 'abc' });
+    const api = spawnProject(TSX, ['ops/bin/api.ts'], { PORT: 'abc' });
     const { code } = await api.exited;
     expect(code).toBe(2);
     expect(api.output()).toMatch(/PORT="abc"/);
@@ -103,7 +103,7 @@ describe('SPEC §1 npm start on embedded defaults', () => {
       TEMPORAL_METRICS_ADDRESS: 'off',
       ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
     };
-    const start = () => spawnProject(process.execPath, ['scripts/start.js'], env);
+    const start = () => spawnProject(process.execPath, ['ops/bin/start.js'], env);
 
     const first = start();
     try {

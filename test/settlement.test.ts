@@ -578,10 +578,10 @@ describe('SPEC §10 settlement has a task queue of its own', () => {
 });
 
 describe('SPEC §10 settlement survives killed workers', () => {
-  /** A worker PROCESS (src/bin/worker.ts) on the given task queue; killed with SIGKILL, never asked to stop. */
+  /** A worker PROCESS (ops/bin/worker.ts) on the given task queue; killed with SIGKILL, never asked to stop. */
   function spawnWorker(taskQueue: string, env: Record<string, string>): { child: ChildProcess; ready: Promise<void> } {
     const infra = testInfra();
-    const child = spawn(path.join(REPO_ROOT, 'node_modules/.bin/tsx'), ['src/bin/worker.ts'], {
+    const child = spawn(path.join(REPO_ROOT, 'node_modules/.bin/tsx'), ['ops/bin/worker.ts'], {
       cwd: REPO_ROOT,
       env: {
         ...process.env,

@@ -5,7 +5,7 @@ import { createPool, type Pool } from '../src/db/pool';
 import { createAccount } from '../src/orgs/repo';
 import { settlementViolations } from '../src/settlement/invariants';
 import { forEachBounded } from '../src/concurrency';
-import { stopLeftover } from '../src/platform/serviceProcess';
+import { stopLeftover } from '../ops/childProcess';
 import { connectTemporal } from '../src/platform/temporal';
 import { apiClient, createTestOrg, createTestUser, eventually } from './support/harness';
 import { idempotencyKey } from './support/payments';
@@ -61,7 +61,7 @@ function openDataDir(prefix: string): string {
   return dir;
 }
 
-/** Pids of the primary's children running `entry` (src/bin/worker.ts, src/bin/api.ts). */
+/** Pids of the primary's children running `entry` (ops/bin/worker.ts, ops/bin/api.ts). */
 function childPids(primary: number, entry: string): number[] {
   const pids: number[] = [];
   for (const name of fs.readdirSync('/proc')) {
@@ -105,7 +105,7 @@ describe('npm run cluster', () => {
   test('starts the Temporal server on Postgres, its UI, 2 api and 2 worker processes; admin needs no settings; SIGTERM stops all; a second start keeps the data', async () => {
     const dataDir = openDataDir('ledger-cluster-');
     const { env, url, temporalPort, uiPort, port, ledgerUrl } = await clusterEnv({ DATA_DIR: dataDir });
-    let started = spawnProject(process.execPath, ['scripts/start.js', 'cluster'], env);
+    let started = spawnProject(process.execPath, ['ops/bin/start.js', 'cluster'], env);
     try {
       await started.waitFor(/Ctrl-C stops everything/, 240_000);
       const printed = started.output();
@@ -113,8 +113,8 @@ describe('npm run cluster', () => {
       expect(printed).toContain(`Temporal UI    http://127.0.0.1:${uiPort}`);
       expect(printed).toContain(`2 api (sharing port ${port}), 2 worker, Temporal server 127.0.0.1:${temporalPort} (4 history shards)`);
       const apiKey = /Demo sandbox API key \(shown once\): (sk_sandbox_\w+)/.exec(printed)![1]!;
-      expect(childPids(started.child.pid!, 'src/bin/worker.ts')).toHaveLength(2);
-      expect(childPids(started.child.pid!, 'src/bin/api.ts')).toHaveLength(2);
+      expect(childPids(started.child.pid!, 'ops/bin/worker.ts')).toHaveLength(2);
+      expect(childPids(started.child.pid!, 'ops/bin/api.ts')).toHaveLength(2);
       expect((await fetch(`${url}/readyz`)).status).toBe(200);
       expect((await fetch(`http://127.0.0.1:${uiPort}/api/v1/namespaces/default`)).status).toBe(200);
       // The server keeps its state in the two databases on the ledger's Postgres, with 4 shards.
@@ -135,7 +135,7 @@ describe('npm run cluster', () => {
       for (const listening of [port, temporalPort, uiPort]) expect(await portOpen(listening)).toBe(false);
       expect(fs.existsSync(path.join(dataDir, 'temporal-server', 'server.pid'))).toBe(false);
 
-      started = spawnProject(process.execPath, ['scripts/start.js', 'cluster'], env);
+      started = spawnProject(process.execPath, ['ops/bin/start.js', 'cluster'], env);
       await started.waitFor(/Ctrl-C stops everything/, 240_000);
       expect(started.output()).not.toContain('Demo sandbox API key');
       expect((await call('POST', '/keys/verify')).status).toBe(200);
@@ -157,7 +157,7 @@ describe('npm run cluster', () => {
       SANDBOX_CONFIRM_SECONDS: '0',
       SANDBOX_SETTLE_SECONDS: '3600',
     });
-    const started = spawnProject(process.execPath, ['scripts/start.js', 'cluster'], env);
+    const started = spawnProject(process.execPath, ['ops/bin/start.js', 'cluster'], env);
     let pool: Pool | null = null;
     const fail = withOutput(started);
     try {
@@ -191,7 +191,7 @@ describe('npm run cluster', () => {
         await pool.query(`SELECT DISTINCT date::text AS date FROM transactions WHERE id = ANY($1) ORDER BY 1`, [ids])
       ).rows.map((row) => row.date as string);
 
-      const workers = () => childPids(started.child.pid!, 'src/bin/worker.ts');
+      const workers = () => childPids(started.child.pid!, 'ops/bin/worker.ts');
       const serverPidFile = path.join(dataDir, 'temporal-server', 'server.pid');
       /** SIGKILL to one worker process and to the Temporal server; the cluster's supervisors restart both. */
       const chaos = async (round: number) => {

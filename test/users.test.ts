@@ -1030,7 +1030,7 @@ describe('SPEC §6 users: status lifecycle', () => {
       return new Promise((resolve) => {
         execFile(
           path.join(root, 'node_modules/.bin/tsx'),
-          ['src/bin/admin.ts', ...args],
+          ['ops/bin/admin.ts', ...args],
           {
             cwd: root,
             env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: testInfra().databaseUrl, LOG_LEVEL: 'silent' },

@@ -157,7 +157,7 @@ export async function reconcileOnce(
 /**
  * Starts again the workflow of every unsettled transaction whose workflow Temporal no longer knows, and
  * returns how many it started. Only a Temporal server whose state can roll back needs this: the embedded dev
- * server `npm start` runs keeps its state in SQLite with synchronous=NORMAL (src/platform/devServer.ts), so a
+ * server `npm start` runs keeps its state in SQLite with synchronous=NORMAL (ops/devServer.ts), so a
  * power loss can take back the last seconds of workflow starts it accepted, while Postgres — the ledger —
  * keeps the transactions. REJECT_DUPLICATE makes each call a no-op for a workflow that exists (running or
  * closed), so the sweep is safe to run at any time and from several workers at once.

@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { ensureTemporalCli } from '../../src/platform/goTools';
-import { bundleWorkflowsOnce } from '../../src/bin/processes';
+import { ensureTemporalCli } from '../../ops/goTools';
+import { bundleWorkflowsOnce } from '../../ops/clusterProcesses';
 import { createLogger } from '../../src/logger';
 import { createScratchDatabase, startScratchTemporal, topologyFrom, type ScratchTemporal } from './scratch';
 

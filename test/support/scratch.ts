@@ -3,15 +3,10 @@ import path from 'node:path';
 import type { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { migrate } from '../../src/db/migrate';
-import { startTemporalDevServer } from '../../src/platform/devServer';
-import { ensureClusterTools } from '../../src/platform/goTools';
+import { startTemporalDevServer } from '../../ops/devServer';
+import { ensureClusterTools } from '../../ops/goTools';
 import { connectTemporal, registerSearchAttributes } from '../../src/platform/temporal';
-import {
-  CLUSTER_SERVER_PORT_COUNT,
-  clusterServerPorts,
-  prepareTemporalDatabases,
-  startTemporalServer,
-} from '../../src/platform/temporalServer';
+import { CLUSTER_SERVER_PORT_COUNT, clusterServerPorts, prepareTemporalDatabases, startTemporalServer } from '../../ops/temporalServer';
 import { freePort, freePortBlock } from './ports';
 
 /** Runs one statement on the Postgres at `adminUrl` (a database there we may create and drop others from). */
@@ -64,7 +59,7 @@ export interface ScratchTemporal {
  * - `dev`: the CLI's dev server keeping its state in a SQLite file (`dbFile`, default temporal.db beside
  *   `logFile`) with `npm start`'s flags and pragmas, since that is the server `npm start` runs; `dbFile: null`
  *   keeps it in memory.
- * - `cluster`: the server `npm run cluster` runs (src/platform/temporalServer.ts), its persistence and
+ * - `cluster`: the server `npm run cluster` runs (ops/temporalServer.ts), its persistence and
  *   visibility in two new databases on the Postgres at `adminUrl`, dropped by `stop`.
  */
 export async function startScratchTemporal(

@@ -1,6 +1,6 @@
 /** `npm run admin -- <command> [--json]`: the operator CLI. */
-import { runAdmin } from '../cli/admin';
-import { runMain } from './run';
+import { runAdmin } from '../../src/cli/admin';
+import { runMain } from '../run';
 
 runMain(async () => {
   process.exitCode = await runAdmin(process.argv.slice(2));

@@ -1,9 +1,11 @@
 import type { Logger } from 'pino';
-import type { Config } from '../config';
-import type { Pool } from '../db/pool';
-import { countOrganizations, createOrganization } from '../orgs/repo';
-import { startEmbeddedPostgres } from '../platform/embeddedPostgres';
-import { supervise, type SupervisedChild } from '../platform/supervisor';
+import { loadConfig, type Config } from '../src/config';
+import type { Pool } from '../src/db/pool';
+import { createLogger } from '../src/logger';
+import { countOrganizations, createOrganization } from '../src/orgs/repo';
+import { startEmbeddedPostgres } from './embeddedPostgres';
+import { onShutdownSignal } from './run';
+import { supervise, type SupervisedChild } from './supervisor';
 
 /**
  * What `npm start` and `npm run cluster` share: the child services they keep running (restarted with backoff
@@ -102,4 +104,22 @@ export async function announceReady(options: {
     say(`  Try: curl -X POST -H "Authorization: Bearer ${demo.key.api_key}" ${apiUrl}/keys/verify`);
   }
   say('Ctrl-C stops everything.');
+}
+
+/**
+ * The start of `npm start` and `npm run cluster`: the configuration, the logger, a service host, and SIGINT /
+ * SIGTERM stopping everything it started (`what` names the steps in the line printed then).
+ */
+export function startHost(what: string) {
+  const startedAt = Date.now();
+  const config = loadConfig();
+  const log = createLogger(config.LOG_LEVEL);
+  const say = (message: string) => process.stdout.write(`${message}\n`);
+  const host = createServiceHost(log);
+  onShutdownSignal(async (signal) => {
+    say(`${signal}: stopping (${what})...`);
+    await host.stopAll();
+    say('Stopped.');
+  });
+  return { startedAt, config, log, say, host };
 }

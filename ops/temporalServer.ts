@@ -3,10 +3,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { msToTs } from '@temporalio/common/lib/time';
 import pg from 'pg';
-import { retryWithBackoff } from '../concurrency';
+import { retryWithBackoff } from '../src/concurrency';
 import { SEARCH_ATTRIBUTES_REFRESH_ON_READ } from './devServer';
-import { spawnService } from './serviceProcess';
-import { connectTemporal, registerSearchAttributes, waitForTemporal } from './temporal';
+import { spawnService } from './childProcess';
+import { connectTemporal, registerSearchAttributes, waitForTemporal } from '../src/platform/temporal';
 
 /**
  * The production topology's Temporal (`npm run cluster`, the cluster test project): the real server built from

@@ -1,4 +1,4 @@
-import { backoffDelayMs, interruptiblePause } from '../concurrency';
+import { backoffDelayMs, interruptiblePause } from '../src/concurrency';
 
 /**
  * Keeps a child service of `npm start` (the embedded Postgres, the Temporal dev server) or `npm run cluster`

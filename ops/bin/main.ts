@@ -3,19 +3,19 @@
  * server with its Web UI (unless TEMPORAL_ADDRESS), migrations, search attributes, the worker and the API.
  */
 import path from 'node:path';
-import { startApi } from '../api';
-import { temporalAddressOf } from '../config';
-import { migrate } from '../db/migrate';
-import { createPool } from '../db/pool';
-import { startTemporalDevServer } from '../platform/devServer';
-import { assertPortFree } from '../platform/ports';
-import { announceReady, ledgerDatabase } from './serviceHost';
-import { connectTemporal, registerSearchAttributes, temporalConnectionOptions } from '../platform/temporal';
-import { installTemporalRuntime } from '../platform/temporalRuntime';
-import { ensureTemporalCli } from '../platform/goTools';
-import { ensureSettlementSchedule } from '../settlement/schedule';
-import { startWorker } from '../worker';
-import { runMain, startHost } from './run';
+import { startApi } from '../../src/api';
+import { temporalAddressOf } from '../../src/config';
+import { migrate } from '../../src/db/migrate';
+import { createPool } from '../../src/db/pool';
+import { startTemporalDevServer } from '../devServer';
+import { assertPortFree } from '../../src/platform/ports';
+import { announceReady, ledgerDatabase, startHost } from '../serviceHost';
+import { connectTemporal, registerSearchAttributes, temporalConnectionOptions } from '../../src/platform/temporal';
+import { installTemporalRuntime } from '../../src/platform/temporalRuntime';
+import { ensureTemporalCli } from '../goTools';
+import { ensureSettlementSchedule } from '../../src/settlement/schedule';
+import { startWorker } from '../../src/worker';
+import { runMain } from '../run';
 
 runMain(async () => {
   const { startedAt, config, log, say, host } = startHost('api, worker drain, connections, servers');

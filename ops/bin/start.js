@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 // `npm start` and `npm run cluster` on a fresh clone: installs the npm packages when any is missing, then runs
-// the whole service (src/bin/main.ts, or src/bin/cluster.ts for `cluster`) in this same process through tsx,
+// the whole service (ops/bin/main.ts, or ops/bin/cluster.ts for `cluster`) in this same process through tsx,
 // so a signal to this process reaches the service directly. Plain Node until then: nothing is installed yet.
 'use strict';
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 
-const root = path.resolve(__dirname, '..');
+const root = path.resolve(__dirname, '..', '..');
 const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
 const wanted = Object.keys({ ...manifest.dependencies, ...manifest.devDependencies });
 const missing = wanted.filter((name) => !fs.existsSync(path.join(root, 'node_modules', name, 'package.json')));
@@ -19,4 +19,4 @@ if (missing.length > 0) {
 }
 require(require.resolve('tsx/cjs/api', { paths: [root] })).register();
 const entry = process.argv[2] === 'cluster' ? 'cluster.ts' : 'main.ts';
-require(path.join(root, 'src', 'bin', entry));
+require(path.join(__dirname, entry));

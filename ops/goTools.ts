@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { REPO_ROOT } from '../config';
+import { REPO_ROOT } from '../src/config';
 import { TEMPORAL_GO_MODULES, TEMPORAL_VERSIONS } from './temporalVersions';
 
 /** Binaries built from the Go module proxy live under the git-ignored .tools/, one folder per release. */
@@ -102,15 +102,4 @@ export async function ensureClusterTools(log: Log = stderrLog): Promise<{ server
     sqlTool: await ensureGoTool(GO_TOOLS.sqlTool, log),
     ui: await ensureGoTool(GO_TOOLS.ui, log),
   };
-}
-
-// `npm run tools`: every binary the service and its tests use, built once (CI runs this before the tests).
-if (require.main === module) {
-  (async () => {
-    process.stdout.write(`${await ensureTemporalCli()}\n`);
-    for (const binary of Object.values(await ensureClusterTools())) process.stdout.write(`${binary}\n`);
-  })().catch((error: Error) => {
-    process.stderr.write(`${error.message}\n`);
-    process.exit(1);
-  });
 }

@@ -1,14 +1,14 @@
 /** `npm run worker`: one Temporal worker process against the configured Postgres and Temporal. */
-import { databaseUrlOf, loadConfig, temporalAddressOf } from '../config';
-import { migrate } from '../db/migrate';
-import { createPool } from '../db/pool';
-import { createLogger } from '../logger';
-import { serveWorkerMetrics } from '../platform/metricsServer';
-import { connectTemporal, registerSearchAttributes, temporalConnectionOptions } from '../platform/temporal';
-import { installTemporalRuntime } from '../platform/temporalRuntime';
-import { ensureSettlementSchedule } from '../settlement/schedule';
-import { startWorker } from '../worker';
-import { onShutdownSignal, runMain, waitForDependencies } from './run';
+import { databaseUrlOf, loadConfig, temporalAddressOf } from '../../src/config';
+import { migrate } from '../../src/db/migrate';
+import { createPool } from '../../src/db/pool';
+import { createLogger } from '../../src/logger';
+import { serveWorkerMetrics } from '../../src/platform/metricsServer';
+import { connectTemporal, registerSearchAttributes, temporalConnectionOptions } from '../../src/platform/temporal';
+import { installTemporalRuntime } from '../../src/platform/temporalRuntime';
+import { ensureSettlementSchedule } from '../../src/settlement/schedule';
+import { startWorker } from '../../src/worker';
+import { onShutdownSignal, runMain, waitForDependencies } from '../run';
 
 runMain(async () => {
   const config = loadConfig();

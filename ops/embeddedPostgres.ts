@@ -4,8 +4,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { assertPortFree, portInUse } from './ports';
-import { StartupError } from './startupError';
+import { assertPortFree, portInUse } from '../src/platform/ports';
+import { StartupError } from '../src/platform/startupError';
 
 const DATABASE = 'ledger';
 const USER = 'postgres';
@@ -203,7 +203,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const child = spawn(
     path.join(bin, 'postgres'),
     // Loopback TCP only: no Unix socket in /tmp to collide with another cluster's on the same port. Room for
-    // `npm run cluster`'s processes and Temporal's own pools (its start checks the budget: src/bin/cluster.ts).
+    // `npm run cluster`'s processes and Temporal's own pools (its start checks the budget: ops/bin/cluster.ts).
     [
       '-D',
       cluster,

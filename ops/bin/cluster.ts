@@ -11,13 +11,13 @@
 import cluster from 'node:cluster';
 import path from 'node:path';
 import pg from 'pg';
-import { temporalAddressOf, type Config } from '../config';
-import { migrate } from '../db/migrate';
-import { createPool } from '../db/pool';
-import { ensureClusterTools } from '../platform/goTools';
-import { assertPortFree } from '../platform/ports';
-import { announceReady, ledgerDatabase } from './serviceHost';
-import { connectTemporal, temporalConnectionOptions } from '../platform/temporal';
+import { temporalAddressOf, type Config } from '../../src/config';
+import { migrate } from '../../src/db/migrate';
+import { createPool } from '../../src/db/pool';
+import { ensureClusterTools } from '../goTools';
+import { assertPortFree } from '../../src/platform/ports';
+import { announceReady, ledgerDatabase, startHost } from '../serviceHost';
+import { connectTemporal, temporalConnectionOptions } from '../../src/platform/temporal';
 import {
   CLUSTER_SERVER_PORT_COUNT,
   clusterServerPorts,
@@ -25,11 +25,11 @@ import {
   startTemporalServer,
   startTemporalUi,
   TEMPORAL_SERVER_CONNECTIONS,
-} from '../platform/temporalServer';
-import { startApiProcess, startWorkerProcess, bundleWorkflowsOnce } from './processes';
-import { StartupError } from '../platform/startupError';
-import { ensureSettlementSchedule } from '../settlement/schedule';
-import { runMain, startHost } from './run';
+} from '../temporalServer';
+import { startApiProcess, startWorkerProcess, bundleWorkflowsOnce } from '../clusterProcesses';
+import { StartupError } from '../../src/platform/startupError';
+import { ensureSettlementSchedule } from '../../src/settlement/schedule';
+import { runMain } from '../run';
 
 /** The metrics ports of worker process `index`: the first uses the configured ones, the next the pairs after. */
 function workerMetricsEnv(config: Config, index: number): Record<string, string> {
@@ -81,7 +81,7 @@ async function assertConnectionBudget(databaseUrl: string, config: Config): Prom
 }
 
 runMain(async () => {
-  if (!cluster.isPrimary) throw new Error('src/bin/cluster.ts runs as the primary only');
+  if (!cluster.isPrimary) throw new Error('ops/bin/cluster.ts runs as the primary only');
   const { startedAt, config, log, say, host } = startHost('api processes, workers drain, Temporal, Postgres');
 
   try {

@@ -1,9 +1,7 @@
-import { ConfigError, databaseUrlOf, loadConfig, temporalAddressOf, type Config } from '../config';
-import { waitForDatabase } from '../db/pool';
-import { createLogger } from '../logger';
-import { createServiceHost } from './serviceHost';
-import { StartupError } from '../platform/startupError';
-import { temporalConnectionOptions, waitForTemporal } from '../platform/temporal';
+import { ConfigError, databaseUrlOf, temporalAddressOf, type Config } from '../src/config';
+import { waitForDatabase } from '../src/db/pool';
+import { StartupError } from '../src/platform/startupError';
+import { temporalConnectionOptions, waitForTemporal } from '../src/platform/temporal';
 
 /**
  * Runs a process's main function: a configuration error prints its message (naming the variable) and exits 2;
@@ -67,22 +65,4 @@ export async function waitForDependencies(config: Config, log: { warn(message: s
     progress,
     connection: temporalConnectionOptions(config),
   });
-}
-
-/**
- * The start of `npm start` and `npm run cluster`: the configuration, the logger, a service host, and SIGINT /
- * SIGTERM stopping everything it started (`what` names the steps in the line printed then).
- */
-export function startHost(what: string) {
-  const startedAt = Date.now();
-  const config = loadConfig();
-  const log = createLogger(config.LOG_LEVEL);
-  const say = (message: string) => process.stdout.write(`${message}\n`);
-  const host = createServiceHost(log);
-  onShutdownSignal(async (signal) => {
-    say(`${signal}: stopping (${what})...`);
-    await host.stopAll();
-    say('Stopped.');
-  });
-  return { startedAt, config, log, say, host };
 }

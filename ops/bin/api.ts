@@ -1,11 +1,11 @@
 /** `npm run api`: one API process against the configured Postgres and Temporal. */
-import { startApi } from '../api';
-import { databaseUrlOf, loadConfig, temporalAddressOf } from '../config';
-import { migrate } from '../db/migrate';
-import { createPool } from '../db/pool';
-import { createLogger } from '../logger';
-import { connectTemporal, temporalConnectionOptions } from '../platform/temporal';
-import { onShutdownSignal, runMain, waitForDependencies } from './run';
+import { startApi } from '../../src/api';
+import { databaseUrlOf, loadConfig, temporalAddressOf } from '../../src/config';
+import { migrate } from '../../src/db/migrate';
+import { createPool } from '../../src/db/pool';
+import { createLogger } from '../../src/logger';
+import { connectTemporal, temporalConnectionOptions } from '../../src/platform/temporal';
+import { onShutdownSignal, runMain, waitForDependencies } from '../run';
 
 runMain(async () => {
   const config = loadConfig();

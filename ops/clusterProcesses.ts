@@ -5,20 +5,20 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { retryWithBackoff } from '../concurrency';
-import { REPO_ROOT } from '../config';
-import type { Logger } from '../logger';
-import { bundleWorkflows } from '../worker';
-import { exitOf, terminate } from '../platform/serviceProcess';
-import type { SupervisedChild } from '../platform/supervisor';
+import { retryWithBackoff } from '../src/concurrency';
+import { REPO_ROOT } from '../src/config';
+import type { Logger } from '../src/logger';
+import { bundleWorkflows } from '../src/worker';
+import { exitOf, terminate } from './childProcess';
+import type { SupervisedChild } from './supervisor';
 
 /**
  * The api and worker processes of `npm run cluster`, started from the primary and kept by its supervisors.
  * Both run the same entry points as `npm run api` and `npm run worker`, through tsx like the primary.
  */
 const TSX = ['--import', 'tsx'];
-const API_ENTRY = path.join(REPO_ROOT, 'src', 'bin', 'api.ts');
-const WORKER_ENTRY = path.join(REPO_ROOT, 'src', 'bin', 'worker.ts');
+const API_ENTRY = path.join(REPO_ROOT, 'ops', 'bin', 'api.ts');
+const WORKER_ENTRY = path.join(REPO_ROOT, 'ops', 'bin', 'worker.ts');
 /** How long a process may take to be ready (an api listening, a worker polling) before its start fails. */
 const READY_TIMEOUT_MS = 120_000;
 /** How long a stopping process may take (a worker drains its running tasks) before it is killed. */

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { retryWithBackoff } from '../concurrency';
+import { retryWithBackoff } from '../src/concurrency';
 
 /**
  * A server program we run as a child (the Temporal dev server, the Temporal server, its Web UI): detached from

@@ -1,8 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawnService } from './serviceProcess';
-import { SEARCH_ATTRIBUTES, waitForTemporal } from './temporal';
+import { spawnService } from './childProcess';
+import { SEARCH_ATTRIBUTES, waitForTemporal } from '../src/platform/temporal';
 
 /**
  * SQLite pragmas of a file-backed dev server (`npm start`, the benches). The server's default is a rollback
