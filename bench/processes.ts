@@ -44,6 +44,6 @@ export function startProcess(name: string, script: string, env: Record<string, s
     };
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`${name} exited with ${code}:\n${buffer.slice(-2000)}`)));
+    void exitOf(child).then(({ code }) => reject(new Error(`${name} exited with ${code}:\n${buffer.slice(-2000)}`)));
   });
 }

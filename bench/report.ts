@@ -23,6 +23,8 @@ import { transferCsvCopySql } from '../src/settlement/report';
 import { createWindowTransfer } from '../src/settlement/repo';
 import { createScratchDatabase, startScratchTemporal, topologyFrom } from '../test/support/scratch';
 import { freePort } from '../test/support/ports';
+import { exitOf } from '../ops/childProcess';
+import { stopProcess } from './processes';
 import { writeResults } from './results';
 
 const N = Number(process.env.BENCH_REPORT_N ?? 100_000);
@@ -85,7 +87,7 @@ function startApiProcess(env: Record<string, string>): Promise<{ child: ChildPro
       if (match) resolve({ child, url: match[1]! });
       buffer = buffer.slice(-10_000);
     });
-    child.once('exit', (code) => reject(new Error(`api exited (${code}) before listening`)));
+    void exitOf(child).then(({ code }) => reject(new Error(`api exited (${code}) before listening`)));
   });
 }
 
@@ -195,11 +197,7 @@ async function main(): Promise<void> {
     );
     say(`wrote ${path.relative(REPO_ROOT, writeResults('report', result))}`);
   } finally {
-    if (api && api.exitCode === null) {
-      const exited = new Promise((resolve) => api!.once('exit', resolve));
-      api.kill('SIGTERM');
-      await exited;
-    }
+    if (api) await stopProcess(api);
     await pool.end();
     await temporal.stop();
     await scratch.drop();

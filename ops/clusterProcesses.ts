@@ -5,11 +5,10 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { retryWithBackoff } from '../src/concurrency';
 import { REPO_ROOT } from '../src/config';
 import type { Logger } from '../src/logger';
 import { bundleWorkflows } from '../src/worker';
-import { exitOf, terminate } from './childProcess';
+import { exitOf, pollWhileRunning, terminate } from './childProcess';
 import type { SupervisedChild } from './supervisor';
 
 /**
@@ -80,7 +79,9 @@ export async function startWorkerProcess(options: { env: NodeJS.ProcessEnv; clie
   const exited = exitOf(child);
   const stop = () => terminate(child, exited, STOP_TIMEOUT_MS);
   const identity = `${child.pid}@${os.hostname()}`;
-  const polling = retryWithBackoff(
+  // Once the process is gone, polling for it is over (the exit below says why).
+  const polling = pollWhileRunning(
+    child,
     async () => {
       const { pollers } = await options.client.workflowService.describeTaskQueue({
         namespace: options.client.options.namespace,
@@ -90,8 +91,7 @@ export async function startWorkerProcess(options: { env: NodeJS.ProcessEnv; clie
       if (!pollers.some((poller) => poller.identity === identity))
         throw new Error(`a worker process did not poll ${options.taskQueue} within 120 s`);
     },
-    // Once the process is gone, polling for it is over (the exit below says why).
-    { timeoutMs: READY_TIMEOUT_MS, initialMs: 250, maxMs: 250, retryable: () => child.exitCode === null && child.signalCode === null },
+    { timeoutMs: READY_TIMEOUT_MS, intervalMs: 250 },
   );
   const died = exited.then(({ code, signal }) => {
     throw new Error(`a worker process exited with ${signal ?? code} before it polled`);

@@ -1,7 +1,6 @@
-import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawnService } from './childProcess';
+import { readyOrStopped, spawnService, type ServiceProcess } from './childProcess';
 import { SEARCH_ATTRIBUTES, waitForTemporal } from '../src/platform/temporal';
 
 /**
@@ -41,13 +40,9 @@ export interface DevServerOptions {
   readyTimeoutMs?: number;
 }
 
-export interface DevServer {
+export interface DevServer extends ServiceProcess {
   address: string;
   uiUrl: string | null;
-  process: ChildProcess;
-  /** Resolves when the server process has exited, for whatever reason. */
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  stop(): Promise<void>;
 }
 
 /** Starts `temporal server start-dev` as a child process and resolves once its frontend answers. */
@@ -90,17 +85,6 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     leftoverMarker: 'server start-dev',
   });
   const address = `127.0.0.1:${options.port}`;
-  try {
-    await Promise.race([waitForTemporal(address, options.readyTimeoutMs ?? 60_000), child.failOnExit('temporal server start-dev')]);
-  } catch (error) {
-    await child.stop();
-    throw error;
-  }
-  return {
-    address,
-    uiUrl: options.uiPort === null ? null : `http://127.0.0.1:${options.uiPort}`,
-    process: child.process,
-    exited: child.exited,
-    stop: () => child.stop(),
-  };
+  await readyOrStopped(child, 'temporal server start-dev', waitForTemporal(address, options.readyTimeoutMs ?? 60_000));
+  return { ...child, address, uiUrl: options.uiPort === null ? null : `http://127.0.0.1:${options.uiPort}` };
 }

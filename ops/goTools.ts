@@ -1,7 +1,8 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from '../src/config';
+import { runToEnd } from './childProcess';
 import { TEMPORAL_GO_MODULES, TEMPORAL_VERSIONS } from './temporalVersions';
 
 /** Binaries built from the Go module proxy live under the git-ignored .tools/, one folder per release. */
@@ -61,22 +62,18 @@ export async function ensureGoTool(tool: GoTool, log: Log = stderrLog): Promise<
   log(`Building the ${tool.title} (${tool.module}) into ${tool.dir}; the first build takes a few minutes...`);
   fs.mkdirSync(tool.dir, { recursive: true });
   const started = Date.now();
-  await new Promise<void>((resolve, reject) => {
-    const child = spawn('go', ['install', tool.module], {
+  const progress = setInterval(() => log(`  still building the ${tool.title} (${Math.round((Date.now() - started) / 1000)} s)...`), 30_000);
+  try {
+    await runToEnd({
+      command: 'go',
+      args: ['install', tool.module],
+      name: `go install ${tool.module}`,
+      output: 'inherit',
       env: { ...process.env, GOBIN: tool.dir },
-      stdio: ['ignore', 'inherit', 'inherit'],
     });
-    const progress = setInterval(
-      () => log(`  still building the ${tool.title} (${Math.round((Date.now() - started) / 1000)} s)...`),
-      30_000,
-    );
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      clearInterval(progress);
-      if (code === 0) resolve();
-      else reject(new Error(`go install ${tool.module} exited with ${code}`));
-    });
-  });
+  } finally {
+    clearInterval(progress);
+  }
   log(`Built the ${tool.title} in ${Math.round((Date.now() - started) / 1000)} s.`);
   return binary;
 }

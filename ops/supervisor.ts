@@ -1,4 +1,5 @@
 import { backoffDelayMs, interruptiblePause } from '../src/concurrency';
+import { describeExit, type Exit } from './childProcess';
 
 /**
  * Keeps a child service of `npm start` (the embedded Postgres, the Temporal dev server) or `npm run cluster`
@@ -17,7 +18,7 @@ export const SUPERVISOR_LIMITS = {
 };
 
 export interface SupervisedChild {
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  exited: Promise<Exit>;
   stop(): Promise<void>;
 }
 
@@ -38,10 +39,6 @@ export interface SupervisorOptions<T extends SupervisedChild> {
   /** True once the whole service is stopping: a child that exits then (Ctrl-C reaches it too) is not restarted. */
   shuttingDown?: () => boolean;
   limits?: Partial<typeof SUPERVISOR_LIMITS>;
-}
-
-function describeExit({ code, signal }: { code: number | null; signal: NodeJS.Signals | null }): string {
-  return signal ? `was killed by ${signal}` : `exited with code ${code}`;
 }
 
 export function supervise<T extends SupervisedChild>(options: SupervisorOptions<T>): Supervisor {

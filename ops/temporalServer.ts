@@ -1,11 +1,10 @@
-import { spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { msToTs } from '@temporalio/common/lib/time';
 import pg from 'pg';
-import { retryWithBackoff } from '../src/concurrency';
 import { SEARCH_ATTRIBUTES_REFRESH_ON_READ } from './devServer';
-import { spawnService } from './childProcess';
+import { pollWhileRunning, readyOrStopped, spawnService, type ServiceProcess } from './childProcess';
 import { connectTemporal, registerSearchAttributes, waitForTemporal } from '../src/platform/temporal';
 
 /**
@@ -200,11 +199,8 @@ export const TEMPORAL_DYNAMIC_CONFIG: Record<string, unknown> = {
   'limit.maxIDLength': 255,
 };
 
-export interface TemporalServer {
+export interface TemporalServer extends ServiceProcess {
   address: string;
-  process: ChildProcess;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  stop(): Promise<void>;
 }
 
 /**
@@ -232,19 +228,12 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
     killAfterMs: 15_000,
   });
   const address = `127.0.0.1:${options.ports.frontend}`;
-  try {
-    await Promise.race([
-      (async () => {
-        await waitForTemporal(address, options.readyTimeoutMs ?? 90_000);
-        await ensureNamespace(address, options.namespace);
-      })(),
-      child.failOnExit('the Temporal server'),
-    ]);
-  } catch (error) {
-    await child.stop();
-    throw error;
-  }
-  return { address, process: child.process, exited: child.exited, stop: () => child.stop() };
+  const ready = (async () => {
+    await waitForTemporal(address, options.readyTimeoutMs ?? 90_000);
+    await ensureNamespace(address, options.namespace);
+  })();
+  await readyOrStopped(child, 'the Temporal server', ready);
+  return { ...child, address };
 }
 
 /** Registers the namespace (idempotent) and waits until the frontend serves it, then the search attributes. */
@@ -267,10 +256,8 @@ async function ensureNamespace(address: string, namespace: string): Promise<void
   }
 }
 
-export interface TemporalUi {
+export interface TemporalUi extends ServiceProcess {
   url: string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  stop(): Promise<void>;
 }
 
 /** The Temporal Web UI server (the same release the CLI's dev server embeds), pointed at the frontend. */
@@ -295,23 +282,18 @@ export async function startTemporalUi(options: { ui: string; port: number; tempo
     leftoverMarker: options.ui,
   });
   const url = `http://127.0.0.1:${options.port}`;
-  const answering = retryWithBackoff(
+  const answering = pollWhileRunning(
+    child.process,
     async () => {
       const response = await fetch(url);
       if (!response.ok) throw new Error(`GET ${url} answered ${response.status}`);
     },
-    {
-      timeoutMs: 30_000,
-      initialMs: 200,
-      maxMs: 200,
-      retryable: () => child.process.exitCode === null && child.process.signalCode === null,
-    },
+    { timeoutMs: 30_000, intervalMs: 200 },
   );
   try {
-    await Promise.race([answering, child.failOnExit('the Temporal Web UI')]);
+    await readyOrStopped(child, 'the Temporal Web UI', answering);
   } catch (error) {
-    await child.stop();
     throw new Error(`the Temporal Web UI did not answer at ${url} within 30 s (${(error as Error).message}); see ${options.dir}/ui.log`);
   }
-  return { url, exited: child.exited, stop: () => child.stop() } satisfies TemporalUi;
+  return { ...child, url } satisfies TemporalUi;
 }

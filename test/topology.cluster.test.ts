@@ -80,15 +80,9 @@ function childPids(primary: number, entry: string): number[] {
 /** Stops what a run that failed half-way left behind: the detached Temporal server, UI and Postgres, by their pid files. */
 async function stopLeftovers(dataDir: string) {
   for (const file of [path.join('temporal-server', 'server.pid'), path.join('temporal-server', 'ui', 'ui.pid')])
-    await stopLeftover(path.join(dataDir, file), '');
-  const postmaster = path.join(dataDir, 'postgres', 'postmaster.pid');
-  if (fs.existsSync(postmaster)) {
-    try {
-      process.kill(Number(fs.readFileSync(postmaster, 'utf8').split('\n')[0]), 'SIGQUIT');
-    } catch {
-      // already gone
-    }
-  }
+    await stopLeftover({ pidFile: path.join(dataDir, file), marker: '' });
+  // SIGQUIT: Postgres's immediate shutdown.
+  await stopLeftover({ pidFile: path.join(dataDir, 'postgres', 'postmaster.pid'), marker: '', signal: 'SIGQUIT', keepPidFile: true });
 }
 
 function pidIn(file: string): number {

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { exitOf, terminate, type Exit } from '../../ops/childProcess';
 
 export const REPO = path.resolve(__dirname, '..', '..');
 export const TSX = path.join(REPO, 'node_modules', '.bin', 'tsx');
@@ -10,7 +11,7 @@ export interface Spawned {
   output(): string;
   /** Resolves with the output once `pattern` appears in it; rejects if the process exits first or time runs out. */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  exited: Promise<Exit>;
 }
 
 /** Runs a command of the project, capturing its output; the environment adds to (never replaces) ours. */
@@ -24,11 +25,9 @@ export function spawnProject(command: string, args: string[], env: Record<string
   };
   child.stdout.on('data', onData);
   child.stderr.on('data', onData);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => {
-      resolve({ code, signal });
-      for (const listener of listeners) listener();
-    });
+  const exited = exitOf(child);
+  void exited.then(() => {
+    for (const listener of listeners) listener();
   });
   return {
     child,
@@ -60,12 +59,9 @@ export function spawnProject(command: string, args: string[], env: Record<string
  * Stops a spawned service the way an operator would (SIGTERM, then waits for it to exit) and only kills it
  * outright if it has not exited in `graceMs`; resolves with how it ended.
  */
-export async function stopGracefully(spawned: Spawned, graceMs = 30_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  if (spawned.child.exitCode === null && spawned.child.signalCode === null) spawned.child.kill('SIGTERM');
-  const timer = setTimeout(() => spawned.child.kill('SIGKILL'), graceMs);
-  const ended = await spawned.exited;
-  clearTimeout(timer);
-  return ended;
+export async function stopGracefully(spawned: Spawned, graceMs = 30_000): Promise<Exit> {
+  await terminate(spawned.child, spawned.exited, graceMs);
+  return spawned.exited;
 }
 
 /** Runs the operator CLI as `npm run admin` does: `admin(['org', 'create', '--name', 'X', '--json'], env)`. */
@@ -79,7 +75,7 @@ export async function runAdmin(args: string[], env: Record<string, string>): Pro
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const { code } = await exitOf(child);
   let json: unknown = undefined;
   if (args.includes('--json')) {
     try {

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { exitOf, isRunning } from '../../ops/childProcess';
 
 export interface WorkerProcess {
   child: ChildProcess;
@@ -19,7 +20,7 @@ export async function spawnWorkerProcess(env: Record<string, string>, timeoutMs 
   child.stderr.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = exitOf(child);
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`worker process not ready in ${timeoutMs} ms: ${stderr}`)), timeoutMs);
     child.stdout.on('data', (chunk: Buffer) => {
@@ -28,7 +29,7 @@ export async function spawnWorkerProcess(env: Record<string, string>, timeoutMs 
         resolve();
       }
     });
-    child.once('exit', (code) => {
+    void exited.then(({ code }) => {
       clearTimeout(timer);
       reject(new Error(`worker process exited with ${code}: ${stderr}`));
     });
@@ -36,7 +37,7 @@ export async function spawnWorkerProcess(env: Record<string, string>, timeoutMs 
   return {
     child,
     async kill() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      if (isRunning(child)) child.kill('SIGKILL');
       await exited;
     },
   };
