@@ -128,7 +128,8 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const adminUrl = `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/postgres`;
   const readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
   const ready = (async () => {
-    await pollWhileRunning(server.process, () => query(adminUrl, 'SELECT 1'), { timeoutMs: readyTimeoutMs, intervalMs: 100 }).catch(() => {
+    const probe = () => query(adminUrl, 'SELECT 1', [], { connectionTimeoutMillis: 1_000 });
+    await pollWhileRunning(server.process, probe, { timeoutMs: readyTimeoutMs, intervalMs: 100 }).catch(() => {
       throw new StartupError(`${COMPONENT} did not accept connections within ${readyTimeoutMs} ms`);
     });
     const { rowCount } = await query(adminUrl, 'SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
@@ -143,8 +144,8 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
 }
 
 /** One statement on a connection of its own, closed whatever happens. */
-async function query(url: string, text: string, values: unknown[] = []): Promise<pg.QueryResult> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1_000 });
+async function query(url: string, text: string, values: unknown[] = [], options: pg.ClientConfig = {}): Promise<pg.QueryResult> {
+  const client = new pg.Client({ ...options, connectionString: url });
   client.on('error', () => undefined);
   try {
     await client.connect();
