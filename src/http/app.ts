@@ -166,12 +166,12 @@ export function toApiError(error: unknown): ApiError {
   const status =
     (error as { status?: unknown; statusCode?: unknown } | null)?.status ?? (error as { statusCode?: unknown } | null)?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
-    return new ApiError(
+    return new ApiError({
       status,
-      'invalid_request_error',
-      'invalid_request',
-      'The request could not be read (malformed path, headers or body encoding).',
-    );
+      type: 'invalid_request_error',
+      code: 'invalid_request',
+      message: 'The request could not be read (malformed path, headers or body encoding).',
+    });
   }
   return errors.internal();
 }

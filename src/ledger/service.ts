@@ -46,13 +46,13 @@ async function approve(op: Op, intent: IntentRow): Promise<Outcome<Intent>> {
     amountCents: intent.amount_cents,
   });
   const body = renderIntent(intent, [row.json]);
-  await recordEvent(op.db, op.organizationId, 'intent.approved', body, op.now);
+  await recordEvent(op.db, { organizationId: op.organizationId, type: 'intent.approved', data: body, createdAt: op.now });
   return { body, afterCommit };
 }
 
 async function decline(op: Op, intent: IntentRow): Promise<Outcome<Intent>> {
   const body = renderIntent(intent, []);
-  await recordEvent(op.db, op.organizationId, 'intent.declined', body, op.now);
+  await recordEvent(op.db, { organizationId: op.organizationId, type: 'intent.declined', data: body, createdAt: op.now });
   return { body };
 }
 
