@@ -172,7 +172,7 @@ async function settledWithin(promise: Promise<void>, ms: number): Promise<void> 
  * While the original executes, a duplicate waits WITHOUT a connection (try-lock and back off), so
  * duplicates cannot starve the pool; past the deadline it answers 409 in progress.
  */
-export async function lockOrReplay(attempt: {
+export async function lockOrReplay(input: {
   pool: Pool;
   inflight: InflightLocks;
   organizationId: string;
@@ -180,13 +180,13 @@ export async function lockOrReplay(attempt: {
   lockIds: string[];
   now: Date;
 }): Promise<{ tx: WriteTransaction } | { stored: StoredResponse[] }> {
-  const { pool, inflight, organizationId, request, lockIds, now } = attempt;
+  const { pool, inflight, organizationId, request, lockIds, now } = input;
   const deadlineMs = Date.now() + EDGE_LIMITS.idempotencyWaitMs;
   const locks = lockIds.length > 0 ? lockIds.map((id, i) => `pg_try_advisory_xact_lock(${id}) AS l${i}`).join(', ') : 'true AS unlocked';
   const lockSql = `SELECT ${locks}`;
   let pauseMs = EDGE_LIMITS.idempotencyPollMsMin;
-  for (let tries = 0; ; tries++) {
-    if (tries > 0) {
+  for (let attempt = 0; ; attempt++) {
+    if (attempt > 0) {
       // Usually the original has finished by now: its stored answer is read without taking any lock.
       const stored = await storedResponses(pool, organizationId, request, now);
       if (stored.length > 0) return { stored };
