@@ -22,7 +22,6 @@ import { Client } from '@temporalio/client';
 import type autocannon from 'autocannon';
 import { loadConfig } from '../src/config';
 import { createPool, withTransaction } from '../src/db/pool';
-import { createAdmission } from '../src/http/admission';
 import { createApp, type ApiDeps } from '../src/http/app';
 import { defineRoute, systemClock } from '../src/http/route';
 import { allRoutes } from '../src/routes';
@@ -115,31 +114,15 @@ async function main(): Promise<void> {
   const config = loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', PORT: '0' });
   const pool = createPool(databaseUrl, config.DATABASE_POOL_MAX);
   const logger = createLogger('silent');
-  const admission = createAdmission(pool, logger);
   // A GET never touches Temporal: the client is lazy and never connects.
   const deps: ApiDeps = {
     config,
     pool,
     log: logger,
     clock: systemClock,
-    admission,
     services: { temporal: new Client(), taskQueue: 'bench' },
     readiness: {},
   };
-  const created = await createOrganization(pool, { name: 'Bench operator', kycRequired: true, environment: 'sandbox' });
-  // The read limit at its maximum (1,000,000 per 60 s), so the bench measures admission work, not 429s.
-  await setRateLimits(pool, created.organization.id, { read: 1_000_000 });
-  const userId = await createTestUser(pool, created.organization.id);
-  // A real cash_in transaction, written by the ledger's own service; its workflow is never started (no worker here).
-  const intent = await withTransaction(pool, (db) =>
-    createIntent(
-      { db, organizationId: created.organization.id, now: new Date(), deps },
-      createIntentBody.parse({ direction: 'cash_in', user_id: userId, amount: 1250, currency: 'USD' }),
-      { environment: 'sandbox', idempotencyKey: `bench-${randomString(8)}` },
-    ),
-  );
-  const transactionId = (intent.body as { transactions: { id: string }[] }).transactions[0]!.id;
-
   const ping = defineRoute({
     method: 'get',
     path: '/bench/ping',
@@ -150,7 +133,21 @@ async function main(): Promise<void> {
       return { body: { status: 'ok' } };
     },
   });
-  const app = createApp(deps, [...allRoutes, ping]);
+  const { app, edge } = createApp(deps, [...allRoutes, ping]);
+  const created = await createOrganization(pool, { name: 'Bench operator', kycRequired: true, environment: 'sandbox' });
+  // The read limit at its maximum (1,000,000 per 60 s), so the bench measures admission work, not 429s.
+  await setRateLimits(pool, created.organization.id, { read: 1_000_000 });
+  const userId = await createTestUser(pool, created.organization.id);
+  // A real cash_in transaction, written by the ledger's own service; its workflow is never started (no worker here).
+  const intent = await withTransaction(pool, (db) =>
+    createIntent(
+      { db, organizationId: created.organization.id, now: new Date(), deps, startMarks: edge.startMarks },
+      createIntentBody.parse({ direction: 'cash_in', user_id: userId, amount: 1250, currency: 'USD' }),
+      { environment: 'sandbox', idempotencyKey: `bench-${randomString(8)}` },
+    ),
+  );
+  const transactionId = (intent.body as { transactions: { id: string }[] }).transactions[0]!.id;
+
   const server = await new Promise<Server>((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
   });
@@ -206,7 +203,7 @@ async function main(): Promise<void> {
     transaction_share_of_healthz: transactionShare,
     edge_cost_us_per_request: edgeCostUs,
     edge_cost_server_cpu_us_per_request: edgeCpuUs,
-    key_cache: admission.keys?.stats(),
+    key_cache: edge.keys.stats(),
     rate_limit_leases: { rows: rows[0]!.leases, slots_counted: rows[0]!.slots, requests_through_edge: admitted },
     goals: {
       transaction_share_of_healthz: {
@@ -229,7 +226,7 @@ async function main(): Promise<void> {
     server.close(() => resolve());
     server.closeAllConnections();
   });
-  await admission.close();
+  await edge.close();
   await pool.end();
   await scratch.drop();
   log(`dropped ${DATABASE}`);

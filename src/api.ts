@@ -4,7 +4,6 @@ import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { Config } from './config';
 import type { Pool } from './db/pool';
-import { createAdmission } from './http/admission';
 import { createApp } from './http/app';
 import { purgeEdgeState } from './http/housekeeping';
 import { answerParserErrors } from './http/parserErrors';
@@ -32,14 +31,12 @@ export async function startApi(options: {
 }): Promise<RunningApi> {
   const { config, pool, log, temporal } = options;
   const clock = options.clock ?? systemClock;
-  const admission = createAdmission(pool, log);
-  const app = createApp(
+  const { app, edge } = createApp(
     {
       config,
       pool,
       log,
       clock,
-      admission,
       services: { temporal, taskQueue: config.TEMPORAL_TASK_QUEUE },
       readiness: {
         postgres: async () => {
@@ -54,7 +51,7 @@ export async function startApi(options: {
   const server = await new Promise<Server>((resolve, reject) => {
     const listening = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(listening)));
   }).catch(async (error: unknown) => {
-    await admission.close();
+    await edge.close();
     throw error;
   });
   server.keepAliveTimeout = 65_000;
@@ -73,7 +70,7 @@ export async function startApi(options: {
         server.close(() => resolve());
         server.closeIdleConnections();
       });
-      await admission.close();
+      await edge.close();
     },
   };
 }

@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { Config } from './config';
 import type { Pool, Queryable } from './db/pool';
+import type { StartMarks } from './ledger/lifecycle';
 
 /** What domain operations reach beyond the database. */
 export interface Services {
@@ -29,6 +30,8 @@ export interface Op {
   organizationId: string;
   now: Date;
   deps: AppDeps;
+  /** Where the lifecycle workflows started after commit are noted: the app's own (its Edge). */
+  startMarks: StartMarks;
 }
 
 /** What a write operation hands back: its answer, and work that must wait for its transaction to commit. */

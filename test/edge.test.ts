@@ -6,8 +6,8 @@ import type { Connection, Client } from '@temporalio/client';
 import fc from 'fast-check';
 import type { Config } from '../src/config';
 import { createPool, type Pool } from '../src/db/pool';
-import { createAdmission, type Admission } from '../src/http/admission';
 import { createApp } from '../src/http/app';
+import type { Edge } from '../src/http/edge';
 import { purgeEdgeState } from '../src/http/housekeeping';
 import { EDGE_LIMITS } from '../src/http/limits';
 import { defineRoute, systemClock, type Clock, type RouteContext } from '../src/http/route';
@@ -210,7 +210,7 @@ interface EdgeServer {
   url: string;
   pool: Pool;
   config: Config;
-  admission: Admission;
+  edge: Edge;
   close(): Promise<void>;
 }
 
@@ -224,14 +224,12 @@ async function startEdge(
   const config = testConfig({ TRUST_PROXY: 'loopback', ...options.env });
   const pool = createPool(options.databaseUrl ?? testInfra().databaseUrl, 10);
   const log = createLogger('silent');
-  const admission = createAdmission(pool, log);
-  const app = createApp(
+  const { app, edge } = createApp(
     {
       config,
       pool,
       log,
       clock: options.clock ?? systemClock,
-      admission,
       services: { temporal, taskQueue: config.TEMPORAL_TASK_QUEUE },
       readiness: {},
     },
@@ -249,13 +247,13 @@ async function startEdge(
     url: `http://127.0.0.1:${port}`,
     pool,
     config,
-    admission,
+    edge,
     async close() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       });
-      await admission.close();
+      await edge.close();
       await pool.end();
     },
   };
@@ -1116,8 +1114,8 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
       await other.close();
     });
 
-    async function cacheOn(edge: EdgeServer) {
-      const cache = edge.admission.keys!;
+    async function cacheOn(server: EdgeServer) {
+      const cache = server.edge.keys;
       return eventually(async () => (cache.stats().on ? cache : undefined), 10_000, 'the key cache to be on');
     }
 
@@ -1125,8 +1123,8 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
      * Asks until one request of `call` is answered from the cache's memory (a busy box can delay a heartbeat
      * past its proof's age, and then the cache rightly sends a request to the database instead).
      */
-    async function servedFromMemory(edge: EdgeServer, call: () => Promise<ApiResponse>) {
-      const cache = edge.admission.keys!;
+    async function servedFromMemory(server: EdgeServer, call: () => Promise<ApiResponse>) {
+      const cache = server.edge.keys;
       await eventually(
         async () => {
           const hits = cache.stats().hits;

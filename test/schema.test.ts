@@ -12,7 +12,7 @@ describe('schema.sql', () => {
     }
     // Guards the comparison itself: an empty or noise-only dump would make any two runs equal.
     expect(migrated).toMatch(/CREATE TABLE public\.transactions \(/);
-    expect(migrated).toMatch(/CREATE FUNCTION public\.edge_admit\(/);
+    expect(migrated).toMatch(/CREATE FUNCTION public\.edge_authenticate\(/);
     expect(migrated).not.toMatch(/pgmigrations|^\\restrict|^SET /m);
   });
 

@@ -291,7 +291,7 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
     receiver.answer = () => 200;
     const hook = await endpoint();
     const data = { id: 'user_abc', status: 'enabled' };
-    const eventId = await recordEvent(stack.pool, org.organizationId, 'user.created', data);
+    const eventId = await recordEvent(stack.pool, { organizationId: org.organizationId, type: 'user.created', data });
     const [request] = await eventually(async () => (receiver.for(eventId).length ? receiver.for(eventId) : undefined), 20_000, 'delivery');
     expect(request!.headers['content-type']).toBe('application/json');
     expect(request!.headers['webhook-id']).toBe(eventId);
@@ -324,19 +324,30 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
 
   test('an endpoint receives only the event types it subscribed to, and only events after it was registered', async () => {
     const { org, endpoint, deliveries } = await operator();
-    const before = await recordEvent(stack.pool, org.organizationId, 'transfer.settled', { id: 'transfer_before' });
+    const before = await recordEvent(stack.pool, {
+      organizationId: org.organizationId,
+      type: 'transfer.settled',
+      data: { id: 'transfer_before' },
+    });
     await eventually(async () => ((await dispatchedAt(stack, before)) ? true : undefined), 20_000, 'dispatch of the earlier event');
     const hook = await endpoint(['transfer.settled']);
-    const skipped = await recordEvent(stack.pool, org.organizationId, 'user.created', { id: 'user_skipped' });
-    const wanted = await recordEvent(stack.pool, org.organizationId, 'transfer.settled', { id: 'transfer_1' });
+    const skipped = await recordEvent(stack.pool, {
+      organizationId: org.organizationId,
+      type: 'user.created',
+      data: { id: 'user_skipped' },
+    });
+    const wanted = await recordEvent(stack.pool, {
+      organizationId: org.organizationId,
+      type: 'transfer.settled',
+      data: { id: 'transfer_1' },
+    });
     // "After" is the outbox's order, not the clock: an event stamped with an earlier time still arrives.
-    const backdated = await recordEvent(
-      stack.pool,
-      org.organizationId,
-      'transfer.settled',
-      { id: 'transfer_2' },
-      new Date('2020-01-01T00:00:00Z'),
-    );
+    const backdated = await recordEvent(stack.pool, {
+      organizationId: org.organizationId,
+      type: 'transfer.settled',
+      data: { id: 'transfer_2' },
+      createdAt: new Date('2020-01-01T00:00:00Z'),
+    });
     expect(await outcome(wanted, hook.id)).toEqual({ outcome: 'delivered' });
     expect(await outcome(backdated, hook.id)).toEqual({ outcome: 'delivered' });
     expect(JSON.parse(receiver.for(backdated)[0]!.body).created_at).toBe('2020-01-01T00:00:00.000Z');
@@ -354,7 +365,11 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
     const { org, endpoint, deliveries } = await operator();
     const hook = await endpoint(['transaction.created']);
     receiver.answer = (_request, sameEvent) => (sameEvent.length === 1 ? 500 : 200);
-    const eventId = await recordEvent(stack.pool, org.organizationId, 'transaction.created', { id: 'txn_retry' });
+    const eventId = await recordEvent(stack.pool, {
+      organizationId: org.organizationId,
+      type: 'transaction.created',
+      data: { id: 'txn_retry' },
+    });
     expect(await outcome(eventId, hook.id)).toEqual({ outcome: 'delivered' });
     const attempts = await deliveries(hook.id);
     expect(attempts.map((a) => [a.attempt, a.outcome, a.response_status_code])).toEqual([
@@ -369,7 +384,11 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
     const { org, endpoint } = await operator();
     const hook = await endpoint(['refund.created']);
     receiver.answer = (_request, sameEvent) => (sameEvent.length < 3 ? 503 : 200);
-    const eventId = await recordEvent(stack.pool, org.organizationId, 'refund.created', { id: 'refund_dup' });
+    const eventId = await recordEvent(stack.pool, {
+      organizationId: org.organizationId,
+      type: 'refund.created',
+      data: { id: 'refund_dup' },
+    });
     expect(await outcome(eventId, hook.id)).toEqual({ outcome: 'delivered' });
     const copies = receiver.for(eventId);
     expect(copies).toHaveLength(3);
@@ -391,13 +410,21 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
     try {
       gone.answer = () => 410;
       const hook = await endpoint(['dispute.created'], gone.url);
-      const first = await recordEvent(stack.pool, org.organizationId, 'dispute.created', { id: 'dispute_1' });
+      const first = await recordEvent(stack.pool, {
+        organizationId: org.organizationId,
+        type: 'dispute.created',
+        data: { id: 'dispute_1' },
+      });
       expect(await outcome(first, hook.id)).toEqual({ outcome: 'endpoint_disabled' });
       const fetched = await call('GET', `/webhook/${hook.id}`);
       expect(fetched.body).toMatchObject({ status: 'disabled', disabled_reason: expect.stringContaining('410') });
       expect((await deliveries(hook.id)).map((a) => [a.attempt, a.outcome, a.response_status_code])).toEqual([[1, 'failed', 410]]);
 
-      const second = await recordEvent(stack.pool, org.organizationId, 'dispute.created', { id: 'dispute_2' });
+      const second = await recordEvent(stack.pool, {
+        organizationId: org.organizationId,
+        type: 'dispute.created',
+        data: { id: 'dispute_2' },
+      });
       await eventually(async () => ((await dispatchedAt(stack, second)) ? true : undefined), 20_000, 'dispatch');
       await expect(stack.temporal.workflow.getHandle(webhookDeliveryWorkflowId(second, hook.id)).describe()).rejects.toBeInstanceOf(
         WorkflowNotFoundError,
@@ -414,7 +441,11 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
     try {
       failing.answer = () => 500;
       const hook = await endpoint(['dispute.resolved'], failing.url);
-      const eventId = await recordEvent(stack.pool, org.organizationId, 'dispute.resolved', { id: 'dispute_3' });
+      const eventId = await recordEvent(stack.pool, {
+        organizationId: org.organizationId,
+        type: 'dispute.resolved',
+        data: { id: 'dispute_3' },
+      });
       await eventually(async () => (failing.requests.length >= 2 ? true : undefined), 20_000, 'two failed attempts');
       expect((await call('DELETE', `/webhook/${hook.id}`)).status).toBe(200);
       expect(await outcome(eventId, hook.id)).toEqual({ outcome: 'endpoint_inactive' });
@@ -428,7 +459,11 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
     const hook = await endpoint(['transfer.created']);
     let receiverUp = false;
     receiver.answer = () => (receiverUp ? 200 : 500);
-    const inFlight = await recordEvent(stack.pool, org.organizationId, 'transfer.created', { id: 'transfer_inflight' });
+    const inFlight = await recordEvent(stack.pool, {
+      organizationId: org.organizationId,
+      type: 'transfer.created',
+      data: { id: 'transfer_inflight' },
+    });
     const handle = stack.temporal.workflow.getHandle(webhookDeliveryWorkflowId(inFlight, hook.id));
     // Wait until Temporal holds a retry for it: the first attempt failed and was reported.
     await eventually(
@@ -442,7 +477,11 @@ describe('SPEC §12 webhooks: signed, durable delivery', () => {
 
     await stack.worker!.shutdown();
     // No worker, no dispatcher: this event waits in the outbox.
-    const waiting = await recordEvent(stack.pool, org.organizationId, 'transfer.created', { id: 'transfer_waiting' });
+    const waiting = await recordEvent(stack.pool, {
+      organizationId: org.organizationId,
+      type: 'transfer.created',
+      data: { id: 'transfer_waiting' },
+    });
     expect(await dispatchedAt(stack, waiting)).toBeNull();
 
     receiverUp = true;
@@ -487,16 +526,24 @@ describe('SPEC §12 webhooks: a killed worker', () => {
       ...DELIVERY_ENV,
     });
 
-    const inFlight = await recordEvent(stack.pool, org.organizationId, 'transaction.status_changed', {
-      id: 'txn_killed',
-      previous_status: 'pending',
+    const inFlight = await recordEvent(stack.pool, {
+      organizationId: org.organizationId,
+      type: 'transaction.status_changed',
+      data: {
+        id: 'txn_killed',
+        previous_status: 'pending',
+      },
     });
     await eventually(async () => (receiver.for(inFlight).length === 1 ? true : undefined), 30_000, 'the first attempt to arrive');
     const pending = (await call('GET', `/webhook/${hook.id}/deliveries`)).body.data;
     expect(pending).toMatchObject([{ event_id: inFlight, attempt: 1, outcome: 'pending', duration_ms: null }]);
 
     await child.kill();
-    const waiting = await recordEvent(stack.pool, org.organizationId, 'transaction.created', { id: 'txn_waiting' });
+    const waiting = await recordEvent(stack.pool, {
+      organizationId: org.organizationId,
+      type: 'transaction.created',
+      data: { id: 'txn_waiting' },
+    });
     expect(await dispatchedAt(stack, waiting)).toBeNull();
 
     replacement = await startTestWorker(stack);
@@ -581,7 +628,11 @@ describe('SPEC §12 webhooks: targets refused in production', () => {
         }),
       );
     }
-    const eventId = await recordEvent(stack.pool, org.organizationId, 'intent.approved', { id: 'intent_production_x' });
+    const eventId = await recordEvent(stack.pool, {
+      organizationId: org.organizationId,
+      type: 'intent.approved',
+      data: { id: 'intent_production_x' },
+    });
     for (const hook of hooks) {
       expect(await deliveryOutcome(stack, eventId, hook.id)).toEqual({ outcome: 'refused' });
       const attempts = (await call('GET', `/webhook/${hook.id}/deliveries`)).body.data;

@@ -32,7 +32,7 @@ export async function openDispute(op: Op, input: CreateDisputeBody): Promise<Out
     amountCents: leftCents,
   });
   const body = renderDispute(dispute, [row.json]);
-  await recordEvent(op.db, op.organizationId, 'dispute.created', body, op.now);
+  await recordEvent(op.db, { organizationId: op.organizationId, type: 'dispute.created', data: body, createdAt: op.now });
   return { body, afterCommit };
 }
 
@@ -54,6 +54,6 @@ export async function resolveDispute(op: Op, disputeId: string, input: ResolveDi
       : null;
   const txns = (await transactionsOfSources(op.db, [resolved], 'dispute')).get(resolved.id) ?? [];
   const body = renderDispute(resolved, txns);
-  await recordEvent(op.db, op.organizationId, 'dispute.resolved', body, op.now);
+  await recordEvent(op.db, { organizationId: op.organizationId, type: 'dispute.resolved', data: body, createdAt: op.now });
   return { body, ...(recorded ? { afterCommit: recorded.afterCommit } : {}) };
 }

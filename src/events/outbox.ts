@@ -20,11 +20,9 @@ export type EventType =
  */
 export async function recordEvent(
   db: Queryable,
-  organizationId: string,
-  type: EventType,
-  data: unknown,
-  createdAt?: Date,
+  event: { organizationId: string; type: EventType; data: unknown; createdAt?: Date },
 ): Promise<string> {
+  const { organizationId, type, data, createdAt } = event;
   // The id comes from the column's default (migrations/0010): one format for every event, however written.
   const { rows } = await db.query<{ id: string }>(
     `INSERT INTO events (organization_id, type, data, created_at) VALUES ($1, $2, $3, coalesce($4, now())) RETURNING id`,

@@ -3,11 +3,9 @@ import ipaddr from 'ipaddr.js';
 import { errors } from '../errors';
 import { hashApiKey, hashesEqual, parseApiKey, type Environment } from '../orgs/keys';
 import type { Organization } from '../orgs/repo';
-import type { Logger } from 'pino';
-import type { Pool } from '../db/pool';
-import { KeyCache, type CachedKey, type Cidr } from './keyCache';
+import type { Edge } from './edge';
+import type { CachedKey, Cidr, KeyCache } from './keyCache';
 import { EDGE_LIMITS, windowInterval } from './limits';
-import { RateLimiter } from './rateLeases';
 import type { Caller, EdgeDeps } from './route';
 
 /** Admission (SPEC §4): who is calling, from where, and whether they may right now. */
@@ -60,44 +58,6 @@ function retryAfterSeconds(resetMs: number, now: Date): number {
   return Math.max(1, Math.ceil((resetMs - now.getTime()) / 1000));
 }
 
-/** What one app's admission keeps between requests: the key cache (null = off) and the rate-limit leases. */
-export class Admission {
-  constructor(
-    readonly keys: KeyCache | null,
-    readonly limiter: RateLimiter,
-  ) {}
-
-  /** Stops listening and settles every lease, so unused slots return to the other processes at once. */
-  async close(): Promise<void> {
-    await this.keys?.close();
-    await this.limiter.close();
-  }
-}
-
-/** An api process's admission: a key cache kept true by LISTEN (unless `cache` is false) and a lease-based rate limiter. */
-export function createAdmission(pool: Pool, log: Logger, options: { cache?: boolean } = {}): Admission {
-  const keys = options.cache === false ? null : new KeyCache(pool, log);
-  keys?.start();
-  return new Admission(keys, new RateLimiter(pool, log));
-}
-
-/** What admission reads from the app's dependencies: an app built without its own Admission gets one without a cache. */
-export interface AdmissionDeps extends EdgeDeps {
-  admission?: Admission;
-}
-
-const uncachedAdmissions = new WeakMap<EdgeDeps, Admission>();
-
-function admissionOf(deps: AdmissionDeps): Admission {
-  if (deps.admission) return deps.admission;
-  let admission = uncachedAdmissions.get(deps);
-  if (!admission) {
-    admission = createAdmission(deps.pool, deps.log, { cache: false });
-    uncachedAdmissions.set(deps, admission);
-  }
-  return admission;
-}
-
 function parseAllowlist(entries: string[]): Cidr[] {
   return entries.map((entry) => ipaddr.parseCIDR(entry));
 }
@@ -114,22 +74,23 @@ function allowed(allowlist: Cidr[], address: string | null): boolean {
  * Failed-auth limit (429) → key (401), from memory when the key cache holds the key and is on, else in one
  * database round trip (edge_authenticate, migrations/0013_edge_leases.sql) whose answer the cache keeps.
  */
-async function authenticate(
-  deps: EdgeDeps,
-  cache: KeyCache | null,
-  client: ClientIdentity,
-  key: string,
-  keyHash: Buffer,
-  now: Date,
-): Promise<CachedKey> {
+async function authenticate(presented: {
+  deps: EdgeDeps;
+  cache: KeyCache;
+  client: ClientIdentity;
+  key: string;
+  keyHash: Buffer;
+  now: Date;
+}): Promise<CachedKey> {
+  const { deps, cache, client, key, keyHash, now } = presented;
   const keyHashHex = keyHash.toString('hex');
-  if (cache?.on()) {
+  if (cache.on()) {
     const blockedSince = cache.blockedSince(client.failureBucket, now.getTime());
     if (blockedSince !== null) throw errors.tooManyAuthFailures(retryAfterSeconds(blockedSince + EDGE_LIMITS.windowMs, now));
     const cached = cache.get(keyHashHex);
     if (cached) return cached;
   }
-  const version = cache?.lookupVersion() ?? 0;
+  const version = cache.lookupVersion();
   const environment = deps.config.LEDGER_ENVIRONMENT;
   const { rows } = await deps.pool.query<AuthenticateRow>({
     // Named: each connection parses and plans it once, then only executes it.
@@ -138,7 +99,7 @@ async function authenticate(
     values: [keyHash, client.failureBucket, now, windowInterval, environment, EDGE_LIMITS.authFailuresPerWindow],
   });
   const row = rows[0]!;
-  if (row.outcome !== 'authenticated') cache?.recordFailures(client.failureBucket, row.failures);
+  if (row.outcome !== 'authenticated') cache.recordFailures(client.failureBucket, row.failures);
   if (row.outcome === 'too_many_auth_failures') {
     throw errors.tooManyAuthFailures(retryAfterSeconds((row.failures[0] ?? now).getTime() + EDGE_LIMITS.windowMs, now));
   }
@@ -157,7 +118,7 @@ async function authenticate(
     organization: Object.freeze({ ...row.organization, created_at: new Date(row.organization.created_at) }),
     allowlist: parseAllowlist(row.allowlist ?? []),
   };
-  cache?.put(keyHashHex, entry, version);
+  cache.put(keyHashHex, entry, version);
   return entry;
 }
 
@@ -166,14 +127,21 @@ async function authenticate(
  * Sets X-RateLimit-* on every authenticated answer, the refused ones included. An admitted request with a
  * cached key touches no database at all (docs/edge.md).
  */
-export async function admit(deps: AdmissionDeps, req: Request, res: Response, write: boolean, now: Date): Promise<Caller> {
-  const admission = admissionOf(deps);
+export async function admit(request: {
+  edge: Edge;
+  deps: EdgeDeps;
+  req: Request;
+  res: Response;
+  write: boolean;
+  now: Date;
+}): Promise<Caller> {
+  const { edge, deps, req, res, write, now } = request;
   const environment = deps.config.LEDGER_ENVIRONMENT;
   const client = identifyClient(req);
   const key = presentedKey(req);
   // Keys are looked up by their SHA-256, never by the key itself, so lookup timing says nothing about a key.
   const keyHash = hashApiKey(key);
-  const entry = await authenticate(deps, admission.keys, client, key, keyHash, now);
+  const entry = await authenticate({ deps, cache: edge.keys, client, key, keyHash, now });
   // The lookup matched the hash; this constant-time comparison is what the decision rests on.
   if (!hashesEqual(entry.keyHash, keyHash) || entry.environment !== environment) throw errors.unauthenticated();
 
@@ -181,9 +149,7 @@ export async function admit(deps: AdmissionDeps, req: Request, res: Response, wr
   res.locals.organizationId = organizationId;
   const kind = write ? 'write' : 'read';
   const permitted = !write || allowed(entry.allowlist, client.address);
-  const rate = permitted
-    ? await admission.limiter.take(organizationId, kind, now)
-    : await admission.limiter.peek(organizationId, kind, now);
+  const rate = permitted ? await edge.limiter.take(organizationId, kind, now) : await edge.limiter.peek(organizationId, kind, now);
   res.set('X-RateLimit-Limit', String(rate.limit));
   res.set('X-RateLimit-Remaining', String(rate.remaining));
   res.set('X-RateLimit-Reset', String(Math.ceil(rate.resetMs / 1000)));

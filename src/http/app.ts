@@ -3,7 +3,7 @@ import pinoHttp from 'pino-http';
 import client from 'prom-client';
 import swaggerUi from 'swagger-ui-express';
 import { newId } from '../ids';
-import type { Admission } from './admission';
+import { Edge } from './edge';
 import { EDGE_LIMITS } from './limits';
 import type { AnyRoute, EdgeDeps } from './route';
 import { edgeFallback, edgeHandler } from './runners';
@@ -15,8 +15,6 @@ import { buildOpenApiDocument, expressPath, OPERATIONAL_PATHS } from './openapi'
 import { requireHost } from './parserErrors';
 
 export interface ApiDeps extends EdgeDeps {
-  /** The key cache and rate-limit leases (createAdmission); the caller closes it. Without one: no cache. */
-  admission?: Admission;
   /** Checks behind /readyz; each resolves when its dependency answers. */
   readiness: Record<string, () => Promise<void>>;
 }
@@ -38,7 +36,9 @@ function routeLabel(req: Request): string {
   return (req.route as { path?: string } | undefined)?.path ?? 'unmatched';
 }
 
-export function createApp(deps: ApiDeps, routes: AnyRoute[]): express.Express {
+/** The app and its edge (what it keeps between requests), which the caller closes after the server. */
+export function createApp(deps: ApiDeps, routes: AnyRoute[]): { app: express.Express; edge: Edge } {
+  const edge = new Edge(deps.pool, deps.log);
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', deps.config.TRUST_PROXY);
@@ -137,10 +137,10 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[]): express.Express {
 
   const mounted = routes.filter((route) => !route.sandboxOnly || deps.config.LEDGER_ENVIRONMENT === 'sandbox');
   for (const route of mounted) {
-    app[route.method](expressPath(route.path), edgeHandler(deps, route));
+    app[route.method](expressPath(route.path), edgeHandler(edge, deps, route));
   }
 
-  app.use(edgeFallback(deps, allowedMethodsOf([...OPERATIONAL_PATHS, ...mounted])));
+  app.use(edgeFallback(edge, deps, allowedMethodsOf([...OPERATIONAL_PATHS, ...mounted])));
 
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const requestId = res.locals.requestId as string;
@@ -150,7 +150,7 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[]): express.Express {
     res.set(apiError.extra.headers ?? {});
     res.status(apiError.status).json(apiError.toBody(requestId));
   });
-  return app;
+  return { app, edge };
 }
 
 /** Every failure becomes one error object (SPEC §3); nothing internal (stack, SQL, secrets) leaves the process. */
@@ -166,12 +166,12 @@ export function toApiError(error: unknown): ApiError {
   const status =
     (error as { status?: unknown; statusCode?: unknown } | null)?.status ?? (error as { statusCode?: unknown } | null)?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
-    return new ApiError(
+    return new ApiError({
       status,
-      'invalid_request_error',
-      'invalid_request',
-      'The request could not be read (malformed path, headers or body encoding).',
-    );
+      type: 'invalid_request_error',
+      code: 'invalid_request',
+      message: 'The request could not be read (malformed path, headers or body encoding).',
+    });
   }
   return errors.internal();
 }

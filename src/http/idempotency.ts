@@ -1,12 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { Request } from 'express';
-import type { QueryResult } from 'pg';
-import type { Queryable } from '../db/pool';
-import { errors } from '../errors';
+import type { Pool, Queryable } from '../db/pool';
+import { ApiError, errors } from '../errors';
 import { canonicalJson } from './canonicalJson';
 import { EDGE_LIMITS } from './limits';
-import type { AnyRoute, EdgeDeps } from './route';
-import { beginWrite, checkout, type Checkout } from './writeTransaction';
+import type { AnyRoute } from './route';
+import { WriteTransaction } from './writeTransaction';
 
 /**
  * Idempotency of every POST (SPEC §5): which earlier request a request duplicates, the locks that make a
@@ -124,19 +123,33 @@ export function replayOf(route: AnyRoute, request: IdempotencyRequest, stored: S
 }
 
 /**
- * Idempotency locks held by this app's requests: a duplicate arriving at the same app awaits the original
- * instead of polling Postgres. Per app (its deps), like a process; other apps are seen only through Postgres.
+ * Idempotency locks held by one app's requests: a duplicate arriving at the same app awaits the original
+ * instead of polling Postgres. One per app (its Edge); other apps are seen only through Postgres.
  */
-const inflightByApp = new WeakMap<EdgeDeps, Map<string, Promise<void>>>();
+export class InflightLocks {
+  private readonly held = new Map<string, Promise<void>>();
 
-export function inflightOf(deps: EdgeDeps): Map<string, Promise<void>> {
-  let inflight = inflightByApp.get(deps);
-  if (!inflight) {
-    inflight = new Map();
-    inflightByApp.set(deps, inflight);
+  /** Settles when the request of this app holding any of these locks finishes; undefined when none does. */
+  holder(lockIds: string[]): Promise<void> | undefined {
+    return lockIds.map((id) => this.held.get(id)).find((promise) => promise !== undefined);
   }
-  return inflight;
+
+  /** Marks the locks held by a request of this app until the returned function is called. */
+  hold(lockIds: string[]): () => void {
+    let finish!: () => void;
+    const finished = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    for (const id of lockIds) this.held.set(id, finished);
+    return () => {
+      for (const id of lockIds) if (this.held.get(id) === finished) this.held.delete(id);
+      finish();
+    };
+  }
 }
+
+/** Set with the locks: a refusal rolls back to it, keeping them (executeOrRefuse). */
+const OPERATION_SAVEPOINT = 'operation';
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -159,18 +172,18 @@ async function settledWithin(promise: Promise<void>, ms: number): Promise<void> 
  * While the original executes, a duplicate waits WITHOUT a connection (try-lock and back off), so
  * duplicates cannot starve the pool; past the deadline it answers 409 in progress.
  */
-export async function lockOrReplay(
-  deps: EdgeDeps,
-  organizationId: string,
-  request: IdempotencyRequest,
-  lockIds: string[],
-  now: Date,
-): Promise<{ tx: Checkout } | { stored: StoredResponse[] }> {
-  const { pool } = deps;
-  const inflight = inflightOf(deps);
+export async function lockOrReplay(input: {
+  pool: Pool;
+  inflight: InflightLocks;
+  organizationId: string;
+  request: IdempotencyRequest;
+  lockIds: string[];
+  now: Date;
+}): Promise<{ tx: WriteTransaction } | { stored: StoredResponse[] }> {
+  const { pool, inflight, organizationId, request, lockIds, now } = input;
   const deadlineMs = Date.now() + EDGE_LIMITS.idempotencyWaitMs;
   const locks = lockIds.length > 0 ? lockIds.map((id, i) => `pg_try_advisory_xact_lock(${id}) AS l${i}`).join(', ') : 'true AS unlocked';
-  const lockSql = beginWrite(`SELECT ${locks}; SAVEPOINT operation`);
+  const lockSql = `SELECT ${locks}`;
   let pauseMs = EDGE_LIMITS.idempotencyPollMsMin;
   for (let attempt = 0; ; attempt++) {
     if (attempt > 0) {
@@ -178,15 +191,15 @@ export async function lockOrReplay(
       const stored = await storedResponses(pool, organizationId, request, now);
       if (stored.length > 0) return { stored };
     }
-    const local = lockIds.map((id) => inflight.get(id)).find((promise) => promise !== undefined);
+    const local = inflight.holder(lockIds);
     if (local) {
       await settledWithin(local, deadlineMs - Date.now());
     } else {
-      const tx = await checkout(pool);
+      const tx = await WriteTransaction.checkout(pool);
       let locked = false;
       try {
-        const results = (await tx.client.query(lockSql)) as unknown as QueryResult<Record<string, boolean>>[];
-        const row = results[3]!.rows[0]!;
+        const taken = await tx.begin({ locks: lockSql }, { savepoint: OPERATION_SAVEPOINT });
+        const row = taken.locks.rows[0] as Record<string, boolean>;
         locked = lockIds.every((_, i) => row[`l${i}`] === true);
       } catch (error) {
         await tx.abandon();
@@ -204,14 +217,29 @@ export async function lockOrReplay(
   }
 }
 
+/**
+ * Runs the operation in the transaction lockOrReplay opened. A business refusal that executed (409
+ * invalid_state, 404) is final: its writes roll back to the savepoint set with the locks, which stay held,
+ * and it is answered and stored like a success. A 400 judged the request against current state (an unknown
+ * id, an unverified identity, a used token) like validation: it is thrown, not stored, so a retry after the
+ * operator fixes the cause executes; so is anything else.
+ */
+export async function executeOrRefuse<T>(tx: WriteTransaction, operation: () => Promise<T>): Promise<{ done: T } | { refused: ApiError }> {
+  try {
+    return { done: await operation() };
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.status >= 500 || error.status === 400) throw error;
+    await tx.rollbackTo(OPERATION_SAVEPOINT);
+    return { refused: error };
+  }
+}
+
 /** Stores the answer under every identity of the request, in the request's own transaction. */
 export async function storeResponse(
   db: Queryable,
-  organizationId: string,
-  request: IdempotencyRequest,
-  answer: { status: number; text: string },
-  now: Date,
+  stored: { organizationId: string; request: IdempotencyRequest; answer: { status: number; text: string }; now: Date },
 ): Promise<void> {
+  const { organizationId, request, answer, now } = stored;
   await db.query(
     `INSERT INTO idempotency_keys (organization_id, scope, key, endpoint, request_hash, status_code, response_body, created_at)
      SELECT $1, scope, key, $4, $5, $6, $7, $8 FROM unnest($2::text[], $3::text[]) AS i (scope, key)

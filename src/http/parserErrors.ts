@@ -12,16 +12,26 @@ import { ApiError } from '../errors';
  */
 
 function malformed(message: string): ApiError {
-  return new ApiError(400, 'invalid_request_error', 'malformed_request', message);
+  return new ApiError({ status: 400, type: 'invalid_request_error', code: 'malformed_request', message });
 }
 
 /** What Node's HTTP parser refuses, by its error code. */
 function parserError(code: string | undefined): ApiError {
   switch (code) {
     case 'HPE_HEADER_OVERFLOW':
-      return new ApiError(431, 'invalid_request_error', 'headers_too_large', 'The request headers are too large (16 KiB at most).');
+      return new ApiError({
+        status: 431,
+        type: 'invalid_request_error',
+        code: 'headers_too_large',
+        message: 'The request headers are too large (16 KiB at most).',
+      });
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return new ApiError(408, 'invalid_request_error', 'request_timeout', 'The request did not arrive in time.');
+      return new ApiError({
+        status: 408,
+        type: 'invalid_request_error',
+        code: 'request_timeout',
+        message: 'The request did not arrive in time.',
+      });
     default:
       return malformed('The request is not well-formed HTTP/1.1 (request line, header names or values, or framing).');
   }
@@ -79,7 +89,12 @@ export function answerParserErrors(server: Server, log: Logger): void {
   // Any Expect but 100-continue: Node would answer 417 with an empty body.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const requestId = newId('req');
-    const apiError = new ApiError(417, 'invalid_request_error', 'expectation_failed', 'Only `Expect: 100-continue` is supported.');
+    const apiError = new ApiError({
+      status: 417,
+      type: 'invalid_request_error',
+      code: 'expectation_failed',
+      message: 'Only `Expect: 100-continue` is supported.',
+    });
     refused(requestId, apiError, { expect: req.headers.expect });
     const body = JSON.stringify(apiError.toBody(requestId));
     res.writeHead(417, {

@@ -80,7 +80,7 @@ export class RateLimiter {
       if (answer.granted === 0) return refusal(answer, nowMs);
     }
     // Other requests of this process kept draining each fresh lease first: refuse rather than spin.
-    return refusal(await this.ask(organizationId, kind, now, 0, null), nowMs);
+    return refusal(await this.ask({ organizationId, kind, now, wantSlots: 0, settle: null }), nowMs);
   }
 
   /** The state without admitting anything (a request refused before the rate limit still reports it). */
@@ -88,7 +88,7 @@ export class RateLimiter {
     const nowMs = now.getTime();
     const lease = this.counters.get(counterKey(organizationId, kind))?.lease;
     if (lease && !lease.ended && nowMs <= lease.endsAtMs) return { ...stateOf(lease), admitted: false };
-    return { ...refusal(await this.ask(organizationId, kind, now, 0, null), nowMs), admitted: false };
+    return { ...refusal(await this.ask({ organizationId, kind, now, wantSlots: 0, settle: null }), nowMs), admitted: false };
   }
 
   /** Settles every lease this process holds, so its unused slots go back at once. */
@@ -115,7 +115,7 @@ export class RateLimiter {
       counter.wantSlots = nextWant(previous);
     }
     counter.lease = null;
-    const answer = await this.ask(organizationId, kind, now, counter.wantSlots, previous);
+    const answer = await this.ask({ organizationId, kind, now, wantSlots: counter.wantSlots, settle: previous });
     if (answer.granted > 0 && answer.lease_id !== null) {
       const nowMs = now.getTime();
       const lease: Lease = {
@@ -163,12 +163,22 @@ export class RateLimiter {
     void settled.finally(() => this.settling.delete(settled));
   }
 
-  private async ask(organizationId: string, kind: RateKind, now: Date, wantSlots: number, settle: Lease | null): Promise<Answer> {
+  /** One round trip: settles `settle` (when given) and asks for `wantSlots` (0: only the current count). */
+  private async ask(request: {
+    organizationId: string;
+    kind: RateKind;
+    now: Date;
+    wantSlots: number;
+    settle: Lease | null;
+  }): Promise<Answer> {
+    const { organizationId, kind, now, wantSlots, settle } = request;
     const { rows } = await this.pool.query<Answer>({
       // Named: each connection parses and plans it once, then only executes it.
       name: 'rate_limit_lease',
       text: `SELECT lease_id::text, granted, rate_limit, used, oldest
-               FROM rate_limit_lease($1, $2, $3, $4::interval, $5::interval, $6, $7, $8, $9, $10)`,
+               FROM rate_limit_lease(p_org => $1, p_kind => $2, p_now => $3, p_window => $4::interval, p_lease => $5::interval,
+                                     p_want => $6, p_settle_lease => $7, p_settle_used => $8, p_settle_first => $9,
+                                     p_settle_last => $10)`,
       values: [
         organizationId,
         kind,

@@ -1,13 +1,26 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Queryable } from '../db/pool';
-import { ApiError, errors } from '../errors';
+import { errors } from '../errors';
 import { admit, isWrite } from './admission';
-import { advisoryLockId, idempotencyRequest, inflightOf, lockOrReplay, replayOf, storedResponses, storeResponse } from './idempotency';
+import type { Edge } from './edge';
+import { advisoryLockId, executeOrRefuse, idempotencyRequest, lockOrReplay, replayOf, storedResponses, storeResponse } from './idempotency';
 import { parseJsonBody, parseWith, rejectUnknownQuery } from './input';
 import type { AnyRoute, Caller, EdgeDeps, RouteContext, RouteResult } from './route';
-import { beginWrite, checkout } from './writeTransaction';
+import { WriteTransaction } from './writeTransaction';
 
 /** Running one request through the edge: admission, then a write's or a read's way to the operation. */
+
+/** One admitted request on its way to its route's operation. */
+interface Run {
+  edge: Edge;
+  deps: EdgeDeps;
+  route: AnyRoute;
+  req: Request;
+  res: Response;
+  caller: Caller;
+  requestId: string;
+  now: Date;
+}
 
 function sendJsonText(res: Response, status: number, text: string): void {
   res.status(status).type('application/json').send(text);
@@ -15,27 +28,27 @@ function sendJsonText(res: Response, status: number, text: string): void {
 
 /** What a handler gets: the parsed input, and the request as a domain operation's scope. */
 function contextOf<B, P, Q>(
-  deps: EdgeDeps,
-  caller: Caller,
+  run: Run,
   db: Queryable,
   input: { body: B; params: P; query: Q },
-  requestId: string,
   idempotencyKey: string | null,
-  now: Date,
 ): RouteContext<B, P, Q> {
-  return { caller, db, ...input, requestId, idempotencyKey, now, deps, op: { db, organizationId: caller.organization.id, now, deps } };
+  const { caller, requestId, now, deps } = run;
+  const op = { db, organizationId: caller.organization.id, now, deps, startMarks: run.edge.startMarks };
+  return { caller, db, ...input, requestId, idempotencyKey, now, deps, op };
 }
 
 /**
  * A POST: one database transaction holds the idempotency locks, the operation's writes and the stored
  * response, so a process that dies midway leaves nothing behind and no key locked (SPEC §5).
  */
-async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Response, caller: Caller, requestId: string, now: Date) {
+async function runWrite(run: Run) {
+  const { edge, deps, route, req, res, caller, requestId, now } = run;
   const body = parseJsonBody(req);
   const organizationId = caller.organization.id;
   const request = idempotencyRequest(route, req, body);
   const lockIds = request.identities.map((identity) => advisoryLockId(organizationId, identity));
-  const acquired = await lockOrReplay(deps, organizationId, request, lockIds, now);
+  const acquired = await lockOrReplay({ pool: deps.pool, inflight: edge.inflight, organizationId, request, lockIds, now });
   if ('stored' in acquired) {
     const replay = replayOf(route, request, acquired.stored)!;
     res.set('Idempotent-Replayed', 'true');
@@ -43,12 +56,7 @@ async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Resp
     return;
   }
   const { tx } = acquired;
-  const inflight = inflightOf(deps);
-  let finish!: () => void;
-  const finished = new Promise<void>((resolve) => {
-    finish = resolve;
-  });
-  for (const id of lockIds) inflight.set(id, finished);
+  const release = edge.inflight.hold(lockIds);
   let committed = false;
   let status: number;
   let text: string;
@@ -63,69 +71,56 @@ async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Resp
       const params: unknown = parseWith(route.params, req.params, undefined);
       const query: unknown = parseWith(route.query, req.query, undefined);
       const parsedBody: unknown = parseWith(route.body, body, undefined);
-      try {
-        const idempotencyKey = request.identities.find((identity) => identity.scope === 'header')?.key ?? null;
-        const result = await route.handler(
-          contextOf(deps, caller, tx.client, { body: parsedBody, params, query }, requestId, idempotencyKey, now),
-        );
-        status = result.status ?? route.response.status ?? 200;
-        text = JSON.stringify(result.body);
-        afterCommit = result.afterCommit;
-      } catch (error) {
-        // A 400 judged the request against current state (an unknown id, an unverified identity, a used
-        // token) like validation: it is not stored, so a retry after the operator fixes the cause executes.
-        if (!(error instanceof ApiError) || error.status >= 500 || error.status === 400) throw error;
-        // A business refusal executed (409 invalid_state, 404): its answer is final and replays like a success.
-        await tx.client.query('ROLLBACK TO SAVEPOINT operation');
-        status = error.status;
-        text = JSON.stringify(error.toBody(requestId));
-        for (const [name, value] of Object.entries(error.extra.headers ?? {})) res.set(name, value);
+      const idempotencyKey = request.identities.find((identity) => identity.scope === 'header')?.key ?? null;
+      const outcome = await executeOrRefuse(tx, () =>
+        route.handler(contextOf(run, tx.client, { body: parsedBody, params, query }, idempotencyKey)),
+      );
+      if ('done' in outcome) {
+        status = outcome.done.status ?? route.response.status ?? 200;
+        text = JSON.stringify(outcome.done.body);
+        afterCommit = outcome.done.afterCommit;
+      } else {
+        // A business refusal executed: its answer is final and replays like a success.
+        status = outcome.refused.status;
+        text = JSON.stringify(outcome.refused.toBody(requestId));
+        for (const [name, value] of Object.entries(outcome.refused.extra.headers ?? {})) res.set(name, value);
       }
-      await storeResponse(tx.client, organizationId, request, { status, text }, now);
-      await tx.client.query('COMMIT');
+      await storeResponse(tx.client, { organizationId, request, answer: { status, text }, now });
+      await tx.commit();
       committed = true;
     }
   } finally {
-    if (committed) tx.release();
-    else await tx.abandon();
-    for (const id of lockIds) if (inflight.get(id) === finished) inflight.delete(id);
-    finish();
+    if (!committed) await tx.abandon();
+    release();
   }
   if (afterCommit) await afterCommit();
   sendJsonText(res, status, text);
 }
 
-async function runRead(deps: EdgeDeps, route: AnyRoute, req: Request, res: Response, caller: Caller, requestId: string, now: Date) {
+async function runRead(run: Run) {
+  const { deps, route, req, res } = run;
   const params: unknown = parseWith(route.params, req.params, undefined);
   const query: unknown = parseWith(route.query, req.query, undefined);
-  const result = await route.handler(contextOf(deps, caller, deps.pool, { body: undefined, params, query }, requestId, null, now));
+  const result = await route.handler(contextOf(run, deps.pool, { body: undefined, params, query }, null));
   if (result.send) return result.send(res);
   sendJsonText(res, result.status ?? route.response.status ?? 200, JSON.stringify(result.body));
 }
 
 /** DELETE and other non-POST writes: naturally idempotent, still one bounded transaction. */
-async function runWriteWithoutIdempotency(
-  deps: EdgeDeps,
-  route: AnyRoute,
-  req: Request,
-  res: Response,
-  caller: Caller,
-  requestId: string,
-  now: Date,
-) {
+async function runWriteWithoutIdempotency(run: Run) {
+  const { deps, route, req, res } = run;
   const params: unknown = parseWith(route.params, req.params, undefined);
   const query: unknown = parseWith(route.query, req.query, undefined);
-  const tx = await checkout(deps.pool);
+  const tx = await WriteTransaction.checkout(deps.pool);
   let committed = false;
   let result: RouteResult;
   try {
-    await tx.client.query(beginWrite());
-    result = await route.handler(contextOf(deps, caller, tx.client, { body: undefined, params, query }, requestId, null, now));
-    await tx.client.query('COMMIT');
+    await tx.begin();
+    result = await route.handler(contextOf(run, tx.client, { body: undefined, params, query }, null));
+    await tx.commit();
     committed = true;
   } finally {
-    if (committed) tx.release();
-    else await tx.abandon();
+    if (!committed) await tx.abandon();
   }
   if (result.afterCommit) await result.afterCommit();
   sendJsonText(res, result.status ?? route.response.status ?? 200, JSON.stringify(result.body));
@@ -135,16 +130,17 @@ async function runWriteWithoutIdempotency(
  * The edge every endpoint passes through, in SPEC §4's order: authenticate (401) → allowlist (403, writes)
  * → rate limit (429) → idempotency → validation → the operation.
  */
-export function edgeHandler(deps: EdgeDeps, route: AnyRoute) {
+export function edgeHandler(edge: Edge, deps: EdgeDeps, route: AnyRoute) {
   return async (req: Request, res: Response): Promise<void> => {
     const requestId = res.locals.requestId as string;
     const now = deps.clock.now();
     const write = isWrite(req.method);
-    const caller = await admit(deps, req, res, write, now);
+    const caller = await admit({ edge, deps, req, res, write, now });
     rejectUnknownQuery(route.query, req.query);
-    if (route.method === 'post') await runWrite(deps, route, req, res, caller, requestId, now);
-    else if (write) await runWriteWithoutIdempotency(deps, route, req, res, caller, requestId, now);
-    else await runRead(deps, route, req, res, caller, requestId, now);
+    const run: Run = { edge, deps, route, req, res, caller, requestId, now };
+    if (route.method === 'post') await runWrite(run);
+    else if (write) await runWriteWithoutIdempotency(run);
+    else await runRead(run);
   };
 }
 
@@ -153,9 +149,9 @@ export function edgeHandler(deps: EdgeDeps, route: AnyRoute) {
  * browser's /favicon.ico is no failed login). With credentials: the edge's checks first, so an
  * authenticated answer still carries X-RateLimit-*.
  */
-export function edgeFallback(deps: EdgeDeps, allowedMethods: (path: string) => string[] = () => []) {
+export function edgeFallback(edge: Edge, deps: EdgeDeps, allowedMethods: (path: string) => string[] = () => []) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
-    if (req.get('authorization') !== undefined) await admit(deps, req, res, isWrite(req.method), deps.clock.now());
+    if (req.get('authorization') !== undefined) await admit({ edge, deps, req, res, write: isWrite(req.method), now: deps.clock.now() });
     const allowed = allowedMethods(req.path);
     next(allowed.length > 0 ? errors.methodNotAllowed(req.method, req.path, allowed) : errors.routeNotFound(req.method, req.path));
   };

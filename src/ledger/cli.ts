@@ -54,7 +54,7 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
         temporalConnectionOptions(config),
       );
       try {
-        const started = await reconcileOnce(pool, client, config.TEMPORAL_TASK_QUEUE, new Date());
+        const started = await reconcileOnce({ pool, client, taskQueue: config.TEMPORAL_TASK_QUEUE, now: new Date() });
         out(`started ${started} workflow(s)`, { started });
       } finally {
         await connection.close();

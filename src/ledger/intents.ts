@@ -70,11 +70,9 @@ export async function getIntentRow(db: Queryable, organizationId: string, intent
 
 export async function decideIntent(
   db: Queryable,
-  intentId: string,
-  status: IntentStatus,
-  declineCategory: IntentRow['decline_category'],
-  now: Date,
+  decision: { intentId: string; status: IntentStatus; declineCategory: IntentRow['decline_category']; now: Date },
 ): Promise<IntentRow> {
+  const { intentId, status, declineCategory, now } = decision;
   const { rows } = await db.query<IntentRow>(
     `UPDATE intents SET status = $2, decline_category = $3, updated_at = $4 WHERE id = $1 RETURNING *`,
     [intentId, status, declineCategory, now],

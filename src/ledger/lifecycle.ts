@@ -75,10 +75,12 @@ export async function startTransactionWorkflow(
  * Notes confirmed starts in transactions_awaiting_workflow, many per statement: a start is marked once the
  * rows gathered in the last few milliseconds are flushed together, one DELETE instead of one write per
  * request. A mark lost to a crash only costs the reconciler one duplicate start (answered already_started).
+ * One per app (its Edge, src/http/edge.ts), closed with it.
  */
-class StartMarks {
+export class StartMarks {
   private pending: string[] = [];
   private timer: NodeJS.Timeout | null = null;
+  private readonly flushing = new Set<Promise<void>>();
 
   constructor(
     private readonly pool: Pool,
@@ -91,33 +93,45 @@ class StartMarks {
     else this.timer ??= setTimeout(() => this.flush(), START_MARKS.delayMs);
   }
 
+  /** Writes what is pending now and waits for every write, so none outlives the pool it writes through. */
+  async close(): Promise<void> {
+    if (this.pending.length > 0) this.flush();
+    await Promise.all([...this.flushing]);
+  }
+
   private flush(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     const batch = this.pending;
     this.pending = [];
-    markWorkflowsStarted(this.pool, batch).catch((error: unknown) =>
+    const written = markWorkflowsStarted(this.pool, batch).catch((error: unknown) =>
       this.log.warn({ err: error, transactions: batch.length }, 'marking workflow starts failed; the reconciler will find them started'),
     );
+    this.flushing.add(written);
+    void written.finally(() => this.flushing.delete(written));
   }
 }
 
 const START_MARKS = { delayMs: 20, batchMax: 200 };
-const startMarksByPool = new WeakMap<Pool, StartMarks>();
 
 /**
- * After the request's commit: start the workflow, then note it (batched, not awaited: the answer does not
- * wait for that write, and should it be lost the reconciler finds the workflow already started). A failed
- * start is left to the reconciler, never to the client.
+ * After the request's commit: start the workflow, then note it in `marks` (batched, not awaited: the answer
+ * does not wait for that write, and should it be lost the reconciler finds the workflow already started). A
+ * failed start is left to the reconciler, never to the client.
  */
-export function afterCommitStart(client: Client, taskQueue: string, log: Logger, pool: Pool, row: TransactionRow): () => Promise<void> {
+export function afterCommitStart(start: {
+  client: Client;
+  taskQueue: string;
+  log: Logger;
+  marks: StartMarks;
+  row: TransactionRow;
+}): () => Promise<void> {
+  const { client, taskQueue, log, marks, row } = start;
   return async () => {
     // Counted here, after the request's commit, which runs once per executed request (a replay does not).
     ledgerMetrics.transactionsTotal.inc({ direction: row.direction, type: row.type });
     try {
       await client.withDeadline(Date.now() + RECONCILER_LIMITS.startDeadlineMs, () => startTransactionWorkflow(client, taskQueue, row));
-      let marks = startMarksByPool.get(pool);
-      if (!marks) startMarksByPool.set(pool, (marks = new StartMarks(pool, log)));
       marks.add(row.id);
     } catch (error) {
       log.warn({ err: error, transaction_id: row.id }, 'starting the transaction workflow failed; the reconciler will retry');
@@ -138,13 +152,14 @@ export async function signalConfirmFunds(client: Client, taskQueue: string, row:
  * One pass of the reconciler: every transaction recorded more than `graceMs` ago whose workflow never
  * reported running gets started (or found already started) and marked. Returns how many it started.
  */
-export async function reconcileOnce(
-  pool: Pool,
-  client: Client,
-  taskQueue: string,
-  now: Date,
-  graceMs = RECONCILER_LIMITS.graceMs,
-): Promise<number> {
+export async function reconcileOnce(options: {
+  pool: Pool;
+  client: Client;
+  taskQueue: string;
+  now: Date;
+  graceMs?: number;
+}): Promise<number> {
+  const { pool, client, taskQueue, now, graceMs = RECONCILER_LIMITS.graceMs } = options;
   const rows = await transactionsWithoutWorkflow(pool, new Date(now.getTime() - graceMs), RECONCILER_LIMITS.batchMax);
   let started = 0;
   for (const row of rows) {
@@ -206,7 +221,7 @@ export function startReconciler(options: {
         .catch((error: unknown) => options.log.warn({ err: error }, 'start-up sweep failed'))
     : Promise.resolve();
   const tick = () => {
-    pass = reconcileOnce(options.pool, options.client, options.taskQueue, new Date())
+    pass = reconcileOnce({ pool: options.pool, client: options.client, taskQueue: options.taskQueue, now: new Date() })
       .then((started) => {
         if (started > 0) options.log.warn({ started }, 'reconciler started workflows of transactions left without one');
       })

@@ -30,8 +30,11 @@ export async function recordTransaction(
     date: settlementDateOf(op.now, op.deps.config.SETTLEMENT_CUTOFF),
     createdAt: op.now,
   });
-  const { services, log, pool } = op.deps;
-  return { row, afterCommit: afterCommitStart(services.temporal, services.taskQueue, log, pool, row) };
+  const { services, log } = op.deps;
+  return {
+    row,
+    afterCommit: afterCommitStart({ client: services.temporal, taskQueue: services.taskQueue, log, marks: op.startMarks, row }),
+  };
 }
 
 async function approve(op: Op, intent: IntentRow): Promise<Outcome<Intent>> {
@@ -43,13 +46,13 @@ async function approve(op: Op, intent: IntentRow): Promise<Outcome<Intent>> {
     amountCents: intent.amount_cents,
   });
   const body = renderIntent(intent, [row.json]);
-  await recordEvent(op.db, op.organizationId, 'intent.approved', body, op.now);
+  await recordEvent(op.db, { organizationId: op.organizationId, type: 'intent.approved', data: body, createdAt: op.now });
   return { body, afterCommit };
 }
 
 async function decline(op: Op, intent: IntentRow): Promise<Outcome<Intent>> {
   const body = renderIntent(intent, []);
-  await recordEvent(op.db, op.organizationId, 'intent.declined', body, op.now);
+  await recordEvent(op.db, { organizationId: op.organizationId, type: 'intent.declined', data: body, createdAt: op.now });
   return { body };
 }
 
@@ -99,13 +102,19 @@ async function pendingIntent(op: Op, intentId: string, action: 'approved' | 'can
 export async function approveIntent(op: Op, intentId: string): Promise<Outcome<Intent>> {
   const intent = await pendingIntent(op, intentId, 'approved');
   const enabled = (await getUserStatus(op.db, op.organizationId, intent.user_id)) === 'enabled';
-  if (!enabled) return decline(op, await decideIntent(op.db, intent.id, 'declined', 'user_not_enabled', op.now));
-  return approve(op, await decideIntent(op.db, intent.id, 'approved', null, op.now));
+  if (!enabled)
+    return decline(
+      op,
+      await decideIntent(op.db, { intentId: intent.id, status: 'declined', declineCategory: 'user_not_enabled', now: op.now }),
+    );
+  return approve(op, await decideIntent(op.db, { intentId: intent.id, status: 'approved', declineCategory: null, now: op.now }));
 }
 
 export async function cancelIntent(op: Op, intentId: string): Promise<Outcome<Intent>> {
   const intent = await pendingIntent(op, intentId, 'canceled');
-  return { body: renderIntent(await decideIntent(op.db, intent.id, 'canceled', null, op.now), []) };
+  return {
+    body: renderIntent(await decideIntent(op.db, { intentId: intent.id, status: 'canceled', declineCategory: null, now: op.now }), []),
+  };
 }
 
 /** Sandbox: the network confirms a pending cash_in now; the move to `available` happens in its workflow. */

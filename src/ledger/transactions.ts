@@ -201,7 +201,12 @@ export async function applyTransition(
     [row.id, input.toStatus, input.transferId ?? row.transfer_id, input.now],
   );
   const next = updated[0]!;
-  await recordEvent(db, next.organization_id, 'transaction.status_changed', { ...next.json, previous_status: row.status }, input.now);
+  await recordEvent(db, {
+    organizationId: next.organization_id,
+    type: 'transaction.status_changed',
+    data: { ...next.json, previous_status: row.status },
+    createdAt: input.now,
+  });
   return { status: next.status, changed: true, transferId: next.transfer_id, transaction: next.json };
 }
 

@@ -30,13 +30,13 @@ export async function lockReturnableIntent(
 }
 
 const amountTooLarge = (leftCents: number) =>
-  new ApiError(
-    400,
-    'invalid_request_error',
-    'amount_too_large',
-    `The amount exceeds what is left of the intent: at most ${leftCents} cents can still be refunded.`,
-    { param: 'amount' },
-  );
+  new ApiError({
+    status: 400,
+    type: 'invalid_request_error',
+    code: 'amount_too_large',
+    message: `The amount exceeds what is left of the intent: at most ${leftCents} cents can still be refunded.`,
+    param: 'amount',
+  });
 
 /** Refunds all or part of what is left of an approved cash_in intent with a pending cash_out (SPEC §11). */
 export async function createRefund(op: Op, input: CreateRefundBody): Promise<Outcome<Refund>> {
@@ -60,6 +60,6 @@ export async function createRefund(op: Op, input: CreateRefundBody): Promise<Out
     amountCents,
   });
   const body = renderRefund(refund, row.json);
-  await recordEvent(op.db, op.organizationId, 'refund.created', body, op.now);
+  await recordEvent(op.db, { organizationId: op.organizationId, type: 'refund.created', data: body, createdAt: op.now });
   return { body, afterCommit };
 }

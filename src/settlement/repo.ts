@@ -125,7 +125,12 @@ export async function createWindowTransfer(
   if (transfer.transaction_count !== count || signedAmountCents(transfer) !== netCents || count < 1) {
     throw new Error(`transfer ${transferId}: built ${transfer.direction} ${transfer.amount_cents} of ${count} members, net ${netCents}`);
   }
-  await recordEvent(tx, transfer.organization_id, 'transfer.created', renderTransfer(transfer), input.now);
+  await recordEvent(tx, {
+    organizationId: transfer.organization_id,
+    type: 'transfer.created',
+    data: renderTransfer(transfer),
+    createdAt: input.now,
+  });
   return { transfer, created: true, cashOutCount };
 }
 
@@ -154,7 +159,12 @@ export async function settleTransfer(tx: PoolClient, transferId: string, now: Da
   if (moved !== transfer.transaction_count) {
     throw new Error(`transfer ${transferId}: settled ${moved} of ${transfer.transaction_count} members`);
   }
-  await recordEvent(tx, transfer.organization_id, 'transfer.settled', renderTransfer(transfer), now);
+  await recordEvent(tx, {
+    organizationId: transfer.organization_id,
+    type: 'transfer.settled',
+    data: renderTransfer(transfer),
+    createdAt: now,
+  });
   return { transfer, changed: true };
 }
 

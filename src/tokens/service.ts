@@ -12,29 +12,29 @@ import { TOKEN_LIMITS, type AuthorizeBody, type CreateTokenBody, type Token } fr
 /** Tokens and authorization (SPEC §11): single-use, 15-minute tokens of masked payment details, spent by /authorize. */
 
 export const tokenUsed = (id: string) =>
-  new ApiError(
-    400,
-    'invalid_request_error',
-    'token_used',
-    `Token ${id} was already used for an authorization; tokens are single use. Create a new token.`,
-    { param: 'token' },
-  );
+  new ApiError({
+    status: 400,
+    type: 'invalid_request_error',
+    code: 'token_used',
+    message: `Token ${id} was already used for an authorization; tokens are single use. Create a new token.`,
+    param: 'token',
+  });
 const tokenExpired = (id: string) =>
-  new ApiError(
-    400,
-    'invalid_request_error',
-    'token_expired',
-    `Token ${id} expired (tokens are valid for 15 minutes). Create a new token.`,
-    { param: 'token' },
-  );
+  new ApiError({
+    status: 400,
+    type: 'invalid_request_error',
+    code: 'token_expired',
+    message: `Token ${id} expired (tokens are valid for 15 minutes). Create a new token.`,
+    param: 'token',
+  });
 const cardExpiredError = () =>
-  new ApiError(
-    400,
-    'invalid_request_error',
-    'card_expired',
-    'The card has expired (it is good through the last day of its expiry month, Eastern time).',
-    { param: 'card.exp_year' },
-  );
+  new ApiError({
+    status: 400,
+    type: 'invalid_request_error',
+    code: 'card_expired',
+    message: 'The card has expired (it is good through the last day of its expiry month, Eastern time).',
+    param: 'card.exp_year',
+  });
 
 /** Tokenizes a bank account or card; only the masked form is kept. */
 export async function createToken(op: Op, input: CreateTokenBody): Promise<Outcome<Token>> {

@@ -25,7 +25,7 @@ export async function createUser(
   await repo.setStatusSource(tx, 'api');
   const status: UserStatus = body.identity_verified ? 'enabled' : 'created';
   const result = await repo.insertUser(tx, { organizationId: organization.id, body, status, now });
-  if (result.created) await recordEvent(tx, organization.id, 'user.created', result.user, now);
+  if (result.created) await recordEvent(tx, { organizationId: organization.id, type: 'user.created', data: result.user, createdAt: now });
   return result;
 }
 
@@ -58,6 +58,11 @@ export async function changeUserStatus(
         : `User ${input.userId} is ${user.status} and cannot become ${input.to}.`,
     );
   }
-  await recordEvent(tx, organizationId, 'user.status_changed', { ...updated, previous_status: user.status }, input.now);
+  await recordEvent(tx, {
+    organizationId,
+    type: 'user.status_changed',
+    data: { ...updated, previous_status: user.status },
+    createdAt: input.now,
+  });
   return { user: updated, previous_status: user.status, changed: true };
 }
