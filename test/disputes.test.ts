@@ -1,6 +1,7 @@
 import { randomString } from '../src/ids';
 import { recomputeBalances } from '../src/ledger/accounts';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
+import { expectDocumented } from './support/openapi';
 import { admin, approvedCashIn, eventsAbout, idempotencyKey, workflowRunning } from './support/payments';
 
 describe('SPEC §11 disputes', () => {
@@ -231,7 +232,10 @@ describe('SPEC §11 disputes', () => {
       expect((await prodCall('GET', '/dispute')).status).toBe(200);
       const document: any = await (await fetch(`${production.url}/openapi.json`)).json();
       expect(document.paths['/simulate/dispute']).toBeUndefined();
-      expect(document.paths['/dispute/{id}']).toBeDefined();
+      expectDocumented(document, [
+        ['get', '/dispute', await prodCall('GET', '/dispute')],
+        ['get', '/dispute/{id}', await prodCall('GET', `/dispute/dispute_${randomString(24)}`)],
+      ]);
     } finally {
       await production.stop();
     }

@@ -381,7 +381,8 @@ describe('SPEC §14 operability: the OpenAPI document', () => {
     for (const path of ['/healthz', '/readyz', '/metrics', '/openapi.json', '/docs']) {
       expect({ path, security: document.paths[path]?.get?.security }).toEqual({ path, security: [] });
     }
-    expect(document.paths['/readyz'].get.responses['503'].headers['Retry-After']).toBeDefined();
+    // /readyz's 503 is among the operations whose 503 headers were checked above.
+    expect(Object.keys(document.paths['/readyz'].get.responses)).toEqual(expect.arrayContaining(['200', '503']));
   });
 });
 

@@ -22,6 +22,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { sweepLifecycles } from '../src/ledger/lifecycle';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
 import { statusOf } from './support/payments';
+import { expectDocumented } from './support/openapi';
 
 const HISTORIES_DIR = path.join(__dirname, 'histories');
 
@@ -656,22 +657,29 @@ describe('SPEC §13 operator CLI: ledger commands', () => {
 });
 
 describe('SPEC §14 the OpenAPI document covers the ledger', () => {
-  test('every ledger route is documented, the Transaction schema is exactly the seed fields, and the balance formula is written down', async () => {
+  test('every ledger route answers as documented, the Transaction schema is exactly the seed fields, and the balance formula is written down', async () => {
     const doc = (await (await fetch(`${stack.url}/openapi.json`)).json()) as any;
-    for (const [route, method] of [
-      ['/intent', 'post'],
-      ['/intent', 'get'],
-      ['/intent/{id}', 'get'],
-      ['/intent/{id}/approve', 'post'],
-      ['/intent/{id}/cancel', 'post'],
-      ['/transaction', 'get'],
-      ['/transaction/{id}', 'get'],
-      ['/account', 'get'],
-      ['/account/{id}', 'get'],
-      ['/simulate/transaction/{id}/confirm', 'post'],
-    ] as const) {
-      expect(doc.paths[route]?.[method]).toBeDefined();
-    }
+    const { org, userId, call } = await setup();
+    const cashIn = await createIntent(org, { direction: 'cash_in', user_id: userId, amount: 300 });
+    const manual = await createIntent(org, { direction: 'cash_out', user_id: userId, amount: 100, approval_mode: 'manual' });
+    const other = await createIntent(org, { direction: 'cash_out', user_id: userId, amount: 100, approval_mode: 'manual' });
+    const txnId = cashIn.body.transactions[0].id;
+    expectDocumented(doc, [
+      ['post', '/intent', cashIn],
+      ['post', '/intent', manual],
+      ['post', '/intent', await createIntent(org, { direction: 'cash_in', user_id: userId, amount: 0 })],
+      ['get', '/intent', await call('GET', '/intent')],
+      ['get', '/intent/{id}', await call('GET', `/intent/${cashIn.body.id}`)],
+      ['get', '/intent/{id}', await call('GET', '/intent/intent_sandbox_doesNotExist00000000')],
+      ['post', '/intent/{id}/approve', await call('POST', `/intent/${manual.body.id}/approve`)],
+      ['post', '/intent/{id}/cancel', await call('POST', `/intent/${other.body.id}/cancel`)],
+      ['post', '/intent/{id}/approve', await call('POST', `/intent/${other.body.id}/approve`)],
+      ['post', '/simulate/transaction/{id}/confirm', await call('POST', `/simulate/transaction/${txnId}/confirm`)],
+      ['get', '/transaction', await call('GET', '/transaction')],
+      ['get', '/transaction/{id}', await call('GET', `/transaction/${txnId}`)],
+      ['get', '/account', await call('GET', '/account')],
+      ['get', '/account/{id}', await call('GET', `/account/${org.accountId}`)],
+    ]);
     expect(Object.keys(doc.components.schemas.Transaction.properties).sort()).toEqual(TRANSACTION_KEYS);
     expect(doc.components.schemas.Account.description).toMatch(
       /available = Σ cash_in available and not yet in a transfer − Σ cash_out pending/,

@@ -11,6 +11,7 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 import { SEARCH_ATTRIBUTES_REFRESH_ON_READ, startTemporalDevServer } from '../ops/devServer';
 import { connectTemporal, SEARCH_ATTRIBUTES } from '../src/platform/temporal';
 import { apiClient, createTestOrg, startStack, testConfig, testInfra, type Stack } from './support/harness';
+import { expectDocumented } from './support/openapi';
 import { freePort } from './support/ports';
 import { portOpen, runAdmin, spawnProject, stopGracefully, TSX } from './support/processes';
 
@@ -243,7 +244,11 @@ describe('SPEC §14 operability', () => {
     const document = (await (await fetch(`${stack.url}/openapi.json`)).json()) as any;
     expect(document.openapi).toBe('3.1.0');
     expect(document.info.version).toBe('0.0.1');
-    expect(document.paths['/keys/verify'].post).toBeDefined();
+    const org = await createTestOrg(stack.pool);
+    expectDocumented(document, [
+      ['post', '/keys/verify', await apiClient(stack.url, org.apiKey)('POST', '/keys/verify')],
+      ['post', '/keys/verify', await apiClient(stack.url, null)('POST', '/keys/verify')],
+    ]);
     const docs = await fetch(`${stack.url}/docs/`);
     expect(docs.status).toBe(200);
     expect(await docs.text()).toContain('swagger-ui');

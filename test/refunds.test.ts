@@ -1,6 +1,7 @@
 import { randomString } from '../src/ids';
 import { settlementDateOf } from '../src/ledger/dates';
 import { apiClient, createTestOrg, createTestUser, startStack, type Stack, type TestOrg } from './support/harness';
+import { exampleMismatches, expectDocumented } from './support/openapi';
 import { admin, approvedCashIn, eventsAbout, idempotencyKey, workflowRunning } from './support/payments';
 
 describe('SPEC §11 refunds', () => {
@@ -231,10 +232,17 @@ describe('SPEC §11 refunds', () => {
     expect(JSON.parse(missing.stdout).error.code).toBe('not_found');
   });
 
-  test('refunds are in the OpenAPI document', async () => {
-    const document: any = await (await fetch(`${stack.url}/openapi.json`)).json();
-    expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/refund', '/refund/{id}']));
-    expect(document.components.schemas.Refund).toBeDefined();
-    expect(document.components.schemas.CreateRefund.example).toBeDefined();
+  test('refunds answer as the OpenAPI document says, and its example refund request fits its schema', async () => {
+    const document: unknown = await (await fetch(`${stack.url}/openapi.json`)).json();
+    const intent = await approvedCashIn(call, userId, 300);
+    const refund = await call('POST', '/refund', { intent_id: intent.id, amount: 30 }, idempotencyKey());
+    expectDocumented(document, [
+      ['post', '/refund', refund],
+      ['post', '/refund', await call('POST', '/refund', { intent_id: intent.id, amount: 301 }, idempotencyKey())],
+      ['get', '/refund', await call('GET', '/refund')],
+      ['get', '/refund/{id}', await call('GET', `/refund/${refund.body.id}`)],
+      ['get', '/refund/{id}', await call('GET', `/refund/refund_${randomString(24)}`)],
+    ]);
+    expect(exampleMismatches(document, 'CreateRefund')).toEqual([]);
   });
 });

@@ -10,6 +10,7 @@ import { getUserStatus } from '../src/users/repo';
 import type { UserStatus } from '../src/users/schemas';
 import { changeUserStatus } from '../src/users/service';
 import { apiClient, createTestOrg, createTestUser, startStack, testInfra, type Stack, type TestOrg } from './support/harness';
+import { exampleMismatches, expectDocumented } from './support/openapi';
 import { userBody, type Body } from './support/payments';
 
 function isoDate(offsetDays: number): string {
@@ -1071,12 +1072,26 @@ describe('SPEC §6 users: status lifecycle', () => {
 describe('SPEC §14 operability for users', () => {
   test('/openapi.json documents every user endpoint with examples', async () => {
     const document = (await (await fetch(`${stack.url}/openapi.json`)).json()) as Body;
-    expect(Object.keys(document.paths['/user'])).toEqual(expect.arrayContaining(['get', 'post']));
-    expect(document.paths['/user/{id}'].get).toBeDefined();
-    expect(document.paths['/simulate/user/{id}/suspend'].post).toBeDefined();
-    for (const name of ['UserCreateRequest', 'UserCreated', 'User', 'UserList']) {
-      expect(document.components.schemas[name].example).toBeDefined();
-    }
+    const org = await createTestOrg(stack.pool);
+    const call = apiClient(stack.url, org.apiKey);
+    const created = await call('POST', '/user', userBody());
+    expectDocumented(document, [
+      ['post', '/user', created],
+      [
+        'post',
+        '/user',
+        await call(
+          'POST',
+          '/user',
+          userBody((body) => delete body.email),
+        ),
+      ],
+      ['get', '/user', await call('GET', '/user')],
+      ['get', '/user/{id}', await call('GET', `/user/${created.body.id}`)],
+      ['get', '/user/{id}', await call('GET', `/user/user_${randomString(24)}`)],
+      ['post', '/simulate/user/{id}/suspend', await call('POST', `/simulate/user/${created.body.id}/suspend`)],
+    ]);
+    for (const name of ['UserCreateRequest', 'UserCreated', 'User', 'UserList']) expect(exampleMismatches(document, name)).toEqual([]);
     expect(document.components.schemas.UserCreateRequest.required).toEqual(
       expect.arrayContaining(['name', 'address', 'email', 'date_of_birth', 'government_id', 'identity_verified']),
     );
