@@ -38,7 +38,12 @@ import { startTransactionWorkflow } from '../src/ledger/lifecycle';
 import { getTransactionRow } from '../src/ledger/transactions';
 import { createAccount, createOrganization } from '../src/orgs/repo';
 import { startWindowClose } from '../src/settlement/client';
-import { accountSettlementWorkflowId, settlementProgressQuery } from '../src/settlement/contract';
+import {
+  accountSettlementWorkflowId,
+  memberNotificationProgressQuery,
+  memberNotificationWorkflowId,
+  settlementProgressQuery,
+} from '../src/settlement/contract';
 import { settlementViolations } from '../src/settlement/invariants';
 import { settlementScheduleId } from '../src/settlement/schedule';
 import { createScratchDatabase, startScratchTemporal, topologyFrom } from '../test/support/scratch';
@@ -273,10 +278,19 @@ async function main() {
           [accountId],
         );
         const phase = await client
-          .withDeadline(Date.now() + 1_000, () =>
-            client.workflow.getHandle(accountSettlementWorkflowId(accountId, WINDOW_DATE)).query(settlementProgressQuery),
-          )
-          .then((p) => `${p.phase} (${p.notified} notified)`)
+          .withDeadline(Date.now() + 1_000, async () => {
+            const p = await client.workflow.getHandle(accountSettlementWorkflowId(accountId, WINDOW_DATE)).query(settlementProgressQuery);
+            // A notification pass counts its members live in its own child workflow.
+            const kind = p.phase === 'notifying_assigned' ? 'assigned' : p.phase === 'notifying_settled' ? 'settled' : null;
+            const notified = kind
+              ? (
+                  await client.workflow
+                    .getHandle(memberNotificationWorkflowId(accountId, WINDOW_DATE, kind))
+                    .query(memberNotificationProgressQuery)
+                ).notified
+              : p.notified;
+            return `${p.phase} (${notified} notified)`;
+          })
           .catch(() => 'starting');
         return `${rows.map((r) => `${r.status} ${r.n}`).join(', ')}; workflow ${phase}`;
       };

@@ -5,16 +5,23 @@ import { withTransaction } from '../src/db/pool';
 import { settlementDateOf } from '../src/ledger/dates';
 import { createAccount } from '../src/orgs/repo';
 import { addDays, isBusinessDay } from '../src/settlement/calendar';
-import { accountSettlementWorkflowId, settlementProgressQuery } from '../src/settlement/contract';
+import {
+  accountSettlementWorkflowId,
+  HAND_OFF_ON_SETTLEMENT_DATE_PATCH,
+  memberNotificationWorkflowId,
+  settlementProgressQuery,
+} from '../src/settlement/contract';
 import { handOffTimeOf, transferDateOf, windowCloseDateOf } from '../src/settlement/dates';
 import { settlementViolations } from '../src/settlement/invariants';
 import { streamTransferCsv, TransferReportInvariantError, transferTotals } from '../src/settlement/report';
 import { createWindowTransfer, getTransferRow } from '../src/settlement/repo';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack } from './support/harness';
+import { patchIdsOf } from './support/histories';
 import { expectDocumented } from './support/openapi';
 import { admin } from './support/payments';
 
-const SETTLEMENT_HISTORIES_DIR = path.join(__dirname, 'histories', 'settlement');
+/** Histories of the current shape (notification in its child workflow); test/histories/settlement holds the older one. */
+const SETTLEMENT_HISTORIES_DIR = path.join(__dirname, 'histories', 'settlement-notify-in-child');
 
 /** The API's clock: real time unless a test pins it to a moment. */
 let pinnedNow: Date | null = null;
@@ -191,6 +198,9 @@ describe('SPEC §15 transfers on business days', () => {
     });
     expect((await call('GET', `/transfer/${transfer.id}`)).body.status).toBe('settled');
     await saveHistoryOnce('account_settlement_signal_settled', accountSettlementWorkflowId(org.accountId, '2026-06-09'));
+    for (const kind of ['assigned', 'settled'] as const) {
+      await saveHistoryOnce(`member_notification_${kind}`, memberNotificationWorkflowId(org.accountId, '2026-06-09', kind));
+    }
   });
 
   test.each([
@@ -265,8 +275,7 @@ describe('SPEC §15 transfers on business days', () => {
     const timeoutMs = millisOf(events[timerAt]!.timerStartedEventAttributes!.startToFireTimeout!);
     // Within the millisecond the workflow clock and the event time are each rounded to.
     expect(Math.abs(millisOf(taskStarted.eventTime!) + timeoutMs - handOffAt.getTime())).toBeLessThanOrEqual(1);
-    const patchMarkers = (history.events ?? []).filter((event) => event.markerRecordedEventAttributes?.markerName === 'core_patch');
-    expect(patchMarkers).toHaveLength(1);
+    expect(patchIdsOf(history).filter((id) => id === HAND_OFF_ON_SETTLEMENT_DATE_PATCH)).toHaveLength(1);
     // Held: not handed to the rail, still pending.
     expect(await submittedAt(transfer.id)).toBeNull();
     expect((await call('GET', `/transfer/${transfer.id}`)).body.status).toBe('pending');

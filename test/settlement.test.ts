@@ -8,7 +8,7 @@ import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';
 import { settlementDateOf } from '../src/ledger/dates';
 import { createAccount } from '../src/orgs/repo';
-import { accountSettlementWorkflowId, settlementProgressQuery, settlementTaskQueue } from '../src/settlement/contract';
+import { accountSettlementWorkflowId, SETTLEMENT_PHASES, settlementProgressQuery, settlementTaskQueue } from '../src/settlement/contract';
 import { transferDateOf, windowCloseDateOf, windowDateOfScheduledTime } from '../src/settlement/dates';
 import { settlementViolations } from '../src/settlement/invariants';
 import { createWindowTransfer } from '../src/settlement/repo';
@@ -700,7 +700,7 @@ describe('SPEC §10 settlement survives killed workers', () => {
       // Kill points spread over the settlement: each round picks a phase (building the transfers, telling
       // members, waiting for the network, settling, telling members again), waits until a settlement
       // workflow reaches it, waits a random moment more and kills the worker; the next worker takes over.
-      const order = ['not started', 'building', 'notifying_assigned', 'awaiting_network', 'settling', 'notifying_settled', 'done'];
+      const order: string[] = ['not started', ...SETTLEMENT_PHASES];
       // A query needs a running worker; the deadline keeps it from waiting for one.
       const phaseOf = (accountId: string) =>
         api.temporal

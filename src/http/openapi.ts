@@ -160,59 +160,7 @@ export function buildOpenApiDocument(routes: AnyRoute[], environment: string): o
   });
   for (const route of routes) {
     if (route.sandboxOnly && environment !== 'sandbox') continue;
-    const request: RouteConfig['request'] = {};
-    if (route.params) request.params = route.params as never;
-    if (route.query) request.query = route.query as never;
-    if (route.body) request.body = { content: { 'application/json': { schema: route.body as ZodType } }, required: true };
-    if (route.method === 'post') {
-      const key = z
-        .string()
-        .min(1)
-        .max(255)
-        .openapi({ description: 'Makes retries safe: a repeat within 24 hours replays the first response.' });
-      request.headers = z.object({ 'X-Idempotency-Key': route.idempotency?.requireHeader ? key : key.optional() });
-    }
-    const errorStatuses = new Set([
-      400,
-      401,
-      429,
-      500,
-      503,
-      ...(route.method === 'get' ? [] : [403, 413, 415]),
-      ...(route.method === 'post' ? [409, 422] : []),
-      ...(route.errorStatuses ?? []),
-    ]);
-    const responses: RouteConfig['responses'] = {
-      [route.response.status ?? 200]: {
-        description: route.response.description,
-        headers: RATE_HEADERS,
-        content: {
-          'application/json': { schema: route.response.schema },
-          ...Object.fromEntries(Object.entries(route.response.otherContent ?? {}).map(([type, schema]) => [type, { schema }])),
-        },
-      },
-    };
-    for (const status of [...errorStatuses].sort()) {
-      responses[status] = {
-        description: EDGE_ERRORS[status] ?? 'Error',
-        headers: { ...REQUEST_ID_HEADER, ...ERROR_HEADERS[status] },
-        content: { 'application/json': { schema: errorBodySchema } },
-      };
-    }
-    registry.registerPath({
-      method: route.method,
-      path: route.path,
-      operationId: route.operationId ?? operationIdOf(route.method, route.path),
-      tags: [route.tag],
-      summary: route.summary,
-      // The reference page shows the description, not the summary: a route with no more to say repeats it.
-      description: route.sandboxOnly
-        ? `${route.description ?? ''}\n\nSandbox only: production answers 404.`.trim()
-        : (route.description ?? `${route.summary}.`),
-      security: [{ [bearer.name]: [] }],
-      request,
-      responses,
-    });
+    registry.registerPath(operationOf(route, bearer.name));
   }
   registerOperationalDocs(registry);
   registerWebhookDocs(registry);
@@ -229,6 +177,73 @@ export function buildOpenApiDocument(routes: AnyRoute[], environment: string): o
     servers: [{ url: '/', description: `This deployment (${environment})` }],
     tags: TAGS,
   });
+}
+
+/** One route's operation, authenticated by the API key scheme `securityScheme`. */
+function operationOf(route: AnyRoute, securityScheme: string): RouteConfig {
+  return {
+    method: route.method,
+    path: route.path,
+    operationId: route.operationId ?? operationIdOf(route.method, route.path),
+    tags: [route.tag],
+    summary: route.summary,
+    // The reference page shows the description, not the summary: a route with no more to say repeats it.
+    description: route.sandboxOnly
+      ? `${route.description ?? ''}\n\nSandbox only: production answers 404.`.trim()
+      : (route.description ?? `${route.summary}.`),
+    security: [{ [securityScheme]: [] }],
+    request: requestOf(route),
+    responses: responsesOf(route),
+  };
+}
+
+/** What the route reads: its path, query and body schemas, and on a POST the idempotency key header. */
+function requestOf(route: AnyRoute): RouteConfig['request'] {
+  const request: RouteConfig['request'] = {};
+  if (route.params) request.params = route.params as never;
+  if (route.query) request.query = route.query as never;
+  if (route.body) request.body = { content: { 'application/json': { schema: route.body as ZodType } }, required: true };
+  if (route.method === 'post') {
+    const key = z
+      .string()
+      .min(1)
+      .max(255)
+      .openapi({ description: 'Makes retries safe: a repeat within 24 hours replays the first response.' });
+    request.headers = z.object({ 'X-Idempotency-Key': route.idempotency?.requireHeader ? key : key.optional() });
+  }
+  return request;
+}
+
+/** The route's success answer, then every error status the edge or the route can answer it with. */
+function responsesOf(route: AnyRoute): RouteConfig['responses'] {
+  const errorStatuses = new Set([
+    400,
+    401,
+    429,
+    500,
+    503,
+    ...(route.method === 'get' ? [] : [403, 413, 415]),
+    ...(route.method === 'post' ? [409, 422] : []),
+    ...(route.errorStatuses ?? []),
+  ]);
+  const responses: RouteConfig['responses'] = {
+    [route.response.status ?? 200]: {
+      description: route.response.description,
+      headers: RATE_HEADERS,
+      content: {
+        'application/json': { schema: route.response.schema },
+        ...Object.fromEntries(Object.entries(route.response.otherContent ?? {}).map(([type, schema]) => [type, { schema }])),
+      },
+    },
+  };
+  for (const status of [...errorStatuses].sort()) {
+    responses[status] = {
+      description: EDGE_ERRORS[status] ?? 'Error',
+      headers: { ...REQUEST_ID_HEADER, ...ERROR_HEADERS[status] },
+      content: { 'application/json': { schema: errorBodySchema } },
+    };
+  }
+  return responses;
 }
 
 /** /healthz, /readyz, /metrics, /openapi.json and /docs (SPEC §14): served without an API key, never rate limited. */

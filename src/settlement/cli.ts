@@ -1,6 +1,7 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { InvalidArgumentError } from 'commander';
 import type { CommandRegistrar } from '../cli/registrar';
+import type { Queryable } from '../db/pool';
 import { temporalAddressOf } from '../config';
 import { connectTemporal, temporalConnectionOptions } from '../platform/temporal';
 import { startWindowClose } from './client';
@@ -16,12 +17,22 @@ function calendarDate(value: string): string {
   return value;
 }
 
-function waitMode(value: string): 'none' | 'created' | 'settled' {
+function waitMode(value: string): WaitMode {
   if (value === 'none' || value === 'created' || value === 'settled') return value;
   throw new InvalidArgumentError('must be none, created or settled');
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+type WaitMode = 'none' | 'created' | 'settled';
+interface RunOptions {
+  date: string;
+  account?: string;
+  org?: string;
+  wait: WaitMode;
+}
+type Scope = { accountId: string | undefined; organizationId: string | undefined };
+type TemporalClient = Awaited<ReturnType<typeof connectTemporal>>['client'];
 
 /**
  * `settlement run --date D [--account A] [--org O] [--wait none|created|settled]` (SPEC §13): closes window D
@@ -38,25 +49,12 @@ export const registerSettlementCommands: CommandRegistrar = (program, ctx) => {
     .option('--account <id>', 'only this settlement account')
     .option('--org <id>', "only this organization's accounts")
     .option('--wait <mode>', 'none | created (every transfer built) | settled (every transfer settled, members told)', waitMode, 'created')
-    .action(async (options: { date: string; account?: string; org?: string; wait: 'none' | 'created' | 'settled' }) => {
+    .action(async (options: RunOptions) => {
       const { config, pool, out } = ctx();
       const json = Boolean(program.opts().json);
       const progress = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`);
-      const scope = { accountId: options.account, organizationId: options.org };
-      if (options.account) {
-        const { rows } = await pool.query(`SELECT 1 FROM accounts WHERE id = $1`, [options.account]);
-        if (rows.length === 0) throw new Error(`no account ${options.account}`);
-      }
-      // The accounts this close will settle, known before it starts, so their workflows can be followed.
-      const accounts: string[] = [];
-      for (let after: string | null = null; accounts.length < CLI_LIMITS.accountsMax;) {
-        const page = await repo.accountsToSettle(pool, { windowDate: options.date, ...scope, afterAccountId: after, limit: 1_000 });
-        accounts.push(...page);
-        if (page.length < 1_000) break;
-        after = page[page.length - 1]!;
-      }
-      // A named account is followed even when nothing is eligible any more (its window closed before).
-      if (options.account && !accounts.includes(options.account)) accounts.push(options.account);
+      const scope: Scope = { accountId: options.account, organizationId: options.org };
+      const accounts = await accountsToFollow(pool, options, scope);
       const { connection, client } = await connectTemporal(
         temporalAddressOf(config),
         config.TEMPORAL_NAMESPACE,
@@ -71,31 +69,7 @@ export const registerSettlementCommands: CommandRegistrar = (program, ctx) => {
         progress(`window ${options.date}: closing for ${accounts.length} account(s) (workflow ${started.workflowId})`);
         if (options.wait !== 'none') {
           await client.workflow.getHandle(started.workflowId).result();
-          let pending = new Set(accounts);
-          let lastLine = '';
-          for (;;) {
-            for (const accountId of [...pending]) {
-              const handle = client.workflow.getHandle(accountSettlementWorkflowId(accountId, options.date));
-              // The fan-out has finished: an account without a settlement workflow had nothing to settle.
-              const described = await handle.describe().catch((error: unknown) => {
-                if (error instanceof WorkflowNotFoundError) return null;
-                throw error;
-              });
-              const state = described ? await handle.query(settlementProgressQuery).catch(() => null) : null;
-              const passed = options.wait === 'created' ? state !== null && state.phase !== 'building' : state?.phase === 'done';
-              if (!described || described.status.name === 'COMPLETED' || passed) pending.delete(accountId);
-            }
-            const counts = await repo.windowProgress(pool, { windowDate: options.date, ...scope });
-            const line =
-              `window ${options.date}: ${counts.transfers} transfer(s) created (${counts.members} transactions), ` +
-              `${counts.transfersSettled} settled (${counts.membersSettled}/${counts.members} transactions settled); ` +
-              `${accounts.length - pending.size}/${accounts.length} account(s) ${options.wait}`;
-            if (line !== lastLine) progress(line);
-            lastLine = line;
-            if (pending.size === 0) break;
-            await sleep(CLI_LIMITS.pollMs);
-            pending = new Set(pending);
-          }
+          await followAccounts({ client, pool, options, scope, accounts, progress });
         }
         const transfers = await repo.listTransfersOfWindow(pool, {
           windowDate: options.date,
@@ -115,3 +89,63 @@ export const registerSettlementCommands: CommandRegistrar = (program, ctx) => {
       }
     });
 };
+
+/** The accounts this close will settle, known before it starts, so their workflows can be followed. */
+async function accountsToFollow(pool: Queryable, options: RunOptions, scope: Scope): Promise<string[]> {
+  if (options.account) {
+    const { rows } = await pool.query(`SELECT 1 FROM accounts WHERE id = $1`, [options.account]);
+    if (rows.length === 0) throw new Error(`no account ${options.account}`);
+  }
+  const accounts: string[] = [];
+  for (let after: string | null = null; accounts.length < CLI_LIMITS.accountsMax;) {
+    const page = await repo.accountsToSettle(pool, { windowDate: options.date, ...scope, afterAccountId: after, limit: 1_000 });
+    accounts.push(...page);
+    if (page.length < 1_000) break;
+    after = page[page.length - 1]!;
+  }
+  // A named account is followed even when nothing is eligible any more (its window closed before).
+  if (options.account && !accounts.includes(options.account)) accounts.push(options.account);
+  return accounts;
+}
+
+/** Prints the window's progress whenever it changes until every account's settlement has reached `options.wait`. */
+async function followAccounts(input: {
+  client: TemporalClient;
+  pool: Queryable;
+  options: RunOptions;
+  scope: Scope;
+  accounts: string[];
+  progress: (line: string) => void;
+}): Promise<void> {
+  const { client, pool, options, scope, accounts, progress } = input;
+  let pending = new Set(accounts);
+  let lastLine = '';
+  for (;;) {
+    for (const accountId of [...pending]) {
+      if (await accountReached(client, accountId, options)) pending.delete(accountId);
+    }
+    const counts = await repo.windowProgress(pool, { windowDate: options.date, ...scope });
+    const line =
+      `window ${options.date}: ${counts.transfers} transfer(s) created (${counts.members} transactions), ` +
+      `${counts.transfersSettled} settled (${counts.membersSettled}/${counts.members} transactions settled); ` +
+      `${accounts.length - pending.size}/${accounts.length} account(s) ${options.wait}`;
+    if (line !== lastLine) progress(line);
+    lastLine = line;
+    if (pending.size === 0) break;
+    await sleep(CLI_LIMITS.pollMs);
+    pending = new Set(pending);
+  }
+}
+
+/** Whether the account's settlement of the window has reached `options.wait` (or has nothing to settle). */
+async function accountReached(client: TemporalClient, accountId: string, options: RunOptions): Promise<boolean> {
+  const handle = client.workflow.getHandle(accountSettlementWorkflowId(accountId, options.date));
+  // The fan-out has finished: an account without a settlement workflow had nothing to settle.
+  const described = await handle.describe().catch((error: unknown) => {
+    if (error instanceof WorkflowNotFoundError) return null;
+    throw error;
+  });
+  const state = described ? await handle.query(settlementProgressQuery).catch(() => null) : null;
+  const passed = options.wait === 'created' ? state !== null && state.phase !== 'building' : state?.phase === 'done';
+  return !described || described.status.name === 'COMPLETED' || passed;
+}

@@ -26,7 +26,7 @@ export const SETTLEMENT_LIMITS = {
   fanOutPageSize: 200,
   /** Workflow starts in flight at once from one fan-out activity. */
   fanOutConcurrency: 16,
-  /** Continue-as-new once the settlement workflow's history grows past this many events. */
+  /** Continue-as-new once a notifying workflow's history grows past this many events. */
   historyEventsMax: 10_000,
 };
 
@@ -52,14 +52,34 @@ export interface SettlementWindowResult {
  */
 export const networkSettledSignal = defineSignal('networkSettled');
 
-export type SettlementPhase =
-  'building' | 'notifying_assigned' | 'awaiting_date' | 'awaiting_network' | 'settling' | 'notifying_settled' | 'done';
+/**
+ * The phases of an account's settlement, in the order it passes them (a phase may be skipped: a transfer dated in
+ * the past never waits in `awaiting_date`). The order is what resume logic and progress watchers compare.
+ */
+export const SETTLEMENT_PHASES = [
+  'building',
+  'notifying_assigned',
+  'awaiting_date',
+  'awaiting_network',
+  'settling',
+  'notifying_settled',
+  'done',
+] as const;
+
+export type SettlementPhase = (typeof SETTLEMENT_PHASES)[number];
 
 /**
  * patched() id of the hold before the rail hand-off (SPEC §15). Executions that passed this point on older code
  * replay without it; every new one (and an old one still before it) waits for the transfer's date.
  */
 export const HAND_OFF_ON_SETTLEMENT_DATE_PATCH = 'settlement-hand-off-on-settlement-date';
+
+/**
+ * patched() id of member notification in a child workflow of its own (settlementNotificationWorkflow), decided once
+ * at the start of each run: a run begun on older code keeps notifying from its own history (and continuing as new
+ * itself) to its end; every new run, including one continued as new by older code, notifies through the child.
+ */
+export const NOTIFY_MEMBERS_IN_CHILD_PATCH = 'settlement-notify-members-in-child';
 
 export interface TransferInfo {
   transferId: string;
@@ -72,10 +92,33 @@ export interface TransferInfo {
 /** Where a notification pass over a transfer's members stands: the last member signalled (newest first). */
 export type MemberCursor = { createdAt: string; id: string } | null;
 
+/** What the members of a transfer are told: a cash_out is `assigned` to it; every member is `settled` with it. */
+export type MemberNotice = 'assigned' | 'settled';
+
+/** One pass telling a transfer's members one thing; carried across the notification workflow's continue-as-new. */
+export interface MemberNotificationInput {
+  transferId: string;
+  kind: MemberNotice;
+  /** Where the pass resumes (null: from the newest member). */
+  cursor: MemberCursor;
+  /** Members already told in this pass (signalled, or counted as not running). */
+  notified: number;
+}
+
+export interface MemberNotificationResult {
+  notified: number;
+}
+
+/** Members told so far by a running notification workflow (the account's `settlementProgress` counts a pass once it ends). */
+export const memberNotificationProgressQuery = defineQuery<{ kind: MemberNotice; notified: number }>('memberNotificationProgress');
+
 export interface AccountSettlementInput {
   accountId: string;
   windowDate: string;
-  /** Carried across continue-as-new in very large windows. */
+  /**
+   * Carried across continue-as-new by runs that notify from their own history (begun before notification moved to
+   * its child workflow) in very large windows.
+   */
   resume?: { phase: SettlementPhase; transfer: TransferInfo; cursor: MemberCursor; networkSettled: boolean; notified: number };
 }
 
@@ -92,7 +135,10 @@ export interface SettlementProgress {
   phase: SettlementPhase;
   transferId: string | null;
   transactionCount: number;
-  /** Members signalled in the current notification phase. */
+  /**
+   * Members told in the current notification phase: counted live by a run that notifies from its own history,
+   * when the pass ends by one that notifies through its child (whose `memberNotificationProgress` counts live).
+   */
   notified: number;
   /** While `awaiting_date`: when the transfer goes to the rail (the start of its date, Eastern time). */
   handOffAt?: string;
@@ -103,6 +149,14 @@ export const settlementProgressQuery = defineQuery<SettlementProgress>('settleme
 /** Deterministic workflow ids: one settlement workflow per (account, window), whoever starts it. */
 export function accountSettlementWorkflowId(accountId: string, windowDate: string): string {
   return `settlement-${accountId}-${windowDate}`;
+}
+
+/**
+ * The child workflow telling an account's window members one thing: one per (account, window, notice), so a
+ * repeated start finds the same pass.
+ */
+export function memberNotificationWorkflowId(accountId: string, windowDate: string, kind: MemberNotice): string {
+  return `${accountSettlementWorkflowId(accountId, windowDate)}-notify-${kind}`;
 }
 
 /** One close of window D per scope (an account, an organization, or all). */

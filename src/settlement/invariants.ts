@@ -1,28 +1,25 @@
 import type { Queryable } from '../db/pool';
 
 /**
- * Every settlement invariant of SPEC §10, checked from the outside over the ledger's own tables: the chaos
- * test and the chaos bench call it after killing workers at random points. Returns the violations found
- * (empty when all hold), each a sentence naming what broke.
+ * One invariant's check: a query over the accounts ($1, and the window date as $2 when `windowed`) returning one
+ * `problem` sentence per violation.
  */
-export async function settlementViolations(db: Queryable, input: { accountIds: string[]; windowDate: string }): Promise<string[]> {
-  const violations: string[] = [];
-  const say = (rows: Array<{ problem: string }>) => violations.push(...rows.map((row) => row.problem));
+interface InvariantCheck {
+  windowed: boolean;
+  sql: string;
+}
 
+/** Every settlement invariant of SPEC §10, in the order they are checked. */
+const SETTLEMENT_INVARIANTS: readonly InvariantCheck[] = [
   // One transfer per (account, window), whose signed amount and count are exactly its members'.
-  say(
-    (
-      await db.query<{ problem: string }>(
-        `SELECT format('account %s window %s has %s transfers', account_id, window_date, count(*)) AS problem
+  {
+    windowed: true,
+    sql: `SELECT format('account %s window %s has %s transfers', account_id, window_date, count(*)) AS problem
        FROM transfers WHERE account_id = ANY($1) AND window_date = $2::date GROUP BY account_id, window_date HAVING count(*) > 1`,
-        [input.accountIds, input.windowDate],
-      )
-    ).rows,
-  );
-  say(
-    (
-      await db.query<{ problem: string }>(
-        `SELECT format('transfer %s: %s %s of %s members, but members net %s over %s', tr.id, tr.direction, tr.amount_cents,
+  },
+  {
+    windowed: false,
+    sql: `SELECT format('transfer %s: %s %s of %s members, but members net %s over %s', tr.id, tr.direction, tr.amount_cents,
                    tr.transaction_count, m.net, m.n) AS problem
        FROM transfers tr
        CROSS JOIN LATERAL (SELECT count(*) AS n,
@@ -31,39 +28,27 @@ export async function settlementViolations(db: Queryable, input: { accountIds: s
       WHERE tr.account_id = ANY($1)
         AND (m.n <> tr.transaction_count OR m.net <> CASE tr.direction WHEN 'disbursement' THEN tr.amount_cents ELSE -tr.amount_cents END
              OR (tr.amount_cents = 0 AND tr.direction <> 'disbursement'))`,
-        [input.accountIds],
-      )
-    ).rows,
-  );
+  },
   // Nothing eligible for the window is left behind once it closed.
-  say(
-    (
-      await db.query<{ problem: string }>(
-        `SELECT format('transaction %s (%s %s, date %s) was left out of window %s', id, direction, status, date, $2::text) AS problem
+  {
+    windowed: true,
+    sql: `SELECT format('transaction %s (%s %s, date %s) was left out of window %s', id, direction, status, date, $2::text) AS problem
        FROM transactions WHERE account_id = ANY($1) AND transfer_id IS NULL AND date <= $2::date
         AND ((direction = 'cash_in' AND status = 'available') OR (direction = 'cash_out' AND status = 'pending'))`,
-        [input.accountIds, input.windowDate],
-      )
-    ).rows,
-  );
+  },
   // Members agree with their transfer's status.
-  say(
-    (
-      await db.query<{ problem: string }>(
-        `SELECT format('transaction %s is %s in %s transfer %s', t.id, t.status, tr.status, tr.id) AS problem
+  {
+    windowed: false,
+    sql: `SELECT format('transaction %s is %s in %s transfer %s', t.id, t.status, tr.status, tr.id) AS problem
        FROM transactions t JOIN transfers tr ON tr.id = t.transfer_id
       WHERE t.account_id = ANY($1)
         AND NOT ((tr.status = 'settled' AND t.status = 'settled')
               OR (tr.status = 'pending' AND t.status = CASE t.direction WHEN 'cash_in' THEN 'available' ELSE 'in_transfer' END))`,
-        [input.accountIds],
-      )
-    ).rows,
-  );
+  },
   // Each member's history is exactly its path through the seed's table, each step once.
-  say(
-    (
-      await db.query<{ problem: string }>(
-        `SELECT format('transaction %s history %s does not match status %s', t.id, h.path, t.status) AS problem
+  {
+    windowed: false,
+    sql: `SELECT format('transaction %s history %s does not match status %s', t.id, h.path, t.status) AS problem
        FROM transactions t
        CROSS JOIN LATERAL (SELECT string_agg(to_status, '>' ORDER BY id) AS path FROM transaction_status_history WHERE transaction_id = t.id) h
       WHERE t.account_id = ANY($1) AND t.transfer_id IS NOT NULL
@@ -72,40 +57,28 @@ export async function settlementViolations(db: Queryable, input: { accountIds: s
               WHEN t.direction = 'cash_in' THEN 'pending>available>settled'
               WHEN t.status = 'in_transfer' THEN 'pending>in_transfer'
               ELSE 'pending>in_transfer>settled' END`,
-        [input.accountIds],
-      )
-    ).rows,
-  );
+  },
   // Exactly one event per transfer step and per member transition.
-  say(
-    (
-      await db.query<{ problem: string }>(
-        `SELECT format('transfer %s has %s transfer.created and %s transfer.settled events (status %s)', tr.id, e.created, e.settled, tr.status) AS problem
+  {
+    windowed: false,
+    sql: `SELECT format('transfer %s has %s transfer.created and %s transfer.settled events (status %s)', tr.id, e.created, e.settled, tr.status) AS problem
        FROM transfers tr
        CROSS JOIN LATERAL (SELECT count(*) FILTER (WHERE type = 'transfer.created') AS created,
                                   count(*) FILTER (WHERE type = 'transfer.settled') AS settled
                              FROM events WHERE organization_id = tr.organization_id AND type LIKE 'transfer.%' AND data->>'id' = tr.id) e
       WHERE tr.account_id = ANY($1) AND (e.created <> 1 OR e.settled <> CASE tr.status WHEN 'settled' THEN 1 ELSE 0 END)`,
-        [input.accountIds],
-      )
-    ).rows,
-  );
-  say(
-    (
-      await db.query<{ problem: string }>(
-        `SELECT format('transaction %s has %s transaction.status_changed events to %s', e.data->>'id', count(*), e.data->>'status') AS problem
+  },
+  {
+    windowed: false,
+    sql: `SELECT format('transaction %s has %s transaction.status_changed events to %s', e.data->>'id', count(*), e.data->>'status') AS problem
        FROM events e JOIN transactions t ON t.id = e.data->>'id'
       WHERE t.account_id = ANY($1) AND e.type = 'transaction.status_changed'
       GROUP BY e.data->>'id', e.data->>'status' HAVING count(*) <> 1`,
-        [input.accountIds],
-      )
-    ).rows,
-  );
+  },
   // Balances are exactly what the transactions say.
-  say(
-    (
-      await db.query<{ problem: string }>(
-        `SELECT format('account %s balances %s/%s/%s, transactions say %s/%s/%s', b.account_id, b.pending_cents, b.available_cents,
+  {
+    windowed: false,
+    sql: `SELECT format('account %s balances %s/%s/%s, transactions say %s/%s/%s', b.account_id, b.pending_cents, b.available_cents,
                    b.in_transfer_cents, c.pending, c.available, c.in_transfer) AS problem
        FROM account_balance_totals b
        CROSS JOIN LATERAL (SELECT coalesce(sum(x.pending), 0) AS pending, coalesce(sum(x.available), 0) AS available,
@@ -114,9 +87,20 @@ export async function settlementViolations(db: Queryable, input: { accountIds: s
                             WHERE t.account_id = b.account_id) c
       WHERE b.account_id = ANY($1)
         AND (b.pending_cents, b.available_cents, b.in_transfer_cents) IS DISTINCT FROM (c.pending, c.available, c.in_transfer)`,
-        [input.accountIds],
-      )
-    ).rows,
-  );
+  },
+];
+
+/**
+ * Every settlement invariant of SPEC §10, checked from the outside over the ledger's own tables: the chaos
+ * test and the chaos bench call it after killing workers at random points. Returns the violations found
+ * (empty when all hold), each a sentence naming what broke.
+ */
+export async function settlementViolations(db: Queryable, input: { accountIds: string[]; windowDate: string }): Promise<string[]> {
+  const violations: string[] = [];
+  for (const check of SETTLEMENT_INVARIANTS) {
+    const params = check.windowed ? [input.accountIds, input.windowDate] : [input.accountIds];
+    const { rows } = await db.query<{ problem: string }>(check.sql, params);
+    violations.push(...rows.map((row) => row.problem));
+  }
   return violations;
 }

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 
 /**
@@ -27,3 +28,12 @@ export const silentLogger = {
   warn: () => undefined,
   error: () => undefined,
 };
+
+/** The patched() ids a history's patch markers record, in order (a marker's `patch-data` payload names its id). */
+export function patchIdsOf(history: temporal.api.history.v1.IHistory): string[] {
+  return (history.events ?? []).flatMap((event) => {
+    const marker = event.markerRecordedEventAttributes;
+    const payload = marker?.markerName === 'core_patch' ? marker.details?.['patch-data']?.payloads?.[0] : undefined;
+    return payload ? [defaultPayloadConverter.fromPayload<{ id: string }>(payload).id] : [];
+  });
+}
