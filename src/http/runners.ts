@@ -4,6 +4,7 @@ import { ApiError, errors } from '../errors';
 import { admit, isWrite } from './admission';
 import { advisoryLockId, idempotencyRequest, inflightOf, lockOrReplay, replayOf, storedResponses, storeResponse } from './idempotency';
 import { parseJsonBody, parseWith, rejectUnknownQuery } from './input';
+import { replayedAnswerText, storedAnswerText } from './sealedAnswers';
 import type { AnyRoute, Caller, EdgeDeps, RouteContext, RouteResult } from './route';
 import { beginWrite, checkout } from './writeTransaction';
 
@@ -39,7 +40,7 @@ async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Resp
   if ('stored' in acquired) {
     const replay = replayOf(route, request, acquired.stored)!;
     res.set('Idempotent-Replayed', 'true');
-    sendJsonText(res, replay.status_code, replay.response_body);
+    sendJsonText(res, replay.status_code, replayedAnswerText(deps.config, replay.response_body));
     return;
   }
   const { tx } = acquired;
@@ -58,7 +59,7 @@ async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Resp
     if (replay) {
       res.set('Idempotent-Replayed', 'true');
       status = replay.status_code;
-      text = replay.response_body;
+      text = replayedAnswerText(deps.config, replay.response_body);
     } else {
       const params: unknown = parseWith(route.params, req.params, undefined);
       const query: unknown = parseWith(route.query, req.query, undefined);
@@ -81,7 +82,7 @@ async function runWrite(deps: EdgeDeps, route: AnyRoute, req: Request, res: Resp
         text = JSON.stringify(error.toBody(requestId));
         for (const [name, value] of Object.entries(error.extra.headers ?? {})) res.set(name, value);
       }
-      await storeResponse(tx.client, organizationId, request, { status, text }, now);
+      await storeResponse(tx.client, organizationId, request, { status, text: storedAnswerText(route, deps.config, text) }, now);
       await tx.client.query('COMMIT');
       committed = true;
     }
