@@ -18,10 +18,9 @@ export interface PlainSecrets {
 }
 
 export async function findPlainSecrets(db: Queryable): Promise<PlainSecrets> {
-  const endpoints = await db.query<{ id: string }>(
-    `SELECT id FROM webhook_endpoints WHERE starts_with(secret_sealed, $1) ORDER BY id`,
-    [PLAIN_PREFIX],
-  );
+  const endpoints = await db.query<{ id: string }>(`SELECT id FROM webhook_endpoints WHERE starts_with(secret_sealed, $1) ORDER BY id`, [
+    PLAIN_PREFIX,
+  ]);
   const answers = await db.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM idempotency_keys WHERE endpoint = ANY($1::text[]) AND NOT starts_with(response_body, 'gcm1:')`,
     [ANSWERS_WITH_SECRETS],
@@ -91,4 +90,3 @@ export async function sealPlainSecrets(
   }
   return sealed;
 }
-
