@@ -105,7 +105,8 @@ const fields = z.object({
   SANDBOX_CONFIRM_SECONDS: seconds.default(30),
   SANDBOX_SETTLE_SECONDS: seconds.default(60),
   // Webhooks (SPEC §12): the outbox dispatcher runs in every worker unless turned off; the retry schedule
-  // is configurable so tests can run it in milliseconds; the secret key seals stored signing secrets.
+  // is configurable so tests can run it in milliseconds; the secret key seals stored signing secrets (and
+  // the stored answers that showed them), required in production.
   WEBHOOK_DISPATCHER: z.enum(['on', 'off']).default('on'),
   // SPEC §9: the loop in every worker that starts the workflow of any transaction whose api died between
   // its commit and the workflow start. Off only where another worker of the deployment runs it.
@@ -121,6 +122,14 @@ const fields = z.object({
 
 const schema = fields.superRefine((config, ctx) => {
   for (const [name, message] of temporalConnectionIssues(config)) ctx.addIssue({ code: 'custom', path: [name], message });
+  if (config.LEDGER_ENVIRONMENT === 'production' && config.WEBHOOK_SECRET_KEY === undefined) {
+    // Without it every webhook signing secret, and the answers that showed them, would rest in the clear.
+    ctx.addIssue({
+      code: 'custom',
+      path: ['WEBHOOK_SECRET_KEY'],
+      message: 'must be set in production (32 bytes, base64-encoded: openssl rand -base64 32); it seals webhook signing secrets',
+    });
+  }
 });
 
 export type Config = z.infer<typeof schema>;

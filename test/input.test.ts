@@ -299,14 +299,43 @@ describe('SPEC §5 idempotency: the canonical JSON a body is hashed by', () => {
   });
 });
 
+/** The keys of a JSON object's top level as written, duplicates kept (JSON.parse keeps only the last). */
+function topLevelKeys(text: string): string[] {
+  const keys: string[] = [];
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i];
+    if (char === '"') {
+      let end = i + 1;
+      while (text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      if (
+        depth === 1 &&
+        text
+          .slice(end + 1)
+          .trimStart()
+          .startsWith(':')
+      )
+        keys.push(JSON.parse(text.slice(i, end + 1)) as string);
+      i = end;
+    } else if (char === '{' || char === '[') depth++;
+    else if (char === '}' || char === ']') depth--;
+  }
+  return keys;
+}
+
 describe('SPEC §14 operability: one info log line per request', () => {
   let api: RunningApi;
   const lines: Json[] = [];
+  const rawLines: string[] = [];
 
   beforeAll(async () => {
     const destination = new Writable({
       write(chunk, _encoding, done) {
-        for (const line of String(chunk).split('\n')) if (line.trim()) lines.push(JSON.parse(line));
+        for (const line of String(chunk).split('\n')) {
+          if (!line.trim()) continue;
+          lines.push(JSON.parse(line));
+          rawLines.push(line);
+        }
         done();
       },
     });
@@ -355,6 +384,25 @@ describe('SPEC §14 operability: one info log line per request', () => {
       res: { statusCode: 400 },
       msg: 'request refused by the HTTP server',
     });
+  });
+
+  test('every key is written once in a request line: one route, the matched one (counted in the raw text)', async () => {
+    const matched = await apiClient(api.url, org.apiKey)('GET', '/user?limit=1');
+    const unmatched = await apiClient(api.url, org.apiKey)('GET', '/no-such-route');
+    const refused = await apiClient(api.url, null)('POST', '/intent', {});
+    for (const [response, route] of [
+      [matched, '/user'],
+      [unmatched, 'unmatched'],
+      [refused, '/intent'],
+    ] as const) {
+      const requestId = response.headers.get('x-request-id')!;
+      const raw = rawLines.find((line) => line.includes(`"id":"${requestId}"`) && line.includes('"msg":"request completed"'));
+      expect(raw).toBeDefined();
+      const keys = topLevelKeys(raw!);
+      expect(keys.filter((key) => key === 'route')).toEqual(['route']);
+      expect(keys.filter((key, i) => keys.indexOf(key) !== i)).toEqual([]);
+      expect(JSON.parse(raw!).route).toBe(route);
+    }
   });
 });
 

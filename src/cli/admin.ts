@@ -8,6 +8,7 @@ import { registerRefundCommands } from '../refunds/cli';
 import { registerSettlementCommands } from '../settlement/cli';
 import { registerCalendarCommands, registerSettlementReportCommands } from '../settlement/reportCli';
 import { registerUserCommands } from '../users/cli';
+import { registerWebhookCommands } from '../webhooks/cli';
 import type { CliContext, CommandRegistrar } from './registrar';
 
 /** The operator CLI (SPEC §13): the service operator's tool, never HTTP. */
@@ -185,6 +186,7 @@ export const commandRegistrars: CommandRegistrar[] = [
   registerRefundCommands,
   registerSettlementReportCommands,
   registerCalendarCommands,
+  registerWebhookCommands,
 ];
 
 /** The whole command tree; `ctx` is called only by a command that runs (help and usage errors need no database). */
@@ -214,7 +216,11 @@ export async function runAdmin(argv: string[]): Promise<number> {
   const program = buildAdminProgram(ctx);
   try {
     await program.parseAsync(argv, { from: 'user' });
-    return 0;
+    // A check that found a problem (account verify, webhook verify-secrets) answered and set the exit
+    // code; it is this run's result, taken back so the caller's own process.exitCode assignment keeps it.
+    const code = Number(process.exitCode ?? 0);
+    process.exitCode = undefined;
+    return code;
   } catch (error) {
     const err = error as { code?: string; exitCode?: number; message: string };
     if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;

@@ -36,6 +36,10 @@ function routeLabel(req: Request): string {
   return (req.route as { path?: string } | undefined)?.path ?? 'unmatched';
 }
 
+function finishedRequestProps(req: Request, res: Response, line: object): object {
+  return { ...line, route: routeLabel(req), organization_id: res.locals.organizationId as string | undefined };
+}
+
 /** The app and its edge (what it keeps between requests), which the caller closes after the server. */
 export function createApp(deps: ApiDeps, routes: AnyRoute[]): { app: express.Express; edge: Edge } {
   const edge = new Edge(deps.pool, deps.log);
@@ -69,8 +73,10 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[]): { app: express.Exp
     pinoHttp({
       logger: deps.log,
       genReqId: (_req, res) => res.locals.requestId as string,
-      // Read again when the response finishes: by then the route matched and the caller is known.
-      customProps: (req, res) => ({ route: routeLabel(req as Request), organization_id: res.locals.organizationId as string | undefined }),
+      // Added to the finished line only, when the route matched and the caller is known: pino-http's
+      // customProps is read both at the start and at the end, and its two children each wrote a `route`.
+      customSuccessObject: (req, res, line: object) => finishedRequestProps(req as Request, res as Response, line),
+      customErrorObject: (req, res, _error, line: object) => finishedRequestProps(req as Request, res as Response, line),
       customAttributeKeys: { responseTime: 'duration_ms' },
       serializers: {
         req: (req: { id: string; method: string; url: string; remoteAddress?: string }) => ({

@@ -80,6 +80,11 @@ export interface RouteDef<B = unknown, P = unknown, Q = unknown> {
      * the body itself, so no hash of a secret is stored, and an identical body alone is no duplicate.
      */
     fingerprint?: (body: unknown) => unknown;
+    /**
+     * The answer shows a secret (a webhook's signing secret): its stored copy, replayed to duplicates, is
+     * sealed with WEBHOOK_SECRET_KEY (src/http/sealedAnswers.ts) so the secret never rests in the clear.
+     */
+    sealsAnswer?: boolean;
   };
   /** Exists only in sandbox; production does not route it at all (404). */
   sandboxOnly?: boolean;

@@ -5,6 +5,7 @@ import { admit, isWrite } from './admission';
 import type { Edge } from './edge';
 import { advisoryLockId, executeOrRefuse, idempotencyRequest, lockOrReplay, replayOf, storedResponses, storeResponse } from './idempotency';
 import { parseJsonBody, parseWith, rejectUnknownQuery } from './input';
+import { replayedAnswerText, storedAnswerText } from './sealedAnswers';
 import type { AnyRoute, Caller, EdgeDeps, RouteContext, RouteResult } from './route';
 import { WriteTransaction } from './writeTransaction';
 
@@ -52,7 +53,7 @@ async function runWrite(run: Run) {
   if ('stored' in acquired) {
     const replay = replayOf(route, request, acquired.stored)!;
     res.set('Idempotent-Replayed', 'true');
-    sendJsonText(res, replay.status_code, replay.response_body);
+    sendJsonText(res, replay.status_code, replayedAnswerText(deps.config, replay.response_body));
     return;
   }
   const { tx } = acquired;
@@ -66,7 +67,7 @@ async function runWrite(run: Run) {
     if (replay) {
       res.set('Idempotent-Replayed', 'true');
       status = replay.status_code;
-      text = replay.response_body;
+      text = replayedAnswerText(deps.config, replay.response_body);
     } else {
       const params: unknown = parseWith(route.params, req.params, undefined);
       const query: unknown = parseWith(route.query, req.query, undefined);
@@ -85,7 +86,7 @@ async function runWrite(run: Run) {
         text = JSON.stringify(outcome.refused.toBody(requestId));
         for (const [name, value] of Object.entries(outcome.refused.extra.headers ?? {})) res.set(name, value);
       }
-      await storeResponse(tx.client, { organizationId, request, answer: { status, text }, now });
+      await storeResponse(tx.client, { organizationId, request, answer: { status, text: storedAnswerText(route, deps.config, text) }, now });
       await tx.commit();
       committed = true;
     }

@@ -67,9 +67,6 @@ export interface RunningDispatcher {
  */
 export function startWebhookDispatcher(deps: DispatcherDeps): RunningDispatcher | null {
   if (deps.config.WEBHOOK_DISPATCHER === 'off') return null;
-  if (deps.config.LEDGER_ENVIRONMENT === 'production' && !deps.config.WEBHOOK_SECRET_KEY) {
-    deps.log.warn('WEBHOOK_SECRET_KEY is not set: webhook signing secrets are stored unsealed in the database');
-  }
   let stopped = false;
   const { pause, wake } = interruptiblePause();
   const loop = (async () => {

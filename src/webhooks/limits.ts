@@ -24,4 +24,6 @@ export const WEBHOOK_LIMITS = {
   /** DNS answers considered for one target. */
   dnsAddressesMax: 32,
   dnsTimeoutMs: 5_000,
+  /** Rows `admin webhook seal-secrets` seals per statement (and per progress line). */
+  sealBatchMax: 500,
 };

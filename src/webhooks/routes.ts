@@ -26,6 +26,7 @@ export const webhookRoutes = [
     body: createWebhookBody,
     response: { schema: createdWebhookEndpoint, description: 'The endpoint, with its signing secret (shown once).' },
     errorStatuses: [400, 409],
+    idempotency: { sealsAnswer: true },
     async handler({ op, body }) {
       return registerEndpoint(op, body);
     },

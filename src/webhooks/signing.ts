@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
+import { isSealed, seal, unseal } from '../sealed';
 
 /**
  * Standard Webhooks (standardwebhooks.com) secrets and signatures. A secret is `whsec_` + base64 of random
@@ -32,24 +33,19 @@ export function signPayload(secret: string, messageId: string, timestampSeconds:
 }
 
 /**
- * Stored form of a secret. With WEBHOOK_SECRET_KEY it is AES-256-GCM sealed (`gcm1:` iv|tag|ciphertext), so
- * a database dump alone does not let anyone forge our signatures; without it the secret is stored as is
- * (`plain:`), marked, so turning the key on later seals new endpoints while old ones keep working.
+ * Stored form of a secret. With WEBHOOK_SECRET_KEY (required in production) it is sealed (src/sealed.ts),
+ * so a database dump alone does not let anyone forge our signatures; a sandbox without the key stores it
+ * as is, marked `plain:`, so turning the key on later seals new endpoints while old ones keep working
+ * (`admin webhook seal-secrets` seals the old ones).
  */
+export const PLAIN_PREFIX = 'plain:';
+
 export function sealSecret(secret: string, keyBase64: string | undefined): string {
-  if (!keyBase64) return `plain:${secret}`;
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', Buffer.from(keyBase64, 'base64'), iv);
-  const ciphertext = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
-  return `gcm1:${Buffer.concat([iv, cipher.getAuthTag(), ciphertext]).toString('base64')}`;
+  return keyBase64 ? seal(secret, keyBase64) : `${PLAIN_PREFIX}${secret}`;
 }
 
 export function openSecret(sealed: string, keyBase64: string | undefined): string {
-  if (sealed.startsWith('plain:')) return sealed.slice('plain:'.length);
-  if (!sealed.startsWith('gcm1:')) throw new Error('unknown sealed webhook secret format');
-  if (!keyBase64) throw new Error('this webhook secret is sealed; WEBHOOK_SECRET_KEY is not configured');
-  const raw = Buffer.from(sealed.slice('gcm1:'.length), 'base64');
-  const decipher = createDecipheriv('aes-256-gcm', Buffer.from(keyBase64, 'base64'), raw.subarray(0, 12));
-  decipher.setAuthTag(raw.subarray(12, 28));
-  return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+  if (sealed.startsWith(PLAIN_PREFIX)) return sealed.slice(PLAIN_PREFIX.length);
+  if (!isSealed(sealed)) throw new Error('unknown sealed webhook secret format');
+  return unseal(sealed, keyBase64);
 }

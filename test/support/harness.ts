@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Client, Connection } from '@temporalio/client';
 import { loadConfig, type Config } from '../../src/config';
 import { createPool, type Pool } from '../../src/db/pool';
@@ -26,6 +27,8 @@ export function testInfra() {
   };
 }
 
+const TEST_WEBHOOK_SECRET_KEY = randomBytes(32).toString('base64');
+
 /** Configuration for an in-process stack: the test infrastructure, a task queue of its own, quiet logs. */
 export function testConfig(overrides: Record<string, string> = {}): Config {
   const infra = testInfra();
@@ -40,6 +43,8 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     // queue that may stop before they are done.
     WEBHOOK_DISPATCHER: 'off',
     TRANSACTION_RECONCILER: 'off',
+    // Production refuses to start without it; a key of this run's own keeps production suites starting.
+    ...(overrides.LEDGER_ENVIRONMENT === 'production' ? { WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY } : {}),
     ...overrides,
   });
 }
