@@ -5,7 +5,7 @@ import { TRANSITIONS } from '../src/ledger/contract';
 import { applyTransition, insertTransaction, type TransactionRow } from '../src/ledger/transactions';
 import { createAccount, createOrganization } from '../src/orgs/repo';
 import { createWindowTransfer, settleTransfer } from '../src/settlement/repo';
-import { journalViolations } from '../src/settlement/invariants';
+import { journalViolations } from '../src/journal/invariants';
 import { takeSnapshots } from '../src/journal/repo';
 import { apiClient, createTestOrg, startStack, testInfra, type Stack, type TestOrg } from './support/harness';
 import { admin } from './support/payments';

@@ -3,6 +3,7 @@ import { connectTemporal, temporalConnectionOptions } from '../platform/temporal
 import { temporalAddressOf } from '../config';
 import { NotFoundError } from '../orgs/repo';
 import { reconcileOnce } from './lifecycle';
+import { journalViolations } from '../journal/invariants';
 import { journalChecks } from '../journal/repo';
 import { listAccounts, recomputeBalances, type Balances } from './accounts';
 import { getIntent } from './intents';
@@ -116,15 +117,24 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
           return { account_id: c.account_id, ok: same(c.journal) && same(recomputed), cache: c.cache, journal: c.journal, recomputed };
         }),
       );
+      // The journal's own invariants too: entries that sum to zero, one per transition, snapshots equal to their sums.
+      const problems = (
+        await journalViolations(
+          pool,
+          journal.map((c) => c.account_id),
+        )
+      ).map((row) => row.problem);
+      const ok = checks.every((c) => c.ok) && problems.length === 0;
       out(
-        checks
-          .map(
+        [
+          ...checks.map(
             (c) =>
               `${c.account_id}  ${c.ok ? 'ok' : `MISMATCH cache ${JSON.stringify(c.cache)} journal ${JSON.stringify(c.journal)} transactions ${JSON.stringify(c.recomputed)}`}`,
-          )
-          .join('\n') || '(no accounts)',
-        { organization_id: options.org, ok: checks.every((c) => c.ok), accounts: checks },
+          ),
+          ...problems.map((problem) => `JOURNAL ${problem}`),
+        ].join('\n') || '(no accounts)',
+        { organization_id: options.org, ok, accounts: checks, journal_problems: problems },
       );
-      if (!checks.every((c) => c.ok)) process.exitCode = 1;
+      if (!ok) process.exitCode = 1;
     });
 };
