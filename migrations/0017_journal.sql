@@ -44,8 +44,10 @@ CREATE TABLE journal_entries (
 -- A transition writes its entry once: (transaction, kind) and (transfer, kind) are each entry's identity.
 CREATE UNIQUE INDEX journal_entries_of_transaction ON journal_entries (transaction_id, kind) WHERE transaction_id IS NOT NULL;
 CREATE UNIQUE INDEX journal_entries_of_transfer ON journal_entries (transfer_id, kind) WHERE transfer_id IS NOT NULL;
--- An account's entries newest first (GET /account/{id}/entries) and in a span of time (balances, statements).
-CREATE INDEX journal_entries_by_account ON journal_entries (account_id, created_at DESC, id DESC);
+-- An account's entries newest first (GET /account/{id}/entries) and in a span of time (balances, statements);
+-- the postings' columns ride along so a balance at an instant sums a day of entries from the index alone.
+CREATE INDEX journal_entries_by_account ON journal_entries (account_id, created_at DESC, id DESC)
+  INCLUDE (from_bucket, to_bucket, amount_cents);
 
 -- The postings of every entry, one row per (entry, bucket): what statements and readers sum.
 CREATE VIEW journal_postings AS
