@@ -1561,7 +1561,7 @@ CREATE INDEX intents_list ON public.intents USING btree (organization_id, create
 -- Name: journal_entries_by_account; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX journal_entries_by_account ON public.journal_entries USING btree (account_id, created_at DESC, id DESC);
+CREATE INDEX journal_entries_by_account ON public.journal_entries USING btree (account_id, created_at DESC, id DESC) INCLUDE (from_bucket, to_bucket, amount_cents);
 
 --
 -- Name: journal_entries_of_transaction; Type: INDEX; Schema: public; Owner: -
