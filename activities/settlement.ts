@@ -4,6 +4,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { forEachBounded } from '../src/concurrency';
 import { withTransaction } from '../src/db/pool';
 import { transferAssignedSignal, transferSettledSignal } from '../src/ledger/contract';
+import { takeSnapshots } from '../src/journal/repo';
+import { windowBounds } from '../src/ledger/dates';
 import { memberIdsPage } from '../src/ledger/transactions';
 import { ledgerMetrics } from '../src/metrics';
 import { railFor, type PaymentRail } from '../src/rails';
@@ -87,7 +89,12 @@ export function createSettlementActivities(deps: ActivityDeps, rail: PaymentRail
         });
         const last = accountIds[accountIds.length - 1];
         const nextAfterAccountId = accountIds.length === SETTLEMENT_LIMITS.fanOutPageSize && last ? last : null;
-        if (nextAfterAccountId === null) await observeWindowClosed(deps);
+        if (nextAfterAccountId === null) {
+          // The window's close is every account's daily journal snapshot (SPEC §21); one set-based statement,
+          // kept if already taken, and none for a window that has not ended yet (a sandbox close ahead of time).
+          await takeSnapshots(deps.pool, windowBounds(input.windowDate, deps.config.SETTLEMENT_CUTOFF).end);
+          await observeWindowClosed(deps);
+        }
         return { started, alreadyStarted, nextAfterAccountId };
       });
     },

@@ -8,6 +8,7 @@ import { disputeRoutes } from './disputes/routes';
 import { tokenRoutes } from './tokens/routes';
 import { settlementRoutes } from './settlement/routes';
 import { settlementReportRoutes } from './settlement/reportRoutes';
+import { journalRoutes } from './journal/routes';
 
 /**
  * Every API route, in one list: the api mounts it and /openapi.json documents it. It lives here, at the
@@ -23,4 +24,5 @@ export const allRoutes: AnyRoute[] = [
   ...tokenRoutes,
   ...settlementRoutes,
   ...settlementReportRoutes,
+  ...journalRoutes,
 ];

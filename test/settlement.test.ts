@@ -750,6 +750,12 @@ describe('SPEC §10 settlement survives killed workers', () => {
         );
       }
       expect(await settlementViolations(api.pool, { accountIds: [org.accountId, second.id], windowDate })).toEqual([]);
+      // The window's close took each account's journal snapshot, which the violations above checked against the journal.
+      const { rows: snapshots } = await api.pool.query(
+        `SELECT account_id FROM journal_snapshots WHERE account_id = ANY($1) ORDER BY account_id`,
+        [[org.accountId, second.id]],
+      );
+      expect(snapshots).toHaveLength(2);
       const { rows } = await api.pool.query(`SELECT count(*)::int AS n FROM transactions WHERE id = ANY($1) AND status = 'settled'`, [ids]);
       expect(rows[0].n).toBe(ids.length);
       const transfers = await transfersOf(call, `window_date=${windowDate}`);

@@ -3,6 +3,7 @@ import { databaseUrlOf, loadConfig } from '../config';
 import { createPool } from '../db/pool';
 import { ApiError } from '../errors';
 import * as orgs from '../orgs/repo';
+import { registerJournalCommands } from '../journal/cli';
 import { registerLedgerCommands } from '../ledger/cli';
 import { registerRefundCommands } from '../refunds/cli';
 import { registerSettlementCommands } from '../settlement/cli';
@@ -182,6 +183,7 @@ export const commandRegistrars: CommandRegistrar[] = [
   registerOrgCommands,
   registerUserCommands,
   registerLedgerCommands,
+  registerJournalCommands,
   registerSettlementCommands,
   registerRefundCommands,
   registerSettlementReportCommands,

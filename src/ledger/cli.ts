@@ -3,7 +3,9 @@ import { connectTemporal, temporalConnectionOptions } from '../platform/temporal
 import { temporalAddressOf } from '../config';
 import { NotFoundError } from '../orgs/repo';
 import { reconcileOnce } from './lifecycle';
-import { listAccounts, recomputeBalances } from './accounts';
+import { journalViolations } from '../journal/invariants';
+import { journalChecks } from '../journal/repo';
+import { listAccounts, recomputeBalances, type Balances } from './accounts';
 import { getIntent } from './intents';
 import { awaitingWorkflowSince, getTransactionRow, statusHistory } from './transactions';
 
@@ -103,29 +105,36 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
   account
     .command('verify')
     .requiredOption('--org <id>')
-    .description('recompute every balance from the transactions and compare (exit 1 on a mismatch)')
+    .description('prove every cached balance equals the sums of the journal and what the transactions imply (exit 1 on a mismatch)')
     .action(async (options: { org: string }) => {
       const { pool, out } = ctx();
-      const page = await listAccounts(pool, options.org, { limit: 100 });
+      const journal = await journalChecks(pool, options.org);
       const checks = await Promise.all(
-        page.data.map(async (a) => {
-          const recomputed = await recomputeBalances(pool, a.id);
-          const ok =
-            recomputed.pending === a.balances.pending &&
-            recomputed.available === a.balances.available &&
-            recomputed.in_transfer === a.balances.in_transfer;
-          return { account_id: a.id, ok, maintained: a.balances, recomputed };
+        journal.map(async (c) => {
+          const recomputed = await recomputeBalances(pool, c.account_id);
+          const same = (b: Balances) =>
+            b.pending === c.cache.pending && b.available === c.cache.available && b.in_transfer === c.cache.in_transfer;
+          return { account_id: c.account_id, ok: same(c.journal) && same(recomputed), cache: c.cache, journal: c.journal, recomputed };
         }),
       );
+      // The journal's own invariants too: entries that sum to zero, one per transition, snapshots equal to their sums.
+      const problems = (
+        await journalViolations(
+          pool,
+          journal.map((c) => c.account_id),
+        )
+      ).map((row) => row.problem);
+      const ok = checks.every((c) => c.ok) && problems.length === 0;
       out(
-        checks
-          .map(
+        [
+          ...checks.map(
             (c) =>
-              `${c.account_id}  ${c.ok ? 'ok' : `MISMATCH maintained ${JSON.stringify(c.maintained)} recomputed ${JSON.stringify(c.recomputed)}`}`,
-          )
-          .join('\n') || '(no accounts)',
-        { organization_id: options.org, ok: checks.every((c) => c.ok), accounts: checks },
+              `${c.account_id}  ${c.ok ? 'ok' : `MISMATCH cache ${JSON.stringify(c.cache)} journal ${JSON.stringify(c.journal)} transactions ${JSON.stringify(c.recomputed)}`}`,
+          ),
+          ...problems.map((problem) => `JOURNAL ${problem}`),
+        ].join('\n') || '(no accounts)',
+        { organization_id: options.org, ok, accounts: checks, journal_problems: problems },
       );
-      if (!checks.every((c) => c.ok)) process.exitCode = 1;
+      if (!ok) process.exitCode = 1;
     });
 };

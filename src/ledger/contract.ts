@@ -9,8 +9,9 @@ export const TRANSACTION_STATUSES = ['pending', 'available', 'in_transfer', 'set
 export type TransactionStatus = (typeof TRANSACTION_STATUSES)[number];
 
 /**
- * The transaction state machine (SPEC §9, the seed's table), the one copy the code reads; the database
- * trigger `transactions_after_update` (schema.sql) refuses the same illegal moves a second time.
+ * The transaction state machine (SPEC §9, the seed's table), the one copy the code reads. The database's
+ * copy is the `transaction_transitions` table that the trigger `transactions_after_update` (schema.sql) joins
+ * to refuse any other move; test/journal.test.ts proves the two are the same.
  *   cash_in:  pending → available (the network confirms funds) → settled (its transfer settles)
  *   cash_out: pending → in_transfer (batched into a transfer)   → settled (its transfer settles)
  */

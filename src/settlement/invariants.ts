@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/pool';
+import { journalViolations } from '../journal/invariants';
 
 /**
  * One invariant's check: a query over the accounts ($1, and the window date as $2 when `windowed`) returning one
@@ -75,18 +76,23 @@ const SETTLEMENT_INVARIANTS: readonly InvariantCheck[] = [
       WHERE t.account_id = ANY($1) AND e.type = 'transaction.status_changed'
       GROUP BY e.data->>'id', e.data->>'status' HAVING count(*) <> 1`,
   },
-  // Balances are exactly what the transactions say.
+  // Balances are exactly what the transactions say, and what the journal's postings sum to.
   {
     windowed: false,
-    sql: `SELECT format('account %s balances %s/%s/%s, transactions say %s/%s/%s', b.account_id, b.pending_cents, b.available_cents,
-                   b.in_transfer_cents, c.pending, c.available, c.in_transfer) AS problem
+    sql: `SELECT format('account %s balances %s/%s/%s, transactions say %s/%s/%s, journal %s/%s/%s', b.account_id, b.pending_cents,
+                   b.available_cents, b.in_transfer_cents, c.pending, c.available, c.in_transfer, j.pending, j.available, j.in_transfer) AS problem
        FROM account_balance_totals b
-       CROSS JOIN LATERAL (SELECT coalesce(sum(x.pending), 0) AS pending, coalesce(sum(x.available), 0) AS available,
-                                  coalesce(sum(x.in_transfer), 0) AS in_transfer
-                             FROM transactions t, LATERAL ledger_contribution(t.direction, t.status, t.transfer_id IS NOT NULL, t.amount_cents) x
-                            WHERE t.account_id = b.account_id) c
+       CROSS JOIN LATERAL (SELECT coalesce(sum(amount_cents) FILTER (WHERE direction = 'cash_in' AND status = 'pending'), 0) AS pending,
+                                  coalesce(sum(amount_cents) FILTER (WHERE direction = 'cash_in' AND status = 'available' AND transfer_id IS NULL), 0)
+                                  - coalesce(sum(amount_cents) FILTER (WHERE direction = 'cash_out' AND status = 'pending'), 0) AS available,
+                                  coalesce(sum(amount_cents) FILTER (WHERE direction = 'cash_in' AND status = 'available' AND transfer_id IS NOT NULL), 0)
+                                  - coalesce(sum(amount_cents) FILTER (WHERE direction = 'cash_out' AND status = 'in_transfer'), 0) AS in_transfer
+                             FROM transactions t WHERE t.account_id = b.account_id) c
+       CROSS JOIN LATERAL journal_balance_at(b.account_id, 'infinity') jb
+       CROSS JOIN LATERAL (SELECT jb.pending_cents AS pending, jb.available_cents AS available, jb.in_transfer_cents AS in_transfer) j
       WHERE b.account_id = ANY($1)
-        AND (b.pending_cents, b.available_cents, b.in_transfer_cents) IS DISTINCT FROM (c.pending, c.available, c.in_transfer)`,
+        AND ((b.pending_cents, b.available_cents, b.in_transfer_cents) IS DISTINCT FROM (c.pending, c.available, c.in_transfer)
+             OR (b.pending_cents, b.available_cents, b.in_transfer_cents) IS DISTINCT FROM (j.pending, j.available, j.in_transfer))`,
   },
 ];
 
@@ -102,5 +108,6 @@ export async function settlementViolations(db: Queryable, input: { accountIds: s
     const { rows } = await db.query<{ problem: string }>(check.sql, params);
     violations.push(...rows.map((row) => row.problem));
   }
+  violations.push(...(await journalViolations(db, input.accountIds)));
   return violations;
 }
