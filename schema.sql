@@ -852,6 +852,7 @@ CREATE TABLE public.intents (
     decline_category text,
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
     CONSTRAINT intents_amount_cents_check CHECK ((amount_cents >= 1)),
     CONSTRAINT intents_approval_mode_check CHECK ((approval_mode = ANY (ARRAY['automatic'::text, 'manual'::text]))),
     CONSTRAINT intents_check CHECK (((approval_mode = 'automatic'::text) OR (direction = 'cash_out'::text))),
@@ -862,6 +863,7 @@ CREATE TABLE public.intents (
     CONSTRAINT intents_direction_check CHECK ((direction = ANY (ARRAY['cash_in'::text, 'cash_out'::text]))),
     CONSTRAINT intents_id_check CHECK ((id ~ '^intent_(sandbox|production)_[A-Za-z0-9_-]{16,}$'::text)),
     CONSTRAINT intents_idempotency_key_check CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 255))),
+    CONSTRAINT intents_metadata_check CHECK ((jsonb_typeof(metadata) = 'object'::text)),
     CONSTRAINT intents_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'approved'::text, 'declined'::text, 'canceled'::text])))
 );
 
@@ -965,9 +967,11 @@ CREATE TABLE public.refunds (
     amount_cents bigint NOT NULL,
     currency text DEFAULT 'USD'::text NOT NULL,
     created_at timestamp with time zone NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
     CONSTRAINT refunds_amount_cents_check CHECK ((amount_cents >= 1)),
     CONSTRAINT refunds_currency_check CHECK ((currency = 'USD'::text)),
-    CONSTRAINT refunds_id_check CHECK ((id ~ '^refund_[A-Za-z0-9_-]{16,}$'::text))
+    CONSTRAINT refunds_id_check CHECK ((id ~ '^refund_[A-Za-z0-9_-]{16,}$'::text)),
+    CONSTRAINT refunds_metadata_check CHECK ((jsonb_typeof(metadata) = 'object'::text))
 );
 
 --
@@ -1096,6 +1100,7 @@ CREATE TABLE public.users (
     government_id_state text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
     CONSTRAINT users_address_check CHECK ((jsonb_typeof(address) = 'object'::text)),
     CONSTRAINT users_email_check CHECK (((length(email) >= 3) AND (length(email) <= 254))),
     CONSTRAINT users_first_name_check CHECK (((length(first_name) >= 1) AND (length(first_name) <= 100))),
@@ -1105,6 +1110,7 @@ CREATE TABLE public.users (
     CONSTRAINT users_government_id_type_check CHECK ((government_id_type = ANY (ARRAY['passport'::text, 'drivers_license'::text, 'state_id'::text, 'military_id'::text, 'ssn'::text]))),
     CONSTRAINT users_id_check CHECK ((id ~ '^user_[A-Za-z0-9_-]{16,}$'::text)),
     CONSTRAINT users_last_name_check CHECK (((length(last_name) >= 1) AND (length(last_name) <= 100))),
+    CONSTRAINT users_metadata_check CHECK ((jsonb_typeof(metadata) = 'object'::text)),
     CONSTRAINT users_phone_number_check CHECK ((phone_number ~ '^\+[1-9][0-9]{1,14}$'::text)),
     CONSTRAINT users_status_check CHECK ((status = ANY (ARRAY['created'::text, 'enabled'::text, 'suspended'::text, 'disabled'::text]))),
     CONSTRAINT users_tag_check CHECK (((length(tag) >= 1) AND (length(tag) <= 255)))
@@ -1371,6 +1377,12 @@ CREATE INDEX api_keys_by_org ON public.api_keys USING btree (organization_id, cr
 CREATE INDEX auth_failures_window ON public.auth_failures USING btree (ip, failed_at);
 
 --
+-- Name: disputes_by_intent; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX disputes_by_intent ON public.disputes USING btree (intent_id);
+
+--
 -- Name: disputes_list; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1395,10 +1407,22 @@ CREATE INDEX events_undispatched ON public.events USING btree (seq) WHERE (dispa
 CREATE INDEX idempotency_keys_expiry ON public.idempotency_keys USING btree (created_at);
 
 --
+-- Name: intents_by_user; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX intents_by_user ON public.intents USING btree (organization_id, user_id, created_at DESC, id DESC);
+
+--
 -- Name: intents_list; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX intents_list ON public.intents USING btree (organization_id, created_at DESC, id DESC);
+
+--
+-- Name: intents_metadata; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX intents_metadata ON public.intents USING gin (metadata jsonb_path_ops);
 
 --
 -- Name: payment_tokens_list; Type: INDEX; Schema: public; Owner: -
@@ -1423,6 +1447,12 @@ CREATE INDEX refunds_by_intent ON public.refunds USING btree (intent_id);
 --
 
 CREATE INDEX refunds_list ON public.refunds USING btree (organization_id, created_at DESC, id DESC);
+
+--
+-- Name: refunds_metadata; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX refunds_metadata ON public.refunds USING gin (metadata jsonb_path_ops);
 
 --
 -- Name: transactions_awaiting_workflow_by_age; Type: INDEX; Schema: public; Owner: -
@@ -1477,6 +1507,12 @@ CREATE INDEX users_list ON public.users USING btree (organization_id, created_at
 --
 
 CREATE INDEX users_list_by_status ON public.users USING btree (organization_id, status, created_at DESC, id DESC);
+
+--
+-- Name: users_metadata; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX users_metadata ON public.users USING gin (metadata jsonb_path_ops);
 
 --
 -- Name: users_tag; Type: INDEX; Schema: public; Owner: -
