@@ -15,10 +15,15 @@ export const METADATA_LIMITS = {
   updateKeysMax: 40,
 };
 
-const KEY_RULE = `1 to ${METADATA_LIMITS.keyLengthMax} characters from A-Z, a-z, 0-9, _ and -`;
+const KEY_RULE = `1 to ${METADATA_LIMITS.keyLengthMax} characters from A-Z, a-z, 0-9, _ and - (except \`__proto__\`)`;
 const KEY_PATTERN = new RegExp(`^[A-Za-z0-9_-]{1,${METADATA_LIMITS.keyLengthMax}}$`);
 
 const metadataKey = z.string().regex(KEY_PATTERN);
+/**
+ * `__proto__` fits the pattern but is refused: zod leaves it out of a parsed record (assigning it would set
+ * the prototype), so it would vanish silently instead of being stored or filtered by.
+ */
+const RESERVED_KEY = '__proto__';
 /** OpenAPI 3.1 (JSON Schema) says what keys may be; the generator's metadata type predates `propertyNames`. */
 const KEY_NAMES = { propertyNames: { pattern: KEY_PATTERN.source } } as object;
 
@@ -28,14 +33,21 @@ const metadataValue = z
 
 /** A record of `value` under valid keys, of at most `keysMax` keys; the first key past the limit is the one named. */
 function metadataRecord<V extends z.ZodType>(value: V, keysMax: number) {
-  return z
+  const record = z
     .record(metadataKey, value, {
       error: (issue) => (issue.code === 'invalid_key' ? `is not a valid key: keys are ${KEY_RULE}` : 'must be an object of string values'),
     })
     .superRefine((metadata, ctx) => {
       const keys = Object.keys(metadata);
       if (keys.length > keysMax) ctx.addIssue({ code: 'custom', path: [keys[keysMax]!], message: `exceeds the limit of ${keysMax} keys` });
-    })
+    });
+  return z
+    .preprocess((input, ctx) => {
+      if (typeof input === 'object' && input !== null && Object.hasOwn(input, RESERVED_KEY)) {
+        ctx.addIssue({ code: 'custom', path: [RESERVED_KEY], message: `is not a valid key: keys are ${KEY_RULE}` });
+      }
+      return input;
+    }, record)
     .openapi({ maxProperties: keysMax, ...KEY_NAMES });
 }
 
