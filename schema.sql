@@ -1422,7 +1422,7 @@ CREATE INDEX intents_list ON public.intents USING btree (organization_id, create
 -- Name: intents_metadata; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX intents_metadata ON public.intents USING gin (metadata jsonb_path_ops);
+CREATE INDEX intents_metadata ON public.intents USING gin (metadata jsonb_path_ops) WITH (fastupdate=off);
 
 --
 -- Name: payment_tokens_list; Type: INDEX; Schema: public; Owner: -
@@ -1452,7 +1452,7 @@ CREATE INDEX refunds_list ON public.refunds USING btree (organization_id, create
 -- Name: refunds_metadata; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX refunds_metadata ON public.refunds USING gin (metadata jsonb_path_ops);
+CREATE INDEX refunds_metadata ON public.refunds USING gin (metadata jsonb_path_ops) WITH (fastupdate=off);
 
 --
 -- Name: transactions_awaiting_workflow_by_age; Type: INDEX; Schema: public; Owner: -
@@ -1512,7 +1512,7 @@ CREATE INDEX users_list_by_status ON public.users USING btree (organization_id, 
 -- Name: users_metadata; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX users_metadata ON public.users USING gin (metadata jsonb_path_ops);
+CREATE INDEX users_metadata ON public.users USING gin (metadata jsonb_path_ops) WITH (fastupdate=off);
 
 --
 -- Name: users_tag; Type: INDEX; Schema: public; Owner: -
