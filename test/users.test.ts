@@ -964,7 +964,14 @@ describe('SPEC §6 users: status lifecycle', () => {
     expect(events).toEqual([
       {
         type: 'user.created',
-        data: { id: created.body.id, tag: body.tag, status: 'enabled', identity_verified: true, metadata: {}, created_at: expect.any(String) },
+        data: {
+          id: created.body.id,
+          tag: body.tag,
+          status: 'enabled',
+          identity_verified: true,
+          metadata: {},
+          created_at: expect.any(String),
+        },
       },
     ]);
     expect(JSON.stringify(events)).not.toContain(body.email);
