@@ -21,7 +21,7 @@ import { RESULTS_DIR, writeResults } from './results';
  * The Temporal topology: `npm run bench -- --topology cluster` (or BENCH_TEMPORAL=cluster in the environment)
  * runs the benches that use Temporal (ledger, settlement, report) on `npm run cluster`'s server on Postgres
  * (ops/temporalServer.ts; 4 history shards, persistence and visibility in two fresh databases that
- * are dropped at the end) instead of the dev server; edge and settlementDb do not use Temporal. The flag sets
+ * are dropped at the end) instead of the dev server; edge, settlementDb and search do not use Temporal. The flag sets
  * BENCH_TEMPORAL for every bench it runs, and the summary records it. Process counts of the lifecycle bench
  * pass through the environment: `BENCH_API_PROCESSES=2 BENCH_WORKER_PROCESSES=2 npm run bench -- --topology
  * cluster ledger`. On a Postgres with the default max_connections (100), the cluster's Temporal server
@@ -30,7 +30,7 @@ import { RESULTS_DIR, writeResults } from './results';
  * `npm run bench -- capacity` runs bench/capacity.ts, the per-transaction costs on the cluster topology
  * (docs/production.md); it is not part of the default run.
  */
-const BENCHES = ['edge', 'ledger', 'settlementDb', 'settlement', 'report', 'balances', 'statement', 'journalCost'] as const;
+const BENCHES = ['edge', 'ledger', 'settlementDb', 'settlement', 'report', 'balances', 'statement', 'journalCost', 'search'] as const;
 const OPTIONAL_BENCHES = ['capacity'] as const;
 const REPO_ROOT = path.resolve(__dirname, '..');
 

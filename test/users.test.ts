@@ -752,7 +752,7 @@ describe('SPEC §6 users: tag is unique per organization and makes creation idem
 });
 
 describe('SPEC §6 users: GET /user/{id}', () => {
-  test('answers id, tag, status and created_at, and no personal data', async () => {
+  test('answers id, tag, status, metadata and created_at, and no personal data', async () => {
     const body = userBody((b) => {
       b.phone_number = '+12015550123';
     });
@@ -764,6 +764,7 @@ describe('SPEC §6 users: GET /user/{id}', () => {
       tag: body.tag,
       status: 'enabled',
       identity_verified: true,
+      metadata: {},
       created_at: expect.any(String),
     });
     expect(new Date(response.body.created_at).toISOString()).toBe(response.body.created_at);
@@ -964,7 +965,14 @@ describe('SPEC §6 users: status lifecycle', () => {
     expect(events).toEqual([
       {
         type: 'user.created',
-        data: { id: created.body.id, tag: body.tag, status: 'enabled', identity_verified: true, created_at: expect.any(String) },
+        data: {
+          id: created.body.id,
+          tag: body.tag,
+          status: 'enabled',
+          identity_verified: true,
+          metadata: {},
+          created_at: expect.any(String),
+        },
       },
     ]);
     expect(JSON.stringify(events)).not.toContain(body.email);

@@ -31,10 +31,10 @@ export class Filters {
     this.conditions = [`${organizationColumn} = $1`];
   }
 
-  /** Adds `sql` with its `?` replaced by the next parameter. */
+  /** Adds `sql` with each `?` replaced by the next parameter (one value, however often the condition uses it). */
   add(sql: string, value: unknown): this {
     this.params.push(value);
-    this.conditions.push(sql.replace('?', `$${this.params.length}`));
+    this.conditions.push(sql.replaceAll('?', `$${this.params.length}`));
     return this;
   }
 
@@ -44,7 +44,7 @@ export class Filters {
     return this;
   }
 
-  /** Adds `sql` with its `?` replaced by the next parameter when `value` is given. */
+  /** Adds `sql` with each `?` replaced by the next parameter when `value` is given. */
   optional(sql: string, value: unknown): this {
     return value === undefined || value === null ? this : this.add(sql, value);
   }

@@ -1,11 +1,13 @@
 import type { Queryable } from '../db/pool';
 
-/** SPEC §12's event types. */
+/** SPEC §12's event types, and §18's `*.updated`. */
 export type EventType =
   | 'user.created'
   | 'user.status_changed'
+  | 'user.updated'
   | 'intent.approved'
   | 'intent.declined'
+  | 'intent.updated'
   | 'transaction.created'
   | 'transaction.status_changed'
   | 'transfer.created'

@@ -9,7 +9,7 @@ import type { AnyRoute, EdgeDeps } from './route';
 import { edgeFallback, edgeHandler } from './runners';
 import { ApiError, errors } from '../errors';
 import { ledgerRegistry } from '../metrics';
-import { rejectUnknownQuery } from './input';
+import { parseQueryString, rejectUnknownQuery } from './input';
 import { allowedMethodsOf } from './methods';
 import { buildOpenApiDocument, expressPath, OPERATIONAL_PATHS } from './openapi';
 import { requireHost } from './parserErrors';
@@ -46,7 +46,7 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[]): { app: express.Exp
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', deps.config.TRUST_PROXY);
-  app.set('query parser', 'simple');
+  app.set('query parser', parseQueryString);
 
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });

@@ -1,3 +1,4 @@
+import querystring from 'node:querystring';
 import type { Request } from 'express';
 import type { ZodError, ZodType } from 'zod';
 import { errors, type ErrorDetail } from '../errors';
@@ -102,6 +103,34 @@ export function rejectIllFormedParams(input: unknown): void {
   const found = inputProblem(input, Infinity);
   if (!found) return;
   throw errors.validation([{ param: paramName(found.path), message: PROBLEM_MESSAGES[found.problem] }]);
+}
+
+/** Query parameters that carry a key in brackets (`metadata[order_id]=1234`, SPEC §18). */
+const KEYED_QUERY_PARAM = /^(metadata)\[([^[\]]*)\]$/;
+
+/**
+ * The edge's query parser: node's querystring (Express's 'simple' parser: a repeated name gives an array,
+ * nothing else nests), with each `metadata[KEY]=VALUE` folded into one `metadata` object, so a schema
+ * declares one parameter and names a bad key `metadata.KEY`. Deeper brackets are not folded and stay
+ * unknown parameters. The folded object has no prototype: a key such as `__proto__` is only a key.
+ */
+export function parseQueryString(text: string): Record<string, unknown> {
+  const parsed: Record<string, unknown> = querystring.parse(text);
+  for (const [name, value] of Object.entries(parsed)) {
+    const match = KEYED_QUERY_PARAM.exec(name);
+    if (!match) continue;
+    const [, param, key] = match as unknown as [string, string, string];
+    // `metadata=x` beside `metadata[k]=v`: both stay as sent, and validation names the one it refuses.
+    if (Object.hasOwn(parsed, param) && !isFoldedObject(parsed[param])) continue;
+    parsed[param] ??= Object.create(null) as Record<string, unknown>;
+    (parsed[param] as Record<string, unknown>)[key] = value;
+    delete parsed[name];
+  }
+  return parsed;
+}
+
+function isFoldedObject(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** The parameter names a query schema declares (a zod object's shape); none without a schema. */

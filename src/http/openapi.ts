@@ -80,7 +80,7 @@ export const OPERATIONAL_PATHS = [
 ] as const;
 
 /**
- * A stable operationId from the method and path: `createUser`, `retrieveUser`, `listUsers`, `approveIntent`,
+ * A stable operationId from the method and path: `createUser`, `retrieveUser`, `listUsers`, `updateUser`, `approveIntent`,
  * `listWebhookDeliveries`, `retrieveTransferReport`, `simulateTransferSettle`. A route may name its own.
  */
 export function operationIdOf(method: string, path: string): string {
@@ -100,6 +100,8 @@ export function operationIdOf(method: string, path: string): string {
     return `list${literals.map((word, i) => title(i === literals.length - 1 ? plural(word) : word)).join('')}`;
   }
   if (method === 'delete') return `delete${literals.map(title).join('')}`;
+  // A POST to the resource's own id updates it (`POST /user/{id}`).
+  if (endsWithId) return `update${literals.map(title).join('')}`;
   // A POST ending in a verb after an id acts on that resource (`/intent/{id}/approve`); otherwise it creates.
   if (segments.length > 1 && segments.at(-2)?.startsWith('{')) return `${literals.at(-1)}${literals.slice(0, -1).map(title).join('')}`;
   return `create${literals.map(title).join('')}`;

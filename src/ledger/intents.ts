@@ -1,5 +1,7 @@
 import { Filters, keysetPage, type ListPage } from '../db/paging';
 import type { Queryable } from '../db/pool';
+import type { Metadata } from '../metadata/schemas';
+import { metadataContains } from '../metadata/sql';
 import type { Direction } from './contract';
 import type { DeclineCategory, Intent, IntentListQuery, IntentStatus, Transaction } from './schemas';
 import { transactionsOfSources } from './transactions';
@@ -18,6 +20,7 @@ export interface IntentRow {
   approval_mode: 'automatic' | 'manual';
   status: IntentStatus;
   decline_category: DeclineCategory | null;
+  metadata: Metadata;
   created_at: Date;
 }
 
@@ -34,16 +37,20 @@ export function renderIntent(row: IntentRow, transactions: Transaction[]): Inten
     status: row.status,
     decline_category: row.decline_category,
     transactions,
+    metadata: row.metadata,
     created_at: row.created_at.toISOString(),
   };
 }
 
-/** Records an intent as the caller built it, so what is rendered is exactly what is stored. Events are the caller's. */
-export async function insertIntent(db: Queryable, intent: IntentRow): Promise<void> {
-  await db.query(
+/**
+ * Records an intent as the caller built it and returns the row as stored (jsonb keeps metadata keys in its own
+ * order), so what is rendered is exactly what a later read renders. Events are the caller's.
+ */
+export async function insertIntent(db: Queryable, intent: IntentRow): Promise<IntentRow> {
+  const { rows } = await db.query<IntentRow>(
     `INSERT INTO intents (id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, approval_mode,
-                          status, decline_category, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`,
+                          status, decline_category, metadata, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING *`,
     [
       intent.id,
       intent.organization_id,
@@ -55,9 +62,11 @@ export async function insertIntent(db: Queryable, intent: IntentRow): Promise<vo
       intent.approval_mode,
       intent.status,
       intent.decline_category,
+      JSON.stringify(intent.metadata),
       intent.created_at,
     ],
   );
+  return rows[0]!;
 }
 
 export async function getIntentRow(db: Queryable, organizationId: string, intentId: string, forUpdate = false): Promise<IntentRow | null> {
@@ -80,7 +89,16 @@ export async function decideIntent(
   return rows[0]!;
 }
 
-async function renderIntents(db: Queryable, rows: IntentRow[]): Promise<Intent[]> {
+/** Replaces a locked intent's metadata (the caller merged it); nothing else about the intent changes. */
+export async function updateIntentMetadata(db: Queryable, intentId: string, metadata: Metadata, now: Date): Promise<IntentRow> {
+  const { rows } = await db.query<IntentRow>(
+    `UPDATE intents SET metadata = $2, updated_at = greatest($3::timestamptz, updated_at) WHERE id = $1 RETURNING *`,
+    [intentId, JSON.stringify(metadata), now],
+  );
+  return rows[0]!;
+}
+
+export async function renderIntents(db: Queryable, rows: IntentRow[]): Promise<Intent[]> {
   const txns = await transactionsOfSources(db, rows, 'intent');
   return rows.map((row) => renderIntent(row, txns.get(row.id) ?? []));
 }
@@ -95,6 +113,7 @@ export async function listIntents(db: Queryable, organizationId: string, query: 
     .optional('i.status = ?', query.status)
     .optional('i.direction = ?', query.direction)
     .optional('i.user_id = ?', query.user_id);
+  metadataContains(filters, 'i', query.metadata);
   const page = await keysetPage<IntentRow>(db, { select: 'i.*', from: 'intents i', table: 'intents', alias: 'i', filters, page: query });
   return { ...page, data: await renderIntents(db, page.data) };
 }

@@ -1,4 +1,5 @@
 import { defineRoute, retrieveRoute } from '../http/route';
+import { metadataUpdateBody } from '../metadata/schemas';
 import { listEnvelope, pageQuery } from '../zod';
 import { getAccount, listAccounts } from './accounts';
 import { getIntent, listIntents } from './intents';
@@ -11,7 +12,7 @@ import {
   transactionListQuery,
   transactionSchema,
 } from './schemas';
-import { approveIntent, cancelIntent, confirmCashIn, createIntent } from './service';
+import { approveIntent, cancelIntent, confirmCashIn, createIntent, updateIntent } from './service';
 import { getTransaction, listTransactions } from './transactions';
 
 const intentRoutes = [
@@ -24,7 +25,8 @@ const intentRoutes = [
 - The user must be \`enabled\`; otherwise the intent is \`declined\` with \`decline_category: user_not_enabled\` and nothing moves.
 - \`approval_mode: automatic\` (default): the intent is \`approved\` and one Transaction (type \`intent\`) is recorded in \`pending\`; its lifecycle workflow starts at once.
 - \`approval_mode: manual\` (cash_out only): the intent waits in \`pending\` for POST /intent/{id}/approve or /cancel.
-- \`account_id\` may be left out when the organization has exactly one account (400 \`account_required\` otherwise).`,
+- \`account_id\` may be left out when the organization has exactly one account (400 \`account_required\` otherwise).
+- \`metadata\` (optional): the operator's own key/value pairs, returned on the intent and filterable on GET /intent and GET /transaction.`,
     body: createIntentBody,
     idempotency: { requireHeader: true },
     response: { schema: intentSchema, description: 'The intent, approved, declined or pending.' },
@@ -42,10 +44,26 @@ const intentRoutes = [
     find: getIntent,
   }),
   defineRoute({
+    method: 'post',
+    path: '/intent/{id}',
+    tag: 'Intents',
+    summary: 'Update an intent',
+    description:
+      "Merges `metadata` into the intent's stored metadata: each key given is set, a `null` value deletes its key, other keys stay. Any status may be updated; money, status and transactions never change here. The merged metadata holds at most 20 keys; a request that would exceed it is a 400 naming the first key past the limit and changes nothing. Emits `intent.updated` with the intent. Another organization's intent id answers 404, exactly like an unknown one.",
+    params: idParams,
+    body: metadataUpdateBody,
+    errorStatuses: [404],
+    response: { schema: intentSchema, description: 'The intent with its merged metadata.' },
+    async handler({ op, params, body }) {
+      return updateIntent(op, params.id, body);
+    },
+  }),
+  defineRoute({
     method: 'get',
     path: '/intent',
     tag: 'Intents',
     summary: 'List intents, newest first',
+    description: '`metadata[KEY]=VALUE` keeps intents whose metadata holds exactly that value (several keys: all of them).',
     query: intentListQuery,
     response: { schema: listEnvelope(intentSchema).openapi('IntentList'), description: 'A page of intents.' },
     async handler({ caller, db, query }) {
@@ -96,7 +114,8 @@ const transactionRoutes = [
     path: '/transaction',
     tag: 'Transactions',
     summary: 'List transactions, newest first',
-    description: 'Filters combine with AND. `date` is the settlement date; `created_at.gte` / `created_at.lt` bound the recording time.',
+    description:
+      "Filters combine with AND. `date` is the settlement date; `created_at.gte` / `created_at.lt` bound the recording time. `user_id` and `metadata[KEY]=VALUE` select through the transaction's source: the intent that made it (for refunds and disputes, the intent they return money from, for `user_id`; the refund's own metadata, for `metadata`).",
     query: transactionListQuery,
     response: { schema: listEnvelope(transactionSchema).openapi('TransactionList'), description: 'A page of transactions.' },
     async handler({ caller, db, query }) {

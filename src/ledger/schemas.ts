@@ -1,3 +1,4 @@
+import { metadataField, metadataFilter, metadataSchema } from '../metadata/schemas';
 import { pageQuery, z, dateString, dateTime, idExample } from '../zod';
 import { DIRECTIONS, TRANSACTION_STATUSES } from './contract';
 
@@ -80,6 +81,7 @@ export const intentSchema = z
     status: intentStatusSchema,
     decline_category: declineCategorySchema.nullable(),
     transactions: z.array(transactionSchema),
+    metadata: metadataSchema,
     created_at: z.string().openapi({ format: 'date-time' }),
   })
   .openapi('Intent');
@@ -93,24 +95,36 @@ export const paymentAmountSchema = z
   .max(LEDGER_LIMITS.amountCentsMax)
   .openapi({ description: 'US cents, 1 to 1,000,000,000.', example: 1250 });
 
+/**
+ * The fields of one intent a client asks for: POST /intent's body, and each item of a batch (with its own
+ * idempotency key beside them). Checked with `refineIntentBody`.
+ */
+export const intentBodyShape = {
+  direction: directionSchema,
+  user_id: z.string().min(1).max(100),
+  amount: paymentAmountSchema,
+  currency: z.literal('USD'),
+  account_id: z.string().min(1).max(100).optional().openapi({ description: 'Required when the organization has several accounts.' }),
+  approval_mode: z.enum(['automatic', 'manual']).default('automatic').openapi({
+    description: '`manual` (cash_out only) keeps the intent pending until POST /intent/{id}/approve or /cancel.',
+  }),
+  metadata: metadataField,
+};
+
+/** The rules across an intent body's fields. */
+export function refineIntentBody(body: { approval_mode: 'automatic' | 'manual'; direction: Direction }, ctx: z.RefinementCtx): void {
+  if (body.approval_mode === 'manual' && body.direction !== 'cash_out') {
+    ctx.addIssue({ code: 'custom', path: ['approval_mode'], message: 'manual approval exists for cash_out only' });
+  }
+}
+
 export const createIntentBody = z
-  .object({
-    direction: directionSchema,
-    user_id: z.string().min(1).max(100),
-    amount: paymentAmountSchema,
-    currency: z.literal('USD'),
-    account_id: z.string().min(1).max(100).optional().openapi({ description: 'Required when the organization has several accounts.' }),
-    approval_mode: z.enum(['automatic', 'manual']).default('automatic').openapi({
-      description: '`manual` (cash_out only) keeps the intent pending until POST /intent/{id}/approve or /cancel.',
-    }),
-  })
+  .object(intentBodyShape)
   .strict()
-  .superRefine((body, ctx) => {
-    if (body.approval_mode === 'manual' && body.direction !== 'cash_out') {
-      ctx.addIssue({ code: 'custom', path: ['approval_mode'], message: 'manual approval exists for cash_out only' });
-    }
-  })
-  .openapi('CreateIntent');
+  .superRefine(refineIntentBody)
+  .openapi('CreateIntent', {
+    example: { direction: 'cash_in', user_id: idExample('user'), amount: 1250, currency: 'USD', metadata: { order_id: 'order-1234' } },
+  });
 export type CreateIntentBody = z.infer<typeof createIntentBody>;
 
 export const balancesSchema = z
@@ -149,6 +163,15 @@ export const idParams = z.object({ id: z.string().min(1).max(100) });
 
 export const transactionListQuery = pageQuery.extend({
   status: transactionStatusSchema.optional(),
+  user_id: z
+    .string()
+    .max(100)
+    .optional()
+    .openapi({ description: "Only transactions of this user's intents, and of their refunds and disputes." }),
+  metadata: metadataFilter.openapi({
+    description:
+      '`metadata[KEY]=VALUE`: only transactions whose source (the intent or refund that made it) holds exactly this value under KEY; several keys must all match. Dispute transactions have no metadata of their own and never match.',
+  }),
   direction: directionSchema.optional(),
   type: transactionTypeSchema.optional(),
   account_id: z.string().max(100).optional(),
@@ -163,5 +186,6 @@ export const intentListQuery = pageQuery.extend({
   status: intentStatusSchema.optional(),
   direction: directionSchema.optional(),
   user_id: z.string().max(100).optional(),
+  metadata: metadataFilter,
 });
 export type IntentListQuery = z.infer<typeof intentListQuery>;

@@ -1,12 +1,13 @@
 import { errors } from '../errors';
 import { recordEvent } from '../events/outbox';
 import { newId } from '../ids';
+import { mergeMetadata, type MetadataUpdateBody } from '../metadata/schemas';
 import type { Environment } from '../orgs/keys';
 import type { Op, Outcome } from '../services';
 import { getUserStatus } from '../users/repo';
 import { lookupIntentParties } from './accounts';
 import { settlementDateOf } from './dates';
-import { decideIntent, getIntentRow, insertIntent, renderIntent, type IntentRow } from './intents';
+import { decideIntent, getIntentRow, insertIntent, renderIntent, renderIntents, updateIntentMetadata, type IntentRow } from './intents';
 import { afterCommitStart, signalConfirmFunds } from './lifecycle';
 import type { CreateIntentBody, DeclineCategory, Intent, Transaction, TransactionType } from './schemas';
 import { getTransactionRow, insertTransaction, type TransactionRow } from './transactions';
@@ -71,7 +72,7 @@ export async function createIntent(
     throw account.reason === 'required' ? errors.accountRequired() : errors.resourceMissing('account_id', input.account_id ?? '');
   if (userStatus === null) throw errors.resourceMissing('user_id', input.user_id);
   const declineCategory = userStatus === 'enabled' ? (options.declineCategory ?? null) : 'user_not_enabled';
-  const intent: IntentRow = {
+  const intent = await insertIntent(op.db, {
     id: newId(options.environment === 'production' ? 'intent_production' : 'intent_sandbox'),
     organization_id: op.organizationId,
     account_id: account.accountId,
@@ -83,9 +84,9 @@ export async function createIntent(
     approval_mode: input.approval_mode,
     status: declineCategory ? 'declined' : input.approval_mode === 'manual' ? 'pending' : 'approved',
     decline_category: declineCategory,
+    metadata: input.metadata ?? {},
     created_at: op.now,
-  };
-  await insertIntent(op.db, intent);
+  });
   if (intent.status === 'approved') return approve(op, intent);
   if (intent.status === 'declined') return decline(op, intent);
   return { body: renderIntent(intent, []) };
@@ -115,6 +116,19 @@ export async function cancelIntent(op: Op, intentId: string): Promise<Outcome<In
   return {
     body: renderIntent(await decideIntent(op.db, { intentId: intent.id, status: 'canceled', declineCategory: null, now: op.now }), []),
   };
+}
+
+/**
+ * POST /intent/{id} (SPEC §18): merges the given metadata keys into the stored ones (`null` deletes a key)
+ * under the row's lock, whatever the intent's status; money and status are untouched. Emits intent.updated.
+ */
+export async function updateIntent(op: Op, intentId: string, body: MetadataUpdateBody): Promise<Outcome<Intent>> {
+  const intent = await getIntentRow(op.db, op.organizationId, intentId, true);
+  if (!intent) throw errors.notFound('intent', intentId);
+  const updated = await updateIntentMetadata(op.db, intent.id, mergeMetadata(intent.metadata, body.metadata), op.now);
+  const [rendered] = await renderIntents(op.db, [updated]);
+  await recordEvent(op.db, op.organizationId, 'intent.updated', rendered, op.now);
+  return { body: rendered! };
 }
 
 /** Sandbox: the network confirms a pending cash_in now; the move to `available` happens in its workflow. */

@@ -2,6 +2,7 @@ import { Filters, keysetPage, type ListPage, type PageRequest } from '../db/pagi
 import type { Queryable } from '../db/pool';
 import { recordEvent } from '../events/outbox';
 import { newId } from '../ids';
+import { sourceMetadataContains } from '../metadata/sql';
 import { transitionKind, type Direction, type TransactionStatus } from './contract';
 import type { Transaction, TransactionListQuery, TransactionType } from './schemas';
 
@@ -131,6 +132,15 @@ async function pageOfTransactions(db: Queryable, filters: Filters, page: PageReq
   return { ...found, data: found.data.map((row) => row.json) };
 }
 
+/**
+ * The ids of everything whose transactions belong to the user `?`: the user's intents, and the refunds and
+ * disputes of those intents (intents_by_user, refunds_by_intent, disputes_by_intent).
+ */
+const SOURCES_OF_USER = `SELECT s.id FROM intents i
+  CROSS JOIN LATERAL (SELECT i.id UNION ALL SELECT r.id FROM refunds r WHERE r.intent_id = i.id
+                      UNION ALL SELECT d.id FROM disputes d WHERE d.intent_id = i.id) s
+  WHERE i.organization_id = $1 AND i.user_id = ?`;
+
 export async function listTransactions(db: Queryable, organizationId: string, query: TransactionListQuery): Promise<ListPage<Transaction>> {
   const filters = new Filters('t.organization_id', organizationId)
     .optional('t.status = ?', query.status)
@@ -140,8 +150,9 @@ export async function listTransactions(db: Queryable, organizationId: string, qu
     .optional('t.date = ?::date', query.date)
     .optional('t.transfer_id = ?', query.transfer_id)
     .optional('t.created_at >= ?::timestamptz', query['created_at.gte'])
-    .optional('t.created_at < ?::timestamptz', query['created_at.lt']);
-  return pageOfTransactions(db, filters, query);
+    .optional('t.created_at < ?::timestamptz', query['created_at.lt'])
+    .optional(`t.source_id = ANY (ARRAY(${SOURCES_OF_USER}))`, query.user_id);
+  return pageOfTransactions(db, sourceMetadataContains(filters, 't', query.metadata), query);
 }
 
 /** A page of a transfer's transactions, newest first. */

@@ -1,6 +1,8 @@
 import { Filters, keysetPage, type ListPage } from '../db/paging';
 import type { Queryable } from '../db/pool';
 import type { Transaction } from '../ledger/schemas';
+import type { Metadata } from '../metadata/schemas';
+import { metadataContains } from '../metadata/sql';
 import { transactionsOfSources } from '../ledger/transactions';
 import type { Refund, RefundListQuery } from './schemas';
 
@@ -13,6 +15,7 @@ export interface RefundRow {
   account_id: string;
   amount_cents: number;
   currency: 'USD';
+  metadata: Metadata;
   created_at: Date;
 }
 
@@ -28,6 +31,7 @@ export function renderRefund(row: RefundRow, txn: Transaction): Refund {
     currency: row.currency,
     status: txn.status === 'settled' ? 'succeeded' : 'pending',
     transaction: txn,
+    metadata: row.metadata,
     created_at: row.created_at.toISOString(),
   };
 }
@@ -43,8 +47,9 @@ export async function intentReturnedCents(db: Queryable, intentId: string): Prom
 
 export async function insertRefund(db: Queryable, row: Omit<RefundRow, 'currency'>): Promise<RefundRow> {
   const { rows } = await db.query<RefundRow>(
-    `INSERT INTO refunds (id, organization_id, intent_id, account_id, amount_cents, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-    [row.id, row.organization_id, row.intent_id, row.account_id, row.amount_cents, row.created_at],
+    `INSERT INTO refunds (id, organization_id, intent_id, account_id, amount_cents, metadata, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+    [row.id, row.organization_id, row.intent_id, row.account_id, row.amount_cents, JSON.stringify(row.metadata), row.created_at],
   );
   return rows[0]!;
 }
@@ -70,6 +75,7 @@ export async function getRefund(db: Queryable, organizationId: string | null, re
 
 export async function listRefunds(db: Queryable, organizationId: string, query: RefundListQuery): Promise<ListPage<Refund>> {
   const filters = new Filters('r.organization_id', organizationId).optional('r.intent_id = ?', query.intent_id);
+  metadataContains(filters, 'r', query.metadata);
   const page = await keysetPage<RefundRow>(db, { select: 'r.*', from: 'refunds r', table: 'refunds', alias: 'r', filters, page: query });
   return { ...page, data: await withTransactions(db, page.data) };
 }

@@ -1,3 +1,4 @@
+import { metadataField, metadataFilter, metadataSchema } from '../metadata/schemas';
 import { pageQuery, z } from '../zod';
 import { LEDGER_LIMITS, transactionSchema } from '../ledger/schemas';
 
@@ -17,6 +18,7 @@ export const refundSchema = z
     currency: z.literal('USD'),
     status: refundStatusSchema,
     transaction: transactionSchema.openapi({ description: 'The cash_out Transaction of type `refund` (source_id = this refund).' }),
+    metadata: metadataSchema,
     created_at: z.string().openapi({ format: 'date-time', example: '2026-11-21T15:04:05.000Z' }),
   })
   .openapi('Refund', {
@@ -37,12 +39,16 @@ export const createRefundBody = z
         'US cents, at most what is left of the intent (its amount minus earlier refunds and disputes not won). Omitted: all that is left.',
       example: 500,
     }),
+    metadata: metadataField,
   })
   .strict()
-  .openapi('CreateRefund', { example: { intent_id: 'intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4', amount: 500 } });
+  .openapi('CreateRefund', {
+    example: { intent_id: 'intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4', amount: 500, metadata: { return_id: 'rma-7731' } },
+  });
 export type CreateRefundBody = z.infer<typeof createRefundBody>;
 
 export const refundListQuery = pageQuery.extend({
   intent_id: z.string().max(100).optional().openapi({ description: 'Only refunds of this intent.' }),
+  metadata: metadataFilter,
 });
 export type RefundListQuery = z.infer<typeof refundListQuery>;

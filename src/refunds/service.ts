@@ -50,6 +50,7 @@ export async function createRefund(op: Op, input: CreateRefundBody): Promise<Out
     intent_id: intent.id,
     account_id: intent.account_id,
     amount_cents: amountCents,
+    metadata: input.metadata ?? {},
     created_at: op.now,
   });
   const { row, afterCommit } = await recordTransaction(op, {

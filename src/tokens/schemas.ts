@@ -1,4 +1,5 @@
 import { z } from '../zod';
+import { metadataField } from '../metadata/schemas';
 import { directionSchema, paymentAmountSchema } from '../ledger/schemas';
 import { abaValid, cardBrand, cvcLength, luhnValid } from './checks';
 
@@ -143,7 +144,10 @@ export const authorizeBody = z
       .max(100)
       .optional()
       .openapi({ description: 'Required when the organization has several settlement accounts.' }),
+    metadata: metadataField,
   })
   .strict()
-  .openapi('Authorize', { example: { token: exampleId('token'), amount: 1250, currency: 'USD', direction: 'cash_in' } });
+  .openapi('Authorize', {
+    example: { token: exampleId('token'), amount: 1250, currency: 'USD', direction: 'cash_in', metadata: { order_id: 'order-1234' } },
+  });
 export type AuthorizeBody = z.infer<typeof authorizeBody>;

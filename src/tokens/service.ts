@@ -69,6 +69,7 @@ export async function authorize(op: Op, input: AuthorizeBody, environment: Envir
       currency: input.currency,
       account_id: input.account_id,
       approval_mode: 'automatic',
+      metadata: input.metadata,
     },
     { environment, idempotencyKey: token.id, declineCategory },
   );

@@ -1,6 +1,8 @@
 import { Filters, keysetPage, type ListPage, type PageRequest } from '../db/paging';
 import type { Queryable } from '../db/pool';
 import { newId } from '../ids';
+import type { Metadata } from '../metadata/schemas';
+import { metadataContains } from '../metadata/sql';
 import type { User, UserCreateBody, UserStatus } from './schemas';
 
 /** The SQL owned by users and their status history (migrations/0004_users.sql). */
@@ -11,18 +13,20 @@ interface UserRow {
   tag: string | null;
   status: UserStatus;
   identity_verified: boolean;
+  metadata: Metadata;
   created_at: Date;
 }
 
 /** Only the columns the API shows; personal data stays in the table. */
-const PUBLIC_COLUMNS = 'id, organization_id, tag, status, identity_verified, created_at';
+const PUBLIC_COLUMNS = 'id, organization_id, tag, status, identity_verified, metadata, created_at';
 
-export function toUser(row: Pick<UserRow, 'id' | 'tag' | 'status' | 'identity_verified' | 'created_at'>): User {
+export function toUser(row: Pick<UserRow, 'id' | 'tag' | 'status' | 'identity_verified' | 'metadata' | 'created_at'>): User {
   return {
     id: row.id,
     tag: row.tag,
     status: row.status,
     identity_verified: row.identity_verified,
+    metadata: row.metadata,
     created_at: row.created_at.toISOString(),
   };
 }
@@ -85,8 +89,8 @@ export async function insertUser(
   };
   const { rows } = await db.query<UserRow>(
     `INSERT INTO users (id, organization_id, tag, status, identity_verified, first_name, last_name, email, date_of_birth,
-                        phone_number, address, government_id_type, government_id_last4, government_id_state, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)
+                        phone_number, address, government_id_type, government_id_last4, government_id_state, metadata, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16)
      ON CONFLICT (organization_id, tag) WHERE tag IS NOT NULL DO NOTHING
      RETURNING ${PUBLIC_COLUMNS}`,
     [
@@ -104,6 +108,7 @@ export async function insertUser(
       body.government_id.type,
       body.government_id.last4,
       body.government_id.state ?? null,
+      JSON.stringify(body.metadata ?? {}),
       input.now,
     ],
   );
@@ -118,9 +123,13 @@ export async function insertUser(
 export async function listUsers(
   db: Queryable,
   organizationId: string,
-  page: PageRequest & { status?: UserStatus | undefined },
+  page: PageRequest & { status?: UserStatus | undefined; metadata?: Metadata | undefined },
 ): Promise<ListPage<User>> {
-  const filters = new Filters('u.organization_id', organizationId).optional('u.status = ?', page.status);
+  const filters = metadataContains(
+    new Filters('u.organization_id', organizationId).optional('u.status = ?', page.status),
+    'u',
+    page.metadata,
+  );
   const found = await keysetPage<UserRow>(db, { select: PUBLIC_COLUMNS, from: 'users u', table: 'users', alias: 'u', filters, page });
   return { ...found, data: found.data.map(toUser) };
 }
@@ -153,4 +162,13 @@ export async function updateUserStatus(db: Queryable, userId: string, to: UserSt
     [userId, to, now],
   );
   return rows[0] ? toUser(rows[0]) : null;
+}
+
+/** Replaces a locked user's metadata (the caller merged it); the status and its history are untouched. */
+export async function updateUserMetadata(db: Queryable, userId: string, metadata: Metadata, now: Date): Promise<User> {
+  const { rows } = await db.query<UserRow>(
+    `UPDATE users SET metadata = $2, updated_at = greatest($3::timestamptz, updated_at) WHERE id = $1 RETURNING ${PUBLIC_COLUMNS}`,
+    [userId, JSON.stringify(metadata), now],
+  );
+  return toUser(rows[0]!);
 }

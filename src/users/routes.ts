@@ -1,7 +1,8 @@
 import { defineRoute, retrieveRoute } from '../http/route';
 import * as repo from './repo';
+import { metadataUpdateBody } from '../metadata/schemas';
 import { userCreateBody, userCreated, userIdParams, userList, userListQuery, userSchema } from './schemas';
-import { changeUserStatus, createUser } from './service';
+import { changeUserStatus, createUser, updateUser } from './service';
 
 /** SPEC §6: POST /user, GET /user/{id}, GET /user, and the sandbox's POST /simulate/user/{id}/suspend. */
 export const userRoutes = [
@@ -36,12 +37,30 @@ export const userRoutes = [
     find: repo.getUser,
   }),
   defineRoute({
+    method: 'post',
+    path: '/user/{id}',
+    tag: 'Users',
+    summary: 'Update a user',
+    description: [
+      "Merges `metadata` into the user's stored metadata: each key given is set, a `null` value deletes its key, other keys stay.",
+      'The merged metadata holds at most 20 keys; a request that would exceed it is a 400 naming the first key past the limit and changes nothing.',
+      "Emits `user.updated` with the user. Another organization's user id answers 404, exactly like an unknown one.",
+    ].join(' '),
+    params: userIdParams,
+    body: metadataUpdateBody,
+    errorStatuses: [404],
+    response: { schema: userSchema, description: 'The user with its merged metadata.' },
+    async handler({ caller, db, params, body, now }) {
+      return { body: await updateUser(db, { organizationId: caller.organization.id, userId: params.id, body, now }) };
+    },
+  }),
+  defineRoute({
     method: 'get',
     path: '/user',
     tag: 'Users',
     summary: 'List users',
     description:
-      "Newest first. Page with `limit` and the previous page's `next_cursor`; rows created while paging never cause skips or repeats.",
+      "Newest first. Page with `limit` and the previous page's `next_cursor`; rows created while paging never cause skips or repeats. `metadata[KEY]=VALUE` keeps users whose metadata holds exactly that value (several keys: all of them).",
     query: userListQuery,
     response: { schema: userList, description: 'One page of users.' },
     async handler({ caller, db, query }) {

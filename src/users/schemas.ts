@@ -1,4 +1,5 @@
 import countries from 'i18n-iso-countries';
+import { metadataField, metadataFilter, metadataSchema } from '../metadata/schemas';
 import { listEnvelope, pageQuery, z } from '../zod';
 
 /**
@@ -253,6 +254,7 @@ export const userCreateBody = closed({
         "The caller's own id for the user, unique per organization. A repeated tag returns the original user and creates nothing.",
       example: 'customer-8841',
     }),
+  metadata: metadataField,
 }).openapi('UserCreateRequest', {
   example: {
     name: { first: 'Ada', last: 'Lovelace' },
@@ -270,6 +272,7 @@ export const userCreateBody = closed({
     identity_verified: true,
     phone_number: '+12015550123',
     tag: 'customer-8841',
+    metadata: { crm_id: 'crm-5521' },
   },
 });
 export type UserCreateBody = z.infer<typeof userCreateBody>;
@@ -288,6 +291,7 @@ export const userSchema = z
     tag: z.string().nullable().openapi({ example: 'customer-8841' }),
     status: userStatus,
     identity_verified: z.boolean({ error: (issue) => requiredError(issue) ?? 'must be true or false' }).openapi({ example: true }),
+    metadata: metadataSchema,
     created_at: z.string().openapi({ format: 'date-time', example: '2026-11-21T14:03:12.511Z' }),
   })
   .openapi('User', {
@@ -297,6 +301,7 @@ export const userSchema = z
       tag: 'customer-8841',
       status: 'enabled',
       identity_verified: true,
+      metadata: { crm_id: 'crm-5521' },
       created_at: '2026-11-21T14:03:12.511Z',
     },
   });
@@ -304,7 +309,16 @@ export type User = z.infer<typeof userSchema>;
 
 export const userList = listEnvelope(userSchema).openapi('UserList', {
   example: {
-    data: [{ id: userIdExample, tag: 'customer-8841', status: 'enabled', identity_verified: true, created_at: '2026-11-21T14:03:12.511Z' }],
+    data: [
+      {
+        id: userIdExample,
+        tag: 'customer-8841',
+        status: 'enabled',
+        identity_verified: true,
+        metadata: { crm_id: 'crm-5521' },
+        created_at: '2026-11-21T14:03:12.511Z',
+      },
+    ],
     has_more: true,
     next_cursor: userIdExample,
   },
@@ -312,6 +326,7 @@ export const userList = listEnvelope(userSchema).openapi('UserList', {
 
 export const userListQuery = pageQuery.extend({
   status: userStatus.optional().openapi({ description: 'Only users in this status.' }),
+  metadata: metadataFilter,
 });
 
 export const userIdParams = z.object({

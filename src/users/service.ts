@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/pool';
 import { recordEvent } from '../events/outbox';
 import { errors } from '../errors';
+import { mergeMetadata, type MetadataUpdateBody } from '../metadata/schemas';
 import type { Organization } from '../orgs/repo';
 import * as repo from './repo';
 import type { User, UserCreateBody, UserStatus } from './schemas';
@@ -65,4 +66,20 @@ export async function changeUserStatus(
     createdAt: input.now,
   });
   return { user: updated, previous_status: user.status, changed: true };
+}
+
+/**
+ * POST /user/{id} (SPEC §18): merges the given metadata keys into the stored ones (`null` deletes a key) under
+ * the row's lock, so concurrent updates of one user each see the other's keys. Emits user.updated.
+ */
+export async function updateUser(
+  tx: Queryable,
+  input: { organizationId: string; userId: string; body: MetadataUpdateBody; now: Date },
+): Promise<User> {
+  const current = await repo.lockUser(tx, input.userId, input.organizationId);
+  if (!current) throw errors.notFound('user', input.userId);
+  const metadata = mergeMetadata(current.metadata, input.body.metadata);
+  const user = await repo.updateUserMetadata(tx, input.userId, metadata, input.now);
+  await recordEvent(tx, input.organizationId, 'user.updated', user, input.now);
+  return user;
 }

@@ -8,8 +8,10 @@ export { WEBHOOK_LIMITS };
 const EVENT_TYPES: Record<EventType, true> = {
   'user.created': true,
   'user.status_changed': true,
+  'user.updated': true,
   'intent.approved': true,
   'intent.declined': true,
+  'intent.updated': true,
   'transaction.created': true,
   'transaction.status_changed': true,
   'transfer.created': true,
