@@ -45,6 +45,7 @@ export function createWebhookActivities(deps: ActivityDeps) {
         eventId: event.id,
         eventType: event.type,
         attempt,
+        id: attempt === 1 ? input.firstAttemptId : undefined,
       });
       // Heartbeats tell Temporal this attempt is alive; if its worker dies, the heartbeat timeout (not the
       // much longer start-to-close) hands the retry to another worker.

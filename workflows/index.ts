@@ -2,3 +2,4 @@
 export { transactionWorkflow } from './transaction';
 export * from './webhooks';
 export { accountSettlementWorkflow, settlementWindowWorkflow } from './settlement';
+export { webhookReplayWorkflow } from './webhookReplay';
