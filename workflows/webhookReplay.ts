@@ -24,6 +24,7 @@ const { sendWebhookReplayBatch } = proxyActivities<WebhookReplayActivities>({
  */
 export async function webhookReplayWorkflow(input: WebhookReplayInput): Promise<WebhookReplayProgress> {
   let progress: WebhookReplayProgress | null = input.progress ?? null;
+  const batchesPerRunMax = input.batchesPerRunMax ?? WEBHOOK_REPLAY_LIMITS.batchesPerRunMax;
   setHandler(webhookReplayProgressQuery, () => progress);
   for (let batches = 0; ; batches += 1) {
     progress = await sendWebhookReplayBatch({ replayId: input.replayId });
@@ -34,8 +35,8 @@ export async function webhookReplayWorkflow(input: WebhookReplayInput): Promise<
       events_failed: progress.eventsFailed,
     });
     if (progress.status !== 'running') return progress;
-    if (workflowInfo().continueAsNewSuggested || batches + 1 >= WEBHOOK_REPLAY_LIMITS.batchesPerRunMax) {
-      return continueAsNew<typeof webhookReplayWorkflow>({ replayId: input.replayId, progress });
+    if (workflowInfo().continueAsNewSuggested || batches + 1 >= batchesPerRunMax) {
+      return continueAsNew<typeof webhookReplayWorkflow>({ ...input, progress });
     }
   }
 }

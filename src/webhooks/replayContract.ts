@@ -19,6 +19,8 @@ export interface WebhookReplayInput {
   replayId: string;
   /** Carried across continue-as-new, so the query answers at once in the new run. */
   progress?: WebhookReplayProgress;
+  /** Batches before continuing as new; WEBHOOK_REPLAY_LIMITS.batchesPerRunMax unless given (tests shorten it). */
+  batchesPerRunMax?: number;
 }
 
 export const webhookReplayProgressQuery = defineQuery<WebhookReplayProgress | null>('webhookReplayProgress');
