@@ -288,15 +288,18 @@ describe('SPEC §17 webhooks: a replay survives a killed worker', () => {
     // The 151st event's first request hangs, so the worker is killed with its batch in flight.
     receiver.answer = (request, sameEvent) => (request.headers['webhook-id'] === cutAt && sameEvent.length === 1 ? 'hold' : 200);
     const infra = testInfra();
-    child = await spawnWorkerProcess({
-      DATABASE_URL: infra.databaseUrl,
-      TEMPORAL_ADDRESS: infra.temporalAddress,
-      TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
-      LOG_LEVEL: 'silent',
-      TRANSACTION_RECONCILER: 'off',
-      WEBHOOK_DISPATCHER: 'off',
-      WEBHOOK_SECRET_KEY: SECRET_KEY,
-    });
+    child = await spawnWorkerProcess(
+      {
+        DATABASE_URL: infra.databaseUrl,
+        TEMPORAL_ADDRESS: infra.temporalAddress,
+        TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
+        LOG_LEVEL: 'silent',
+        TRANSACTION_RECONCILER: 'off',
+        WEBHOOK_DISPATCHER: 'off',
+        WEBHOOK_SECRET_KEY: SECRET_KEY,
+      },
+      120_000,
+    );
     const started = await call('POST', `/webhook/${hook.id}/replay`, { created_at_gte: new Date(Date.now() - 10 * 60_000).toISOString() });
     await eventually(async () => (receiver.for(cutAt).length === 1 ? true : undefined), 60_000, 'the held request');
     const midway = (await call('GET', `/webhook/${hook.id}/replay/${started.body.id}`)).body;
