@@ -1,3 +1,4 @@
+import { runAdmin } from '../src/cli/admin';
 import { recordEvent } from '../src/events/outbox';
 import { webhookResendWorkflowId } from '../src/webhooks/contract';
 import { disableEndpoint } from '../src/webhooks/repo';
@@ -235,6 +236,57 @@ describe('SPEC §17 webhooks: replay', () => {
     const { rows } = await stack.pool.query(`SELECT id FROM webhook_replays WHERE endpoint_id = $1`, [hook.id]);
     expect(rows).toHaveLength(1);
     await replayDone(call, hook.id, first.body.id);
+  });
+
+  /** `npm run admin -- --json <args>` in this process against the stack; stdout parsed, stderr kept. */
+  async function admin(args: string[]): Promise<{ code: number; json: any; stderr: string }> {
+    const saved = { ...process.env };
+    Object.assign(process.env, {
+      DATABASE_URL: stack.config.DATABASE_URL,
+      TEMPORAL_ADDRESS: process.env.LEDGER_TEST_TEMPORAL_ADDRESS,
+      TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
+    });
+    const stdout: string[] = [];
+    const stderr: string[] = [];
+    const spies = [
+      jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => stdout.push(String(chunk)) > 0),
+      jest.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => stderr.push(String(chunk)) > 0),
+    ];
+    try {
+      const code = await runAdmin(['--json', ...args]);
+      return { code, json: JSON.parse(stdout.join('')), stderr: stderr.join('') };
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+      process.env = saved;
+    }
+  }
+
+  test('CLI webhook replay starts a replay, shows a progress bar on stderr and prints the finished replay', async () => {
+    const { org, hook } = await operator(stack, receiver);
+    const ids = await insertEvents(stack, org.organizationId, 120);
+    const from = new Date(Date.now() - 10 * 60_000).toISOString();
+    const args = ['webhook', 'replay', '--org', org.organizationId, '--endpoint', hook.id, '--from', from];
+    const replayed = await admin(args);
+    expect(replayed.code).toBe(0);
+    expect(replayed.json).toMatchObject({ endpoint_id: hook.id, status: 'completed', events_total: 120, events_sent: 120 });
+    expect(replayed.stderr).toContain('120/120 sent (100%)');
+    expect(replayed.stderr).toMatch(/\[#+\.*\] \d+\/120 sent/);
+    expect(ids.every((id) => receiver.for(id).length >= 1)).toBe(true);
+    const outside = await admin([...args.slice(0, -1), new Date(Date.now() - 40 * DAY_MS).toISOString(), '--failed-only']);
+    expect(outside.code).toBe(1);
+    expect(outside.json.error).toMatchObject({ code: 'validation_failed' });
+    expect(outside.json.error.message).toContain('created_at_gte');
+    const stranger = await admin([
+      'webhook',
+      'replay',
+      '--org',
+      org.organizationId,
+      '--endpoint',
+      'whk_nope000000000000000000',
+      '--from',
+      from,
+    ]);
+    expect(stranger.json.error).toMatchObject({ code: 'not_found' });
   });
 
   test('a replay ends failed when its endpoint is deleted midway; a long replay continues as new and sends every event', async () => {

@@ -8,6 +8,7 @@ import { registerRefundCommands } from '../refunds/cli';
 import { registerSettlementCommands } from '../settlement/cli';
 import { registerCalendarCommands, registerSettlementReportCommands } from '../settlement/reportCli';
 import { registerUserCommands } from '../users/cli';
+import { registerWebhookCommands } from '../webhooks/cli';
 import type { CliContext, CommandRegistrar } from './registrar';
 
 /** The operator CLI (SPEC §13): the service operator's tool, never HTTP. */
@@ -185,6 +186,7 @@ export const commandRegistrars: CommandRegistrar[] = [
   registerRefundCommands,
   registerSettlementReportCommands,
   registerCalendarCommands,
+  registerWebhookCommands,
 ];
 
 /** The whole command tree; `ctx` is called only by a command that runs (help and usage errors need no database). */
