@@ -1166,6 +1166,39 @@ CREATE TABLE public.webhook_endpoints (
 );
 
 --
+-- Name: webhook_replays; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.webhook_replays (
+    id text NOT NULL,
+    organization_id text NOT NULL,
+    endpoint_id text NOT NULL,
+    status text DEFAULT 'running'::text NOT NULL,
+    created_at_gte timestamp with time zone NOT NULL,
+    created_at_lt timestamp with time zone NOT NULL,
+    types text[],
+    failed_only boolean NOT NULL,
+    events_total integer NOT NULL,
+    events_sent integer DEFAULT 0 NOT NULL,
+    events_failed integer DEFAULT 0 NOT NULL,
+    cursor_created_at timestamp with time zone,
+    cursor_event_id text,
+    failure_reason text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    completed_at timestamp with time zone,
+    CONSTRAINT webhook_replays_check CHECK ((created_at_lt > created_at_gte)),
+    CONSTRAINT webhook_replays_check1 CHECK (((events_failed >= 0) AND (events_failed <= events_sent))),
+    CONSTRAINT webhook_replays_check2 CHECK (((status = 'running'::text) = (completed_at IS NULL))),
+    CONSTRAINT webhook_replays_check3 CHECK (((cursor_created_at IS NULL) = (cursor_event_id IS NULL))),
+    CONSTRAINT webhook_replays_events_sent_check CHECK ((events_sent >= 0)),
+    CONSTRAINT webhook_replays_events_total_check CHECK ((events_total >= 0)),
+    CONSTRAINT webhook_replays_failure_reason_check CHECK ((length(failure_reason) <= 500)),
+    CONSTRAINT webhook_replays_id_check CHECK ((id ~ '^whr_[A-Za-z0-9_-]{16,}$'::text)),
+    CONSTRAINT webhook_replays_status_check CHECK ((status = ANY (ARRAY['running'::text, 'completed'::text, 'failed'::text]))),
+    CONSTRAINT webhook_replays_types_check CHECK (((cardinality(types) >= 1) AND (cardinality(types) <= 64)))
+);
+
+--
 -- Name: events seq; Type: DEFAULT; Schema: public; Owner: -
 --
 
@@ -1359,6 +1392,13 @@ ALTER TABLE ONLY public.webhook_endpoints
     ADD CONSTRAINT webhook_endpoints_pkey PRIMARY KEY (id);
 
 --
+-- Name: webhook_replays webhook_replays_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.webhook_replays
+    ADD CONSTRAINT webhook_replays_pkey PRIMARY KEY (id);
+
+--
 -- Name: accounts_by_org; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1389,10 +1429,28 @@ CREATE INDEX disputes_by_intent ON public.disputes USING btree (intent_id);
 CREATE INDEX disputes_list ON public.disputes USING btree (organization_id, created_at DESC, id DESC);
 
 --
+-- Name: events_by_age; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX events_by_age ON public.events USING btree (created_at);
+
+--
+-- Name: events_by_object; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX events_by_object ON public.events USING btree (organization_id, ((data ->> 'id'::text)), created_at DESC, id DESC);
+
+--
 -- Name: events_by_org; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX events_by_org ON public.events USING btree (organization_id, seq);
+
+--
+-- Name: events_list; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX events_list ON public.events USING btree (organization_id, created_at DESC, id DESC);
 
 --
 -- Name: events_undispatched; Type: INDEX; Schema: public; Owner: -
@@ -1521,6 +1579,12 @@ CREATE INDEX users_metadata ON public.users USING gin (metadata jsonb_path_ops) 
 CREATE UNIQUE INDEX users_tag ON public.users USING btree (organization_id, tag) WHERE (tag IS NOT NULL);
 
 --
+-- Name: webhook_deliveries_by_event; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX webhook_deliveries_by_event ON public.webhook_deliveries USING btree (event_id, endpoint_id, outcome);
+
+--
 -- Name: webhook_deliveries_list; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1537,6 +1601,24 @@ CREATE INDEX webhook_deliveries_pending ON public.webhook_deliveries USING btree
 --
 
 CREATE INDEX webhook_endpoints_list ON public.webhook_endpoints USING btree (organization_id, created_at DESC, id DESC) WHERE (deleted_at IS NULL);
+
+--
+-- Name: webhook_replays_list; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX webhook_replays_list ON public.webhook_replays USING btree (endpoint_id, created_at DESC, id DESC);
+
+--
+-- Name: webhook_replays_one_running; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX webhook_replays_one_running ON public.webhook_replays USING btree (endpoint_id) WHERE (status = 'running'::text);
+
+--
+-- Name: webhook_replays_running; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX webhook_replays_running ON public.webhook_replays USING btree (organization_id) WHERE (status = 'running'::text);
 
 --
 -- Name: api_keys api_keys_edge_notify; Type: TRIGGER; Schema: public; Owner: -
@@ -1900,6 +1982,20 @@ ALTER TABLE ONLY public.webhook_deliveries
 
 ALTER TABLE ONLY public.webhook_endpoints
     ADD CONSTRAINT webhook_endpoints_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
+
+--
+-- Name: webhook_replays webhook_replays_endpoint_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.webhook_replays
+    ADD CONSTRAINT webhook_replays_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES public.webhook_endpoints(id);
+
+--
+-- Name: webhook_replays webhook_replays_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.webhook_replays
+    ADD CONSTRAINT webhook_replays_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
 
 --
 -- PostgreSQL database dump complete

@@ -2,6 +2,7 @@ import type { ActivityDeps } from './deps';
 import { createLedgerActivities } from './ledger';
 import { createSettlementActivities } from './settlement';
 import { createWebhookActivities } from './webhooks';
+import { createWebhookReplayActivities } from './webhookReplay';
 
 export type { ActivityDeps };
 
@@ -10,6 +11,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createLedgerActivities(deps),
     ...createWebhookActivities(deps),
+    ...createWebhookReplayActivities(deps),
     ...createSettlementActivities(deps),
   };
 }

@@ -130,6 +130,7 @@ export function createWebhookActivities(deps: ActivityDeps) {
         eventId: target.event.id,
         eventType: target.event.type,
         attempt,
+        id: attempt === 1 ? input.firstAttemptId : undefined,
       });
       const result = await sendAttempt(deps, target);
       return recordAttempt(deps, { target, attemptId, attempt, input }, result);

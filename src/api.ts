@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config';
 import type { Pool } from './db/pool';
 import { createApp } from './http/app';
+import { purgeExpiredEvents } from './events/retention';
 import { purgeEdgeState } from './http/housekeeping';
 import { answerParserErrors } from './http/parserErrors';
 import { systemClock, type Clock } from './http/route';
@@ -19,7 +20,7 @@ export interface RunningApi {
   close(): Promise<void>;
 }
 
-/** Serves the HTTP API until `close`; also purges expired idempotency records every 10 minutes. */
+/** Serves the HTTP API until `close`; every 10 minutes also purges expired idempotency records and events past retention. */
 export async function startApi(options: {
   config: Config;
   pool: Pool;
@@ -58,6 +59,9 @@ export async function startApi(options: {
   answerParserErrors(server, log);
   const housekeeping = setInterval(() => {
     purgeEdgeState(pool, clock.now()).catch((error: unknown) => log.warn({ err: error }, 'edge housekeeping failed'));
+    purgeExpiredEvents(pool, { now: clock.now(), retentionDays: config.EVENT_RETENTION_DAYS }).catch((error: unknown) =>
+      log.warn({ err: error }, 'event retention sweep failed'),
+    );
   }, HOUSEKEEPING_INTERVAL_MS);
   housekeeping.unref();
   const { port } = server.address() as AddressInfo;

@@ -16,6 +16,7 @@ export type IdPrefix =
   | 'dispute'
   | 'token'
   | 'whk'
+  | 'whr'
   | 'req';
 
 /** Random URL-safe characters from the CSPRNG; rejection sampling keeps every character equally likely. */

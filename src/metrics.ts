@@ -9,6 +9,7 @@ import client from 'prom-client';
  * | metric | process |
  * |---|---|
  * | ledger_transactions_total | api (after the request's commit) |
+| ledger_events_deleted_total | api (its housekeeping's retention sweep) |
  * | ledger_transaction_transitions_total, ledger_transfers_total, ledger_webhook_deliveries_total, ledger_settlement_window_duration_seconds | worker (in its activities) |
  *
  * `npm start` runs both in one process and its api's /metrics shows them all; separate worker processes
@@ -39,6 +40,11 @@ export const ledgerMetrics = {
     name: 'ledger_webhook_deliveries_total',
     help: 'Webhook delivery attempts recorded, by outcome (succeeded, failed, endpoint_disabled, refused)',
     labelNames: ['outcome'] as const,
+    registers: [ledgerRegistry],
+  }),
+  eventsDeletedTotal: new client.Counter({
+    name: 'ledger_events_deleted_total',
+    help: 'Events deleted by the retention sweep (EVENT_RETENTION_DAYS), with their delivery attempts',
     registers: [ledgerRegistry],
   }),
   settlementWindowDurationSeconds: new client.Histogram({

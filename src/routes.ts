@@ -3,6 +3,7 @@ import { keyRoutes } from './orgs/routes';
 import { userRoutes } from './users/routes';
 import { ledgerRoutes } from './ledger/routes';
 import { webhookRoutes } from './webhooks/routes';
+import { eventRoutes } from './events/routes';
 import { refundRoutes } from './refunds/routes';
 import { disputeRoutes } from './disputes/routes';
 import { tokenRoutes } from './tokens/routes';
@@ -19,6 +20,7 @@ export const allRoutes: AnyRoute[] = [
   ...userRoutes,
   ...ledgerRoutes,
   ...webhookRoutes,
+  ...eventRoutes,
   ...refundRoutes,
   ...disputeRoutes,
   ...tokenRoutes,

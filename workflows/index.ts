@@ -3,3 +3,4 @@ export { transactionWorkflow } from './transaction';
 export * from './webhooks';
 export { accountSettlementWorkflow, settlementWindowWorkflow } from './settlement';
 export { settlementNotificationWorkflow } from './settlementNotification';
+export { webhookReplayWorkflow } from './webhookReplay';

@@ -65,7 +65,8 @@ const TAGS: { name: string; description: string }[] = [
   { name: 'Refunds', description: 'Returning all or part of a cash_in.' },
   { name: 'Disputes', description: 'Payments the network disputes.' },
   { name: 'Tokens', description: 'Bank accounts and cards exchanged for single-use tokens.' },
-  { name: 'Webhooks', description: 'Endpoints that receive signed events, and their deliveries.' },
+  { name: 'Webhooks', description: 'Endpoints that receive signed events, their deliveries, resends and replays.' },
+  { name: 'Events', description: 'Every event of the retention period, as webhooks deliver it.' },
   { name: 'Simulation', description: 'Sandbox only: play the network and the clock.' },
   { name: 'Operations', description: 'Health, readiness, metrics and this document; no API key needed.' },
 ];

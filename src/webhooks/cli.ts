@@ -1,12 +1,110 @@
-import type { CommandRegistrar } from '../cli/registrar';
+import type { Command } from 'commander';
+import type { CliContext, CommandRegistrar } from '../cli/registrar';
+import { temporalAddressOf } from '../config';
+import { withTransaction, type Pool } from '../db/pool';
+import { ApiError } from '../errors';
+import { createLogger } from '../logger';
+import { connectTemporal, temporalConnectionOptions } from '../platform/temporal';
+import { startReplay } from './redelivery';
+import { getReplay, replayView } from './replayRepo';
+import { replayWebhookBody, type WebhookReplayView } from './replaySchemas';
 import { findPlainSecrets, sealPlainSecrets } from './secretsAtRest';
+
+/** CLI limits: how often a replay's progress is read, and the bar's width in characters. */
+const CLI_LIMITS = { pollMs: 500, barWidth: 30 };
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** `[#########.........]  300/1000 sent (30%), 2 failed`: one line, redrawn in place on a terminal. */
+export function progressLine(replay: Pick<WebhookReplayView, 'events_total' | 'events_sent' | 'events_failed' | 'status'>): string {
+  const total = Math.max(replay.events_total, replay.events_sent);
+  const fraction = total === 0 ? 1 : replay.events_sent / total;
+  const filled = Math.round(fraction * CLI_LIMITS.barWidth);
+  const bar = `${'#'.repeat(filled)}${'.'.repeat(CLI_LIMITS.barWidth - filled)}`;
+  return `[${bar}] ${replay.events_sent}/${total} sent (${Math.floor(fraction * 100)}%), ${replay.events_failed} failed, ${replay.status}`;
+}
+
+/** An API error as one line: its message and each field's complaint. */
+function cliError(error: unknown): unknown {
+  if (!(error instanceof ApiError) || !error.extra.details) return error;
+  const details = error.extra.details.map((detail) => `${detail.param}: ${detail.message}`).join('; ');
+  return new ApiError(error.status, error.type, error.code, `${error.message} (${details})`);
+}
+
+/**
+ * `webhook replay --org O --endpoint W --from T [--to T] [--failed-only]` (SPEC §17): starts a replay exactly
+ * as POST /webhook/{id}/replay does and follows it to the end, its progress bar on stderr (redrawn in place
+ * on a terminal, a line per change otherwise), so stdout keeps the answer (one JSON object with --json).
+ */
+const registerReplayCommand = (webhook: Command, ctx: () => CliContext) => {
+  webhook
+    .command('replay')
+    .description("send an organization's events of a time range to one of its endpoints again, oldest first")
+    .requiredOption('--org <id>', 'the organization')
+    .requiredOption('--endpoint <id>', 'the webhook endpoint (whk_…)')
+    .requiredOption('--from <time>', 'events created at or after this ISO 8601 instant (within the retention period)')
+    .option('--to <time>', 'events created before this ISO 8601 instant (default: now)')
+    .option('--failed-only', 'only events no delivery of which to this endpoint succeeded', false)
+    .action(async (options: { org: string; endpoint: string; from: string; to?: string; failedOnly: boolean }) => {
+      const { config, pool, out } = ctx();
+      const parsed = replayWebhookBody.safeParse({
+        created_at_gte: options.from,
+        created_at_lt: options.to,
+        failed_only: options.failedOnly,
+      });
+      if (!parsed.success) throw new Error(parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '));
+      const { connection, client } = await connectTemporal(
+        temporalAddressOf(config),
+        config.TEMPORAL_NAMESPACE,
+        temporalConnectionOptions(config),
+      );
+      try {
+        const deps = {
+          config,
+          pool,
+          log: createLogger('warn', 'admin'),
+          services: { temporal: client, taskQueue: config.TEMPORAL_TASK_QUEUE },
+        };
+        const started = await withTransaction(pool, (tx) =>
+          startReplay({ db: tx, organizationId: options.org, now: new Date(), deps }, options.endpoint, parsed.data),
+        ).catch((error: unknown) => {
+          throw cliError(error);
+        });
+        const replay = await followReplay(pool, options.org, started.body);
+        out(
+          `replay ${replay.id} ${replay.status}: ${replay.events_sent}/${replay.events_total} events sent, ${replay.events_failed} failed`,
+          replay,
+        );
+      } finally {
+        await connection.close();
+      }
+    });
+};
+
+/** Polls the replay's row until it is no longer running, redrawing its progress bar on stderr. */
+async function followReplay(pool: Pool, organizationId: string, started: WebhookReplayView): Promise<WebhookReplayView> {
+  const tty = process.stderr.isTTY;
+  process.stderr.write(`replay ${started.id} of ${started.events_total} events to ${started.endpoint_id}\n`);
+  let replay = started;
+  let last = '';
+  for (;;) {
+    const line = progressLine(replay);
+    if (line !== last) process.stderr.write(tty ? `\r${line}` : `${line}\n`);
+    last = line;
+    if (replay.status !== 'running') break;
+    await sleep(CLI_LIMITS.pollMs);
+    const row = await getReplay(pool, { organizationId, endpointId: started.endpoint_id, id: started.id });
+    if (row) replay = replayView(row);
+  }
+  if (tty) process.stderr.write('\n');
+  return replay;
+}
 
 /**
  * Operator commands for webhook secrets at rest: seal the ones written in the clear before
  * WEBHOOK_SECRET_KEY was configured, and check that none is left (exit 1 if any, like `account verify`).
  */
-export const registerWebhookCommands: CommandRegistrar = (program, ctx) => {
-  const webhook = program.command('webhook').description('webhook endpoints');
+const registerSecretCommands = (webhook: Command, ctx: () => CliContext) => {
   webhook
     .command('seal-secrets')
     .description('seal with WEBHOOK_SECRET_KEY every signing secret, and stored answer showing one, kept in the clear')
@@ -39,4 +137,10 @@ export const registerWebhookCommands: CommandRegistrar = (program, ctx) => {
       );
       if (!ok) process.exitCode = 1;
     });
+};
+
+export const registerWebhookCommands: CommandRegistrar = (program, ctx) => {
+  const webhook = program.command('webhook').description('webhook endpoints');
+  registerReplayCommand(webhook, ctx);
+  registerSecretCommands(webhook, ctx);
 };

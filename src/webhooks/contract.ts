@@ -13,6 +13,16 @@ export interface WebhookDeliveryInput {
   endpointId: string;
   /** The retry schedule, fixed when the delivery was dispatched (WEBHOOK_RETRY_INITIAL_MS / _MAX_MS). */
   retry: { initialIntervalMs: number; maxIntervalMs: number };
+  /**
+   * A resend (POST /webhook/{id}/resend): the attempt row its request wrote, which the first attempt fills in
+   * instead of writing its own, so the record the request answered is the one that shows the outcome.
+   */
+  firstAttemptId?: string;
+}
+
+/** A resend is a delivery of its own, named by the attempt row its request wrote: every resend runs once. */
+export function webhookResendWorkflowId(attemptId: string): string {
+  return `webhook-resend-${attemptId}`;
 }
 
 /**

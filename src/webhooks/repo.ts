@@ -79,6 +79,19 @@ export async function getEndpoint(db: Queryable, organizationId: string, id: str
   return rows[0] ?? null;
 }
 
+/** The endpoint whatever its state, deleted included: resend and replay answer 409 for a deleted one, 404 only for a stranger's. */
+export async function getEndpointAnyState(
+  db: Queryable,
+  organizationId: string,
+  id: string,
+): Promise<(EndpointRow & { deleted: boolean }) | null> {
+  const { rows } = await db.query<EndpointRow & { deleted: boolean }>(
+    `SELECT ${ENDPOINT_COLUMNS}, deleted_at IS NOT NULL AS deleted FROM webhook_endpoints WHERE id = $1 AND organization_id = $2`,
+    [id, organizationId],
+  );
+  return rows[0] ?? null;
+}
+
 /** Newest first (SPEC §8's one paging scheme, src/db/paging.ts); deleted endpoints are not listed. */
 export async function listEndpoints(db: Queryable, organizationId: string, page: PageRequest): Promise<ListPage<EndpointRow>> {
   const filters = new Filters('w.organization_id', organizationId).where('w.deleted_at IS NULL');
@@ -154,6 +167,8 @@ export interface AttemptStart {
   eventId: string;
   eventType: string;
   attempt: number;
+  /** A row a resend's request already wrote: this attempt fills it in instead of adding one. */
+  id?: string | undefined;
 }
 
 export interface AttemptEnd {
@@ -161,6 +176,11 @@ export interface AttemptEnd {
   responseStatusCode: number | null;
   durationMs: number;
   error: string | null;
+}
+
+/** Attempts have no SPEC §2 prefix of their own; whd_ keeps them recognizable. */
+export function newAttemptId(): string {
+  return `whd_${randomString(24)}`;
 }
 
 export const INTERRUPTED_ATTEMPT_ERROR = 'the attempt was cut short: its worker stopped before an answer was recorded';
@@ -171,14 +191,15 @@ export const INTERRUPTED_ATTEMPT_ERROR = 'the attempt was cut short: its worker 
  * belong to a worker that died.
  */
 export async function beginAttempt(db: Queryable, attempt: AttemptStart): Promise<string> {
-  const id = `whd_${randomString(24)}`; // attempts have no SPEC §2 prefix of their own; whd_ keeps them recognizable
+  const id = attempt.id ?? newAttemptId();
+  // A resend's own row conflicts here; until its request commits this insert waits for it, then keeps it.
   await db.query(
     `WITH interrupted AS (
        UPDATE webhook_deliveries SET outcome = 'failed', error = $7
-        WHERE event_id = $4 AND endpoint_id = $2 AND outcome = 'pending'
+        WHERE event_id = $4 AND endpoint_id = $2 AND outcome = 'pending' AND id <> $1
      )
      INSERT INTO webhook_deliveries (id, endpoint_id, organization_id, event_id, event_type, attempt, outcome)
-     VALUES ($1, $2, $3, $4, $5, $6, 'pending')`,
+     VALUES ($1, $2, $3, $4, $5, $6, 'pending') ON CONFLICT (id) DO NOTHING`,
     [id, attempt.endpointId, attempt.organizationId, attempt.eventId, attempt.eventType, attempt.attempt, INTERRUPTED_ATTEMPT_ERROR],
   );
   return id;
