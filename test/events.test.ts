@@ -51,7 +51,7 @@ describe('SPEC §17 events API: GET /event and GET /event/{id}', () => {
 
   test('an event reads exactly as webhooks deliver it; an unknown id or another organization’s event is 404', async () => {
     const data = { id: 'user_evt1', status: 'enabled', nested: { a: 1 } };
-    const eventId = await recordEvent(stack.pool, org.organizationId, 'user.created', data);
+    const eventId = await recordEvent(stack.pool, { organizationId: org.organizationId, type: 'user.created', data });
     const found = await call('GET', `/event/${eventId}`);
     expect(found.status).toBe(200);
     expect(Object.keys(found.body)).toEqual(['id', 'type', 'created_at', 'data']);

@@ -65,7 +65,11 @@ describe('SPEC §17 webhooks: resend', () => {
 
   test('a resend sends the event once more with the same webhook-id, freshly signed, and answers its attempt', async () => {
     const { org, call, hook } = await operator(stack, receiver);
-    const eventId = await recordEvent(stack.pool, org.organizationId, 'user.created', { id: 'user_resend' });
+    const eventId = await recordEvent(stack.pool, {
+      organizationId: org.organizationId,
+      type: 'user.created',
+      data: { id: 'user_resend' },
+    });
     await eventually(async () => (receiver.for(eventId).length === 1 ? true : undefined), 20_000, 'the first delivery');
     const resent = await call('POST', `/webhook/${hook.id}/resend`, { event_id: eventId });
     expect(resent.status).toBe(200);
@@ -95,7 +99,7 @@ describe('SPEC §17 webhooks: resend', () => {
   test('an unsubscribed type is 400; unknown or other organizations’ events and endpoints are 404; disabled or deleted endpoints 409', async () => {
     const { org, call, hook } = await operator(stack, receiver, ['transaction.created']);
     const stranger = await operator(stack, receiver);
-    const userEvent = await recordEvent(stack.pool, org.organizationId, 'user.created', { id: 'user_x' });
+    const userEvent = await recordEvent(stack.pool, { organizationId: org.organizationId, type: 'user.created', data: { id: 'user_x' } });
     const [txnEvent] = await insertEvents(stack, org.organizationId, 1);
     const [strangerEvent] = await insertEvents(stack, stranger.org.organizationId, 1);
     const expectError = async (path: string, body: unknown, status: number, code: string) => {

@@ -86,7 +86,12 @@ async function runWrite(run: Run) {
         text = JSON.stringify(outcome.refused.toBody(requestId));
         for (const [name, value] of Object.entries(outcome.refused.extra.headers ?? {})) res.set(name, value);
       }
-      await storeResponse(tx.client, { organizationId, request, answer: { status, text: storedAnswerText(route, deps.config, text) }, now });
+      await storeResponse(tx.client, {
+        organizationId,
+        request,
+        answer: { status, text: storedAnswerText(route, deps.config, text) },
+        now,
+      });
       await tx.commit();
       committed = true;
     }

@@ -127,7 +127,7 @@ export async function updateIntent(op: Op, intentId: string, body: MetadataUpdat
   if (!intent) throw errors.notFound('intent', intentId);
   const updated = await updateIntentMetadata(op.db, intent.id, mergeMetadata(intent.metadata, body.metadata), op.now);
   const [rendered] = await renderIntents(op.db, [updated]);
-  await recordEvent(op.db, op.organizationId, 'intent.updated', rendered, op.now);
+  await recordEvent(op.db, { organizationId: op.organizationId, type: 'intent.updated', data: rendered, createdAt: op.now });
   return { body: rendered! };
 }
 

@@ -108,6 +108,6 @@ export async function settlementViolations(db: Queryable, input: { accountIds: s
     const { rows } = await db.query<{ problem: string }>(check.sql, params);
     violations.push(...rows.map((row) => row.problem));
   }
-  violations.push(...(await journalViolations(db, input.accountIds)));
+  violations.push(...(await journalViolations(db, input.accountIds)).map((row) => row.problem));
   return violations;
 }

@@ -80,6 +80,6 @@ export async function updateUser(
   if (!current) throw errors.notFound('user', input.userId);
   const metadata = mergeMetadata(current.metadata, input.body.metadata);
   const user = await repo.updateUserMetadata(tx, input.userId, metadata, input.now);
-  await recordEvent(tx, input.organizationId, 'user.updated', user, input.now);
+  await recordEvent(tx, { organizationId: input.organizationId, type: 'user.updated', data: user, createdAt: input.now });
   return user;
 }

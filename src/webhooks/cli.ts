@@ -3,6 +3,7 @@ import type { CliContext, CommandRegistrar } from '../cli/registrar';
 import { temporalAddressOf } from '../config';
 import { withTransaction, type Pool } from '../db/pool';
 import { ApiError } from '../errors';
+import { StartMarks } from '../ledger/lifecycle';
 import { createLogger } from '../logger';
 import { connectTemporal, temporalConnectionOptions } from '../platform/temporal';
 import { startReplay } from './redelivery';
@@ -28,7 +29,7 @@ export function progressLine(replay: Pick<WebhookReplayView, 'events_total' | 'e
 function cliError(error: unknown): unknown {
   if (!(error instanceof ApiError) || !error.extra.details) return error;
   const details = error.extra.details.map((detail) => `${detail.param}: ${detail.message}`).join('; ');
-  return new ApiError(error.status, error.type, error.code, `${error.message} (${details})`);
+  return new ApiError({ status: error.status, type: error.type, code: error.code, message: `${error.message} (${details})` });
 }
 
 /**
@@ -58,15 +59,13 @@ const registerReplayCommand = (webhook: Command, ctx: () => CliContext) => {
         config.TEMPORAL_NAMESPACE,
         temporalConnectionOptions(config),
       );
+      const log = createLogger('warn', 'admin');
+      // A replay records no transaction, so nothing is ever noted here; an operation still carries the notes.
+      const startMarks = new StartMarks(pool, log);
       try {
-        const deps = {
-          config,
-          pool,
-          log: createLogger('warn', 'admin'),
-          services: { temporal: client, taskQueue: config.TEMPORAL_TASK_QUEUE },
-        };
+        const deps = { config, pool, log, services: { temporal: client, taskQueue: config.TEMPORAL_TASK_QUEUE } };
         const started = await withTransaction(pool, (tx) =>
-          startReplay({ db: tx, organizationId: options.org, now: new Date(), deps }, options.endpoint, parsed.data),
+          startReplay({ db: tx, organizationId: options.org, now: new Date(), deps, startMarks }, options.endpoint, parsed.data),
         ).catch((error: unknown) => {
           throw cliError(error);
         });
