@@ -7,25 +7,6 @@
 --
 
 --
--- Name: account_balances_add(text, text, bigint, bigint, bigint, bigint, bigint); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.account_balances_add(p_account text, p_organization text, p_pending bigint, p_available bigint, p_in_transfer bigint, p_settled_in bigint, p_settled_out bigint) RETURNS void
-    LANGUAGE sql
-    AS $$
-  INSERT INTO account_balances AS b (account_id, slot, organization_id, pending_cents, available_cents, in_transfer_cents,
-                                     settled_in_cents, settled_out_cents, updated_at)
-  VALUES (p_account, balance_slot(), p_organization, p_pending, p_available, p_in_transfer, p_settled_in, p_settled_out, now())
-  ON CONFLICT (account_id, slot) DO UPDATE SET
-    pending_cents = b.pending_cents + EXCLUDED.pending_cents,
-    available_cents = b.available_cents + EXCLUDED.available_cents,
-    in_transfer_cents = b.in_transfer_cents + EXCLUDED.in_transfer_cents,
-    settled_in_cents = b.settled_in_cents + EXCLUDED.settled_in_cents,
-    settled_out_cents = b.settled_out_cents + EXCLUDED.settled_out_cents,
-    updated_at = now()
-$$;
-
---
 -- Name: balance_slot(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -55,56 +36,6 @@ BEGIN
     RAISE EXCEPTION 'dispute %: cannot go from % to %', OLD.id, OLD.status, NEW.status USING ERRCODE = 'check_violation';
   END IF;
   RETURN NEW;
-END $$;
-
---
--- Name: edge_admit(bytea, inet, inet, timestamp with time zone, interval, text, boolean, integer); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.edge_admit(p_key_hash bytea, p_address inet, p_failure_bucket inet, p_now timestamp with time zone, p_window interval, p_environment text, p_write boolean, p_failures_max integer, OUT outcome text, OUT key_id text, OUT key_hash bytea, OUT key_environment text, OUT organization jsonb, OUT rate_limit integer, OUT used integer, OUT oldest timestamp with time zone) RETURNS record
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-  v_failures integer;
-  v_org_id text;
-  v_limit_write integer;
-  v_limit_read integer;
-  v_allowed boolean := true;
-  v_admitted boolean;
-BEGIN
-  -- What this transaction writes (rate-limit hits, failed logins) is bookkeeping, not money: it need not wait
-  -- for its WAL flush. Waiting would hold the (organization, kind) counter lock through an fsync and cap one
-  -- organization's throughput at one admission per flush. A Postgres crash may forget the last moment's hits.
-  PERFORM set_config('synchronous_commit', 'off', true);
-  SELECT count(*)::integer, min(f.failed_at) INTO v_failures, oldest FROM auth_failures f
-   WHERE f.ip = p_failure_bucket AND f.failed_at > p_now - p_window;
-  IF v_failures >= p_failures_max THEN
-    outcome := 'too_many_auth_failures';
-    RETURN;
-  END IF;
-  oldest := NULL;
-
-  SELECT k.id, k.key_hash, k.environment, to_jsonb(o), o.id, o.rate_limit_write, o.rate_limit_read
-    INTO key_id, key_hash, key_environment, organization, v_org_id, v_limit_write, v_limit_read
-    FROM api_keys k JOIN organizations o ON o.id = k.organization_id
-   WHERE k.key_hash = p_key_hash AND k.revoked_at IS NULL;
-  IF NOT FOUND OR key_environment <> p_environment THEN
-    DELETE FROM auth_failures f WHERE f.ip = p_failure_bucket AND f.failed_at <= p_now - p_window;
-    INSERT INTO auth_failures (ip, failed_at) VALUES (p_failure_bucket, p_now);
-    outcome := 'unauthenticated';
-    key_id := NULL; key_hash := NULL; organization := NULL;
-    RETURN;
-  END IF;
-
-  IF p_write AND EXISTS (SELECT 1 FROM ip_allowlist a WHERE a.organization_id = v_org_id) THEN
-    v_allowed := p_address IS NOT NULL
-      AND EXISTS (SELECT 1 FROM ip_allowlist a WHERE a.organization_id = v_org_id AND p_address <<= a.cidr);
-  END IF;
-
-  rate_limit := CASE WHEN p_write THEN v_limit_write ELSE v_limit_read END;
-  SELECT t.admitted, t.used, t.oldest INTO v_admitted, used, oldest
-    FROM rate_limit_take(v_org_id, CASE WHEN p_write THEN 'write' ELSE 'read' END, p_now, p_window, rate_limit, v_allowed) t;
-  outcome := CASE WHEN NOT v_allowed THEN 'ip_not_allowed' WHEN v_admitted THEN 'admitted' ELSE 'rate_limited' END;
 END $$;
 
 --
@@ -226,19 +157,97 @@ BEGIN
 END $$;
 
 --
--- Name: ledger_contribution(text, text, boolean, bigint); Type: FUNCTION; Schema: public; Owner: -
+-- Name: journal_append_only(); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.ledger_contribution(p_direction text, p_status text, p_in_transfer boolean, p_amount bigint) RETURNS TABLE(pending bigint, available bigint, in_transfer bigint, settled_in bigint, settled_out bigint)
+CREATE FUNCTION public.journal_append_only() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  RAISE EXCEPTION '% is append-only (% refused)', TG_TABLE_NAME, TG_OP USING ERRCODE = 'insufficient_privilege';
+END $$;
+
+--
+-- Name: journal_backfill(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.journal_backfill() RETURNS bigint
+    LANGUAGE sql
+    AS $$
+  WITH written AS (
+    INSERT INTO journal_entries (id, organization_id, account_id, kind, transaction_id, transfer_id, from_bucket, to_bucket, amount_cents, created_at)
+    SELECT journal_entry_id(), t.organization_id, t.account_id, k.kind, t.id, NULL, k.from_bucket, k.to_bucket, t.amount_cents, h.changed_at
+      FROM transaction_status_history h
+      JOIN transactions t ON t.id = h.transaction_id
+      JOIN (VALUES ('cash_in', 'pending', 'cash_in_recorded', 'network', 'pending'),
+                   ('cash_out', 'pending', 'cash_out_recorded', 'available', 'network'),
+                   ('cash_in', 'available', 'cash_in_confirmed', 'pending', 'available')) AS k (direction, to_status, kind, from_bucket, to_bucket)
+        ON k.direction = t.direction AND k.to_status = h.to_status
+     WHERE NOT EXISTS (SELECT 1 FROM journal_entries e WHERE e.transaction_id = t.id AND e.kind = k.kind)
+    UNION ALL
+    SELECT journal_entry_id(), tr.organization_id, tr.account_id, k.kind, NULL, tr.id, k.from_bucket, k.to_bucket,
+           CASE tr.direction WHEN 'disbursement' THEN tr.amount_cents ELSE -tr.amount_cents END,
+           CASE k.kind WHEN 'transfer_created' THEN tr.created_at ELSE tr.settled_at END
+      FROM transfers tr
+      JOIN (VALUES ('transfer_created', 'available', 'in_transfer'), ('transfer_settled', 'in_transfer', 'operational')) AS k (kind, from_bucket, to_bucket)
+        ON k.kind = 'transfer_created' OR tr.status = 'settled'
+     WHERE tr.transaction_count > 0
+       AND NOT EXISTS (SELECT 1 FROM journal_entries e WHERE e.transfer_id = tr.id AND e.kind = k.kind)
+    RETURNING 1)
+  SELECT count(*) FROM written
+$$;
+
+--
+-- Name: journal_balance_at(text, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.journal_balance_at(p_account text, p_at timestamp with time zone, OUT pending_cents bigint, OUT available_cents bigint, OUT in_transfer_cents bigint) RETURNS record
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT coalesce(s.pending_cents, 0) + coalesce(sum(journal_bucket_cents('pending', e.from_bucket, e.to_bucket, e.amount_cents)), 0),
+         coalesce(s.available_cents, 0) + coalesce(sum(journal_bucket_cents('available', e.from_bucket, e.to_bucket, e.amount_cents)), 0),
+         coalesce(s.in_transfer_cents, 0) + coalesce(sum(journal_bucket_cents('in_transfer', e.from_bucket, e.to_bucket, e.amount_cents)), 0)
+    FROM (SELECT NULL) one
+    LEFT JOIN LATERAL (SELECT * FROM journal_snapshots s WHERE s.account_id = p_account AND s.at <= p_at ORDER BY s.at DESC LIMIT 1) s ON true
+    LEFT JOIN journal_entries e ON e.account_id = p_account AND e.created_at < p_at AND e.created_at >= coalesce(s.at, '-infinity')
+   GROUP BY s.pending_cents, s.available_cents, s.in_transfer_cents
+$$;
+
+--
+-- Name: journal_bucket_cents(text, text, text, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.journal_bucket_cents(p_bucket text, p_from text, p_to text, p_amount bigint) RETURNS bigint
     LANGUAGE sql IMMUTABLE
     AS $$
-  SELECT CASE WHEN p_direction = 'cash_in' AND p_status = 'pending' THEN p_amount ELSE 0 END::bigint,
-         CASE WHEN p_direction = 'cash_in' AND p_status = 'available' AND NOT p_in_transfer THEN p_amount
-              WHEN p_direction = 'cash_out' AND p_status = 'pending' THEN -p_amount ELSE 0 END::bigint,
-         CASE WHEN p_direction = 'cash_in' AND p_status = 'available' AND p_in_transfer THEN p_amount
-              WHEN p_direction = 'cash_out' AND p_status = 'in_transfer' THEN -p_amount ELSE 0 END::bigint,
-         CASE WHEN p_direction = 'cash_in' AND p_status = 'settled' THEN p_amount ELSE 0 END::bigint,
-         CASE WHEN p_direction = 'cash_out' AND p_status = 'settled' THEN p_amount ELSE 0 END::bigint
+  SELECT (CASE WHEN p_to = p_bucket THEN p_amount ELSE 0 END) - (CASE WHEN p_from = p_bucket THEN p_amount ELSE 0 END)
+$$;
+
+--
+-- Name: journal_entry_id(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.journal_entry_id() RETURNS text
+    LANGUAGE sql
+    AS $$
+  SELECT 'je_' || replace(gen_random_uuid()::text, '-', '')
+$$;
+
+--
+-- Name: journal_take_snapshots(timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.journal_take_snapshots(p_at timestamp with time zone) RETURNS bigint
+    LANGUAGE sql
+    AS $$
+  WITH written AS (
+    INSERT INTO journal_snapshots (account_id, at, organization_id, pending_cents, available_cents, in_transfer_cents)
+    SELECT a.id, p_at, a.organization_id, b.pending_cents, b.available_cents, b.in_transfer_cents
+      FROM accounts a, LATERAL journal_balance_at(a.id, p_at) b
+     WHERE p_at <= now()
+    ON CONFLICT (account_id, at) DO NOTHING
+    RETURNING 1)
+  SELECT count(*) FROM written
 $$;
 
 --
@@ -312,25 +321,6 @@ BEGIN
        SET slots = least(l.slots, p_used), first_at = greatest(l.first_at, least(p_first, l.last_at)),
            last_at = least(l.last_at, greatest(p_last, l.first_at)), settled = true
      WHERE l.id = p_lease;
-  END IF;
-END $$;
-
---
--- Name: rate_limit_take(text, text, timestamp with time zone, interval, integer, boolean); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.rate_limit_take(p_org text, p_kind text, p_now timestamp with time zone, p_window interval, p_limit integer, p_consume boolean, OUT admitted boolean, OUT used integer, OUT oldest timestamp with time zone) RETURNS record
-    LANGUAGE plpgsql
-    AS $$
-BEGIN
-  PERFORM pg_advisory_xact_lock(hashtextextended('rate_limit:' || p_org || ':' || p_kind, 0));
-  SELECT c.used, c.oldest INTO used, oldest FROM rate_limit_count(p_org, p_kind, p_now, p_window) c;
-  admitted := p_consume AND used < p_limit;
-  IF admitted THEN
-    INSERT INTO rate_limit_leases (organization_id, kind, slots, first_at, last_at, settled)
-    VALUES (p_org, p_kind, 1, p_now, p_now, true);
-    used := used + 1;
-    oldest := coalesce(oldest, p_now);
   END IF;
 END $$;
 
@@ -429,25 +419,30 @@ CREATE FUNCTION public.transactions_after_insert() RETURNS trigger
 DECLARE
   bad record;
 BEGIN
-  -- One statement: the history and balance writes run in CTEs over the rows that pass the check, and the
-  -- check's aggregate (no LIMIT: transition tables have no statistics) decides below whether it all stands.
   WITH ok AS (SELECT * FROM new_rows WHERE status = 'pending'),
   history AS (
     INSERT INTO transaction_status_history (transaction_id, organization_id, from_status, to_status, transfer_id, changed_at)
-    SELECT id, organization_id, NULL, 'pending', NULL, created_at FROM ok ORDER BY created_at, id
-    RETURNING 1),
-  effects AS (
-    SELECT n.account_id, min(n.organization_id) AS organization_id, sum(c.pending)::bigint AS pending, sum(c.available)::bigint AS available,
-           sum(c.in_transfer)::bigint AS in_transfer, sum(c.settled_in)::bigint AS settled_in, sum(c.settled_out)::bigint AS settled_out
-      FROM ok n, LATERAL ledger_contribution(n.direction, n.status, n.transfer_id IS NOT NULL, n.amount_cents) c
-     GROUP BY n.account_id),
-  -- Accounts in id order, so two statements touching several accounts cannot deadlock.
-  balances AS (
-    SELECT account_balances_add(account_id, organization_id, pending, available, in_transfer, settled_in, settled_out)
-      FROM effects ORDER BY account_id)
+    SELECT id, organization_id, NULL, 'pending', NULL, created_at FROM ok ORDER BY created_at, id),
+  entries AS (
+    INSERT INTO journal_entries (id, organization_id, account_id, kind, transaction_id, from_bucket, to_bucket, amount_cents, created_at)
+    SELECT journal_entry_id(), organization_id, account_id, direction || '_recorded', id,
+           CASE direction WHEN 'cash_in' THEN 'network' ELSE 'available' END,
+           CASE direction WHEN 'cash_in' THEN 'pending' ELSE 'network' END, amount_cents, created_at
+      FROM ok
+    RETURNING account_id, organization_id, from_bucket, to_bucket, amount_cents),
+  cache AS (
+    -- Accounts in id order, so two statements touching several accounts cannot deadlock.
+    INSERT INTO account_balances AS b (account_id, slot, organization_id, pending_cents, available_cents, in_transfer_cents, updated_at)
+    SELECT account_id, balance_slot(), min(organization_id),
+           sum(journal_bucket_cents('pending', from_bucket, to_bucket, amount_cents)),
+           sum(journal_bucket_cents('available', from_bucket, to_bucket, amount_cents)),
+           sum(journal_bucket_cents('in_transfer', from_bucket, to_bucket, amount_cents)), now()
+      FROM entries GROUP BY account_id ORDER BY account_id
+    ON CONFLICT (account_id, slot) DO UPDATE SET
+      pending_cents = b.pending_cents + EXCLUDED.pending_cents, available_cents = b.available_cents + EXCLUDED.available_cents,
+      in_transfer_cents = b.in_transfer_cents + EXCLUDED.in_transfer_cents, updated_at = now())
   SELECT count(*) FILTER (WHERE status <> 'pending') AS n, min(id) FILTER (WHERE status <> 'pending') AS id,
-         min(status) FILTER (WHERE status <> 'pending') AS status,
-         (SELECT count(*) FROM history) AS history_rows, (SELECT count(*) FROM balances) AS accounts
+         min(status) FILTER (WHERE status <> 'pending') AS status
     INTO bad FROM new_rows;
   IF bad.n > 0 THEN
     RAISE EXCEPTION 'transaction %: recorded as %, must start pending', bad.id, bad.status USING ERRCODE = 'check_violation';
@@ -466,10 +461,12 @@ DECLARE
   bad record;
 BEGIN
   -- The old and new version of every row, joined once (ids are the join key: an UPDATE that changed an id
-  -- leaves an old row without its new one) and shared by the checks, the history and the balances.
+  -- leaves an old row without its new one) and shared by the checks, the history and the journal.
   WITH moves AS MATERIALIZED (
     SELECT o.id, o.organization_id, o.account_id, o.direction, o.status AS old_status, n.status AS new_status,
            o.transfer_id AS old_transfer, n.transfer_id AS new_transfer, o.amount_cents, o.created_at,
+           CASE o.direction WHEN 'cash_in' THEN o.amount_cents ELSE -o.amount_cents END AS signed_cents,
+           tr.created_at AS transfer_created_at, tr.settled_at AS transfer_settled_at,
            -- The writer's clock when it stamped updated_at (the api and activities do), else the database's.
            CASE WHEN n.updated_at IS DISTINCT FROM o.updated_at THEN n.updated_at ELSE now() END AS changed_at,
            n.id IS NULL
@@ -477,47 +474,53 @@ BEGIN
              OR n.type <> o.type OR n.source_id IS DISTINCT FROM o.source_id OR n.amount_cents <> o.amount_cents
              OR n.currency <> o.currency OR n.date <> o.date OR n.created_at <> o.created_at AS frozen,
            o.transfer_id IS NOT NULL AND n.transfer_id IS DISTINCT FROM o.transfer_id AS transfer_moved,
-           n.status <> o.status AND NOT (
-                (o.direction = 'cash_in' AND o.status = 'pending' AND n.status = 'available')
-             OR (o.direction = 'cash_in' AND o.status = 'available' AND n.status = 'settled')
-             OR (o.direction = 'cash_out' AND o.status = 'pending' AND n.status = 'in_transfer')
-             OR (o.direction = 'cash_out' AND o.status = 'in_transfer' AND n.status = 'settled')) AS illegal,
+           n.status <> o.status AND tt.direction IS NULL AS illegal,
            -- Settlement (0006): a transaction joins a transfer only while that transfer is being built (count 0:
            -- visible only inside its creating database transaction), of its own account; it becomes settled
            -- only with its transfer settled.
            n.transfer_id IS DISTINCT FROM o.transfer_id
              AND NOT coalesce(tr.transaction_count = 0 AND tr.status = 'pending' AND tr.account_id = n.account_id, false) AS bad_join,
            n.status = 'settled' AND o.status <> 'settled' AND NOT coalesce(tr.status = 'settled', false) AS bad_settle
-      FROM old_rows o LEFT JOIN new_rows n ON n.id = o.id LEFT JOIN transfers tr ON tr.id = n.transfer_id),
+      FROM old_rows o LEFT JOIN new_rows n ON n.id = o.id LEFT JOIN transfers tr ON tr.id = n.transfer_id
+      LEFT JOIN transaction_transitions tt ON tt.direction = o.direction AND tt.from_status = o.status AND tt.to_status = n.status),
   ok AS (SELECT * FROM moves WHERE NOT (frozen OR transfer_moved OR illegal OR bad_join OR bad_settle)),
   history AS (
     INSERT INTO transaction_status_history (transaction_id, organization_id, from_status, to_status, transfer_id, changed_at)
     SELECT id, organization_id, old_status, new_status, new_transfer, changed_at FROM ok WHERE new_status <> old_status
-     ORDER BY created_at, id
-    RETURNING 1),
-  effects AS (
-    SELECT m.account_id, min(m.organization_id) AS organization_id, sum(c.pending - w.pending)::bigint AS pending,
-           sum(c.available - w.available)::bigint AS available, sum(c.in_transfer - w.in_transfer)::bigint AS in_transfer,
-           sum(c.settled_in - w.settled_in)::bigint AS settled_in, sum(c.settled_out - w.settled_out)::bigint AS settled_out
-      FROM ok m,
-           LATERAL ledger_contribution(m.direction, m.old_status, m.old_transfer IS NOT NULL, m.amount_cents) w,
-           LATERAL ledger_contribution(m.direction, m.new_status, m.new_transfer IS NOT NULL, m.amount_cents) c
-     WHERE m.new_status <> m.old_status OR m.new_transfer IS DISTINCT FROM m.old_transfer
-     GROUP BY m.account_id),
-  -- Accounts in id order, so two statements touching several accounts cannot deadlock.
-  balances AS (
-    SELECT account_balances_add(account_id, organization_id, pending, available, in_transfer, settled_in, settled_out)
-      FROM effects ORDER BY account_id)
+     ORDER BY created_at, id),
+  entries AS (
+    INSERT INTO journal_entries (id, organization_id, account_id, kind, transaction_id, transfer_id, from_bucket, to_bucket, amount_cents, created_at)
+    SELECT journal_entry_id(), organization_id, account_id, 'cash_in_confirmed', id, NULL, 'pending', 'available', amount_cents, changed_at
+      FROM ok WHERE direction = 'cash_in' AND old_status = 'pending' AND new_status = 'available'
+    UNION ALL
+    SELECT journal_entry_id(), min(organization_id), min(account_id), 'transfer_created', NULL, new_transfer, 'available', 'in_transfer',
+           sum(signed_cents), min(transfer_created_at)
+      FROM ok WHERE old_transfer IS NULL AND new_transfer IS NOT NULL GROUP BY new_transfer
+    UNION ALL
+    SELECT journal_entry_id(), min(organization_id), min(account_id), 'transfer_settled', NULL, new_transfer, 'in_transfer', 'operational',
+           sum(signed_cents), min(transfer_settled_at)
+      FROM ok WHERE new_status = 'settled' AND old_status <> 'settled' GROUP BY new_transfer
+    RETURNING account_id, organization_id, from_bucket, to_bucket, amount_cents),
+  cache AS (
+    -- Accounts in id order, so two statements touching several accounts cannot deadlock.
+    INSERT INTO account_balances AS b (account_id, slot, organization_id, pending_cents, available_cents, in_transfer_cents, updated_at)
+    SELECT account_id, balance_slot(), min(organization_id),
+           sum(journal_bucket_cents('pending', from_bucket, to_bucket, amount_cents)),
+           sum(journal_bucket_cents('available', from_bucket, to_bucket, amount_cents)),
+           sum(journal_bucket_cents('in_transfer', from_bucket, to_bucket, amount_cents)), now()
+      FROM entries GROUP BY account_id ORDER BY account_id
+    ON CONFLICT (account_id, slot) DO UPDATE SET
+      pending_cents = b.pending_cents + EXCLUDED.pending_cents, available_cents = b.available_cents + EXCLUDED.available_cents,
+      in_transfer_cents = b.in_transfer_cents + EXCLUDED.in_transfer_cents, updated_at = now())
   SELECT count(*) FILTER (WHERE frozen) AS frozen, min(id) FILTER (WHERE frozen) AS frozen_id,
          count(*) FILTER (WHERE transfer_moved) AS moved, min(id) FILTER (WHERE transfer_moved) AS moved_id,
          min(old_transfer) FILTER (WHERE transfer_moved) AS moved_from,
          count(*) FILTER (WHERE illegal) AS illegal,
          min(id || ': ' || direction || ' cannot go from ' || old_status || ' to ' || new_status) FILTER (WHERE illegal) AS illegal_what,
          count(*) FILTER (WHERE bad_join) AS bad_joins, min(id) FILTER (WHERE bad_join) AS bad_join_id,
-         count(*) FILTER (WHERE bad_settle) AS bad_settles, min(id) FILTER (WHERE bad_settle) AS bad_settle_id,
-         (SELECT count(*) FROM history) AS history_rows, (SELECT count(*) FROM balances) AS accounts
+         count(*) FILTER (WHERE bad_settle) AS bad_settles, min(id) FILTER (WHERE bad_settle) AS bad_settle_id
     INTO bad FROM moves;
-  -- Any violation undoes the whole statement, the history and balance writes above included.
+  -- Any violation undoes the whole statement, the history, journal and cache writes above included.
   IF bad.frozen > 0 THEN
     RAISE EXCEPTION 'transaction %: only status, transfer_id and bookkeeping columns may change', bad.frozen_id
       USING ERRCODE = 'check_violation';
@@ -698,8 +701,6 @@ CREATE TABLE public.account_balances (
     pending_cents bigint DEFAULT 0 NOT NULL,
     available_cents bigint DEFAULT 0 NOT NULL,
     in_transfer_cents bigint DEFAULT 0 NOT NULL,
-    settled_in_cents bigint DEFAULT 0 NOT NULL,
-    settled_out_cents bigint DEFAULT 0 NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT account_balances_slot_check CHECK (((slot >= 0) AND (slot <= 15)))
 );
@@ -714,8 +715,6 @@ CREATE VIEW public.account_balance_totals AS
     (sum(account_balances.pending_cents))::bigint AS pending_cents,
     (sum(account_balances.available_cents))::bigint AS available_cents,
     (sum(account_balances.in_transfer_cents))::bigint AS in_transfer_cents,
-    (sum(account_balances.settled_in_cents))::bigint AS settled_in_cents,
-    (sum(account_balances.settled_out_cents))::bigint AS settled_out_cents,
     max(account_balances.updated_at) AS updated_at
    FROM public.account_balances
   GROUP BY account_balances.account_id;
@@ -878,6 +877,61 @@ CREATE TABLE public.ip_allowlist (
 );
 
 --
+-- Name: journal_entries; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.journal_entries (
+    id text NOT NULL,
+    organization_id text NOT NULL,
+    account_id text NOT NULL,
+    kind text NOT NULL,
+    transaction_id text,
+    transfer_id text,
+    from_bucket text NOT NULL,
+    to_bucket text NOT NULL,
+    amount_cents bigint NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT journal_entries_check CHECK (((((((kind = 'cash_in_recorded'::text) AND (from_bucket = 'network'::text) AND (to_bucket = 'pending'::text)) OR ((kind = 'cash_in_confirmed'::text) AND (from_bucket = 'pending'::text) AND (to_bucket = 'available'::text))) OR ((kind = 'cash_out_recorded'::text) AND (from_bucket = 'available'::text) AND (to_bucket = 'network'::text))) OR ((kind = 'transfer_created'::text) AND (from_bucket = 'available'::text) AND (to_bucket = 'in_transfer'::text))) OR ((kind = 'transfer_settled'::text) AND (from_bucket = 'in_transfer'::text) AND (to_bucket = 'operational'::text)))),
+    CONSTRAINT journal_entries_check1 CHECK (
+CASE
+    WHEN (kind ~~ 'transfer\_%'::text) THEN ((transfer_id IS NOT NULL) AND (transaction_id IS NULL))
+    ELSE ((transaction_id IS NOT NULL) AND (transfer_id IS NULL) AND (amount_cents >= 0))
+END),
+    CONSTRAINT journal_entries_id_check CHECK ((id ~ '^je_[A-Za-z0-9_-]{16,}$'::text))
+);
+
+--
+-- Name: journal_postings; Type: VIEW; Schema: public; Owner: -
+--
+
+CREATE VIEW public.journal_postings AS
+ SELECT e.id AS entry_id,
+    e.organization_id,
+    e.account_id,
+    e.kind,
+    e.transaction_id,
+    e.transfer_id,
+    e.created_at,
+    p.leg,
+    p.bucket,
+    p.amount_cents
+   FROM (public.journal_entries e
+     CROSS JOIN LATERAL ( VALUES (1,e.from_bucket,(- e.amount_cents)), (2,e.to_bucket,e.amount_cents)) p(leg, bucket, amount_cents));
+
+--
+-- Name: journal_snapshots; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.journal_snapshots (
+    account_id text NOT NULL,
+    at timestamp with time zone NOT NULL,
+    organization_id text NOT NULL,
+    pending_cents bigint NOT NULL,
+    available_cents bigint NOT NULL,
+    in_transfer_cents bigint NOT NULL
+);
+
+--
 -- Name: organizations; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1006,6 +1060,19 @@ CREATE SEQUENCE public.transaction_status_history_id_seq
 --
 
 ALTER SEQUENCE public.transaction_status_history_id_seq OWNED BY public.transaction_status_history.id;
+
+--
+-- Name: transaction_transitions; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.transaction_transitions (
+    direction text NOT NULL,
+    from_status text NOT NULL,
+    to_status text NOT NULL,
+    CONSTRAINT transaction_transitions_direction_check CHECK ((direction = ANY (ARRAY['cash_in'::text, 'cash_out'::text]))),
+    CONSTRAINT transaction_transitions_from_status_check CHECK ((from_status = ANY (ARRAY['pending'::text, 'available'::text, 'in_transfer'::text]))),
+    CONSTRAINT transaction_transitions_to_status_check CHECK ((to_status = ANY (ARRAY['available'::text, 'in_transfer'::text, 'settled'::text])))
+);
 
 --
 -- Name: transactions_awaiting_workflow; Type: TABLE; Schema: public; Owner: -
@@ -1294,6 +1361,20 @@ ALTER TABLE ONLY public.ip_allowlist
     ADD CONSTRAINT ip_allowlist_pkey PRIMARY KEY (organization_id, cidr);
 
 --
+-- Name: journal_entries journal_entries_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.journal_entries
+    ADD CONSTRAINT journal_entries_pkey PRIMARY KEY (id);
+
+--
+-- Name: journal_snapshots journal_snapshots_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.journal_snapshots
+    ADD CONSTRAINT journal_snapshots_pkey PRIMARY KEY (account_id, at);
+
+--
 -- Name: organizations organizations_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1334,6 +1415,13 @@ ALTER TABLE ONLY public.transaction_status_history
 
 ALTER TABLE ONLY public.transaction_status_history
     ADD CONSTRAINT transaction_status_history_transaction_id_to_status_key UNIQUE (transaction_id, to_status);
+
+--
+-- Name: transaction_transitions transaction_transitions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.transaction_transitions
+    ADD CONSTRAINT transaction_transitions_pkey PRIMARY KEY (direction, from_status, to_status);
 
 --
 -- Name: transactions_awaiting_workflow transactions_awaiting_workflow_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1481,6 +1569,24 @@ CREATE INDEX intents_list ON public.intents USING btree (organization_id, create
 --
 
 CREATE INDEX intents_metadata ON public.intents USING gin (metadata jsonb_path_ops) WITH (fastupdate=off);
+
+--
+-- Name: journal_entries_by_account; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX journal_entries_by_account ON public.journal_entries USING btree (account_id, created_at DESC, id DESC) INCLUDE (from_bucket, to_bucket, amount_cents);
+
+--
+-- Name: journal_entries_of_transaction; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX journal_entries_of_transaction ON public.journal_entries USING btree (transaction_id, kind) WHERE (transaction_id IS NOT NULL);
+
+--
+-- Name: journal_entries_of_transfer; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX journal_entries_of_transfer ON public.journal_entries USING btree (transfer_id, kind) WHERE (transfer_id IS NOT NULL);
 
 --
 -- Name: payment_tokens_list; Type: INDEX; Schema: public; Owner: -
@@ -1663,6 +1769,18 @@ CREATE TRIGGER ip_allowlist_edge_notify AFTER INSERT OR DELETE OR UPDATE ON publ
 CREATE TRIGGER ip_allowlist_edge_notify_truncate AFTER TRUNCATE ON public.ip_allowlist FOR EACH STATEMENT EXECUTE FUNCTION public.edge_notify_change();
 
 --
+-- Name: journal_entries journal_entries_append_only; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER journal_entries_append_only BEFORE DELETE OR UPDATE ON public.journal_entries FOR EACH ROW EXECUTE FUNCTION public.journal_append_only();
+
+--
+-- Name: journal_entries journal_entries_no_truncate; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER journal_entries_no_truncate BEFORE TRUNCATE ON public.journal_entries FOR EACH STATEMENT EXECUTE FUNCTION public.journal_append_only();
+
+--
 -- Name: organizations organizations_edge_notify; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -1703,6 +1821,12 @@ CREATE TRIGGER transaction_status_history_append_only BEFORE DELETE OR UPDATE ON
 --
 
 CREATE TRIGGER transaction_status_history_no_truncate BEFORE TRUNCATE ON public.transaction_status_history FOR EACH STATEMENT EXECUTE FUNCTION public.transaction_status_history_append_only();
+
+--
+-- Name: transaction_transitions transaction_transitions_read_only; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER transaction_transitions_read_only BEFORE INSERT OR DELETE OR UPDATE ON public.transaction_transitions FOR EACH STATEMENT EXECUTE FUNCTION public.journal_append_only();
 
 --
 -- Name: transactions transactions_after_insert; Type: TRIGGER; Schema: public; Owner: -
