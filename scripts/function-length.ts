@@ -11,12 +11,6 @@ import ts from 'typescript';
 const FUNCTION_LINES_MAX = 70;
 const ROOTS = ['src', 'workflows', 'activities', 'ops'];
 
-/**
- * Owned by work under way elsewhere (the webhook delivery attempt is being split; process supervision is moving
- * out of src/): reported, not failed. Keep this list to exactly that work and empty it when it lands.
- */
-const EXEMPT_FUNCTIONS = new Set(['activities/webhooks.ts:deliverWebhookAttempt']);
-const EXEMPT_DIRECTORIES = ['src/platform/', 'src/bin/'];
 
 export interface LongFunction {
   file: string;
@@ -95,10 +89,6 @@ function sourceFiles(root: string, dir: string): string[] {
     .sort();
 }
 
-export function isExempt({ file, name }: Pick<LongFunction, 'file' | 'name'>): boolean {
-  return EXEMPT_FUNCTIONS.has(`${file}:${name}`) || EXEMPT_DIRECTORIES.some((dir) => file.startsWith(dir));
-}
-
 /** The functions past the limit under `root`'s product folders. */
 export function longFunctions(root: string): LongFunction[] {
   return ROOTS.flatMap((dir) => sourceFiles(root, dir))
@@ -109,8 +99,6 @@ export function longFunctions(root: string): LongFunction[] {
 if (require.main === module) {
   const long = longFunctions(path.resolve(__dirname, '..'));
   const describe = (fn: LongFunction) => `${fn.file}:${fn.line} ${fn.name}: ${fn.ownLines} lines (max ${FUNCTION_LINES_MAX})`;
-  for (const fn of long.filter(isExempt)) process.stdout.write(`exempt, owned elsewhere: ${describe(fn)}\n`);
-  const failing = long.filter((fn) => !isExempt(fn));
-  for (const fn of failing) process.stderr.write(`too long: ${describe(fn)}\n`);
-  if (failing.length > 0) process.exit(1);
+  for (const fn of long) process.stderr.write(`too long: ${describe(fn)}\n`);
+  if (long.length > 0) process.exit(1);
 }
