@@ -153,10 +153,10 @@ async function main() {
       TEMPORAL_METRICS_ADDRESS: 'off',
       WORKER_METRICS_PORT: '0',
     };
-    const worker: ChildProcess = await startProcess('worker', 'src/bin/worker.ts', { ...env, LOG_LEVEL: 'info' }, /worker running/);
+    const worker: ChildProcess = await startProcess('worker', 'ops/bin/worker.ts', { ...env, LOG_LEVEL: 'info' }, /worker running/);
     cleanup.push(() => stopProcess(worker));
     const port = await freePort();
-    const api = await startProcess('api', 'src/bin/api.ts', { ...env, PORT: String(port) }, null);
+    const api = await startProcess('api', 'ops/bin/api.ts', { ...env, PORT: String(port) }, null);
     cleanup.push(() => stopProcess(api));
     const apiUrl = `http://127.0.0.1:${port}`;
     for (

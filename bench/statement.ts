@@ -92,7 +92,7 @@ async function main(): Promise<void> {
     const port = await freePort();
     api = await startProcess(
       'api',
-      'src/bin/api.ts',
+      'ops/bin/api.ts',
       {
         DATABASE_URL: scratch.databaseUrl,
         TEMPORAL_ADDRESS: temporal.server.address,

@@ -27,7 +27,7 @@ describe('SPEC §12 webhook secrets: production requires WEBHOOK_SECRET_KEY', ()
   });
 
   test('a production api process without the key exits 2 naming WEBHOOK_SECRET_KEY', async () => {
-    const api = spawnProject(TSX, ['src/bin/api.ts'], { LEDGER_ENVIRONMENT: 'production', WEBHOOK_SECRET_KEY: undefined });
+    const api = spawnProject(TSX, ['ops/bin/api.ts'], { LEDGER_ENVIRONMENT: 'production', WEBHOOK_SECRET_KEY: undefined });
     const { code } = await api.exited;
     expect(code).toBe(2);
     expect(api.output()).toMatch(/WEBHOOK_SECRET_KEY=""/);

@@ -45,7 +45,7 @@ test('0 occurrences of any of 10 endpoints secrets in the data files, WAL and lo
     TEMPORAL_METRICS_ADDRESS: 'off',
     ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
   };
-  const run = spawnProject(process.execPath, ['scripts/start.js'], env);
+  const run = spawnProject(process.execPath, ['ops/bin/start.js'], env);
   const secrets: string[] = [];
   const marker = `marker${randomBytes(8).toString('hex')}`;
   try {
