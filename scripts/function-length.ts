@@ -11,7 +11,6 @@ import ts from 'typescript';
 const FUNCTION_LINES_MAX = 70;
 const ROOTS = ['src', 'workflows', 'activities', 'ops'];
 
-
 export interface LongFunction {
   file: string;
   name: string;
