@@ -441,7 +441,7 @@ describe('SPEC §14 operability: the OpenAPI document', () => {
 interface Operation {
   method: string;
   path: string;
-  queryParams: { name: string; format?: string }[];
+  queryParams: { name: string; format?: string; required: boolean; example?: unknown }[];
   /** Dotted paths of the request body's date and date-time fields. */
   bodyDates: { path: string[]; format: string }[];
   /** A body the schema documents as an example, else {}; hostile values are planted in it. */
@@ -471,13 +471,24 @@ function operationsOf(document: Json): Operation[] {
         path,
         queryParams: (operation.parameters ?? [])
           .filter((p: Json) => p.in === 'query')
-          .map((p: Json) => ({ name: p.name, format: p.schema?.format })),
+          .map((p: Json) => ({
+            name: p.name,
+            format: p.schema?.format,
+            required: p.required === true,
+            example: p.example ?? p.schema?.example,
+          })),
         bodyDates,
         example: structuredClone(bodySchema?.example ?? {}),
       });
     }
   }
   return operations;
+}
+
+/** A value a required query parameter accepts: its documented example, else one of its format. */
+function validQueryValue(param: Operation['queryParams'][number]): string {
+  if (param.example !== undefined) return String(param.example);
+  return param.format === 'date-time' ? '2024-01-02T00:00:00Z' : '2024-01-02';
 }
 
 function setAt(body: Json, path: string[], value: unknown): void {
@@ -609,7 +620,12 @@ describe('SPEC §16 property: every endpoint in /openapi.json, under hostile inp
         let response: ApiResponse;
         if (c.kind === 'date') {
           if (c.where === 'query') {
-            response = await send(operation.method, `${target}?${encodeURIComponent(c.field[0]!)}=${encodeURIComponent(c.value)}`);
+            // The other required parameters are valid, so the impossible date is the one thing to refuse.
+            const query = new URLSearchParams(
+              operation.queryParams.filter((p) => p.required && p.name !== c.field[0]).map((p) => [p.name, validQueryValue(p)]),
+            );
+            query.set(c.field[0]!, c.value);
+            response = await send(operation.method, `${target}?${query.toString()}`);
           } else {
             const body = structuredClone(operation.example);
             setAt(body, c.field, c.value);
