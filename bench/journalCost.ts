@@ -1,8 +1,9 @@
 /**
- * What the journal costs the database (SPEC §21 goal: ≤ 15 % more than main), in one run beside main's schema.
+ * What the journal costs the database (SPEC §21 goal: ≤ 15 % more than without it), in one run beside the schema before it.
  * Run: `npm run bench -- journalCost` or `npx tsx bench/journalCost.ts`; Postgres at BENCH_DATABASE_URL.
  *
- * Two scratch databases: one migrated with main's migrations (read from git: `git archive main migrations`),
+ * Two scratch databases: one migrated with the migrations of the last commit before the journal (read from git:
+ * `git archive a53fc8e migrations`; BENCH_BASE_REF names another),
  * one with this checkout's. The same code (src/ledger/transactions.ts, src/settlement/repo.ts; the journal
  * adds no statement of its own, only trigger work) runs against each, alternating within every round:
  *   - lifecycle: BENCH_JOURNAL_LIFECYCLES (1,000) cash_in recorded (insertTransaction) and confirmed
@@ -31,7 +32,8 @@ import { writeResults } from './results';
 const LIFECYCLES = Number(process.env.BENCH_JOURNAL_LIFECYCLES ?? 1_000);
 const WINDOW_N = Number(process.env.BENCH_WINDOW_N ?? 100_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const BASE_REF = process.env.BENCH_BASE_REF ?? 'main';
+// The baseline is the last commit whose schema has no journal (before migrations/0017_journal.sql).
+const BASE_REF = process.env.BENCH_BASE_REF ?? 'a53fc8e';
 const PG_BASE = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const WINDOW_DATE = '2026-03-08';
 

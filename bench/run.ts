@@ -19,9 +19,9 @@ import { RESULTS_DIR, writeResults } from './results';
  * size variable, e.g. `BENCH_INTENTS=10000 npm run bench -- ledger` (bench/ledger.ts says which).
  *
  * The Temporal topology: `npm run bench -- --topology cluster` (or BENCH_TEMPORAL=cluster in the environment)
- * runs the benches that use Temporal (ledger, settlement, report) on `npm run cluster`'s server on Postgres
+ * runs the benches that use Temporal (ledger, settlement, report, statement; replay keeps the dev server) on `npm run cluster`'s server on Postgres
  * (ops/temporalServer.ts; 4 history shards, persistence and visibility in two fresh databases that
- * are dropped at the end) instead of the dev server; edge, settlementDb and search do not use Temporal. The flag sets
+ * are dropped at the end) instead of the dev server; edge, settlementDb, search, balances and journalCost do not use Temporal. The flag sets
  * BENCH_TEMPORAL for every bench it runs, and the summary records it. Process counts of the lifecycle bench
  * pass through the environment: `BENCH_API_PROCESSES=2 BENCH_WORKER_PROCESSES=2 npm run bench -- --topology
  * cluster ledger`. On a Postgres with the default max_connections (100), the cluster's Temporal server
