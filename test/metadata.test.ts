@@ -235,7 +235,7 @@ describe('SPEC §18 update: POST /user/{id} and POST /intent/{id} merge metadata
 
   test('webhooks can subscribe to user.updated and intent.updated', async () => {
     const created = await call('POST', '/webhook', {
-      url: 'https://operator.example.com/hooks',
+      url: 'https://operator.example.invalid/hooks',
       events: ['user.updated', 'intent.updated'],
     });
     expect(created.status).toBe(200);

@@ -106,7 +106,7 @@ describe('SPEC §13 admin webhook seal-secrets and verify-secrets', () => {
     const created = [];
     for (let i = 0; i < 2; i++) {
       const headers = { 'X-Idempotency-Key': `plain-${i}-${randomString(8)}` };
-      const body = { url: `https://hooks.example.com/${i}` };
+      const body = { url: `https://hooks.example.invalid/${i}` };
       const answer = await call('POST', '/webhook', body, headers);
       expect(answer.status).toBe(200);
       created.push({ headers, body, answer });

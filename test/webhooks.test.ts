@@ -76,13 +76,13 @@ describe('SPEC §12 webhooks: endpoint management', () => {
 
   test('POST /webhook answers the endpoint with a whsec_ secret that is never shown again', async () => {
     const created = await call('POST', '/webhook', {
-      url: 'https://operator.example.com/hooks',
+      url: 'https://operator.example.invalid/hooks',
       events: ['user.created', 'transaction.status_changed'],
     });
     expect(created.status).toBe(200);
     expect(created.body).toEqual({
       id: expect.stringMatching(/^whk_[A-Za-z0-9]{16,}$/),
-      url: 'https://operator.example.com/hooks',
+      url: 'https://operator.example.invalid/hooks',
       events: ['user.created', 'transaction.status_changed'],
       status: 'enabled',
       disabled_reason: null,
@@ -107,13 +107,13 @@ describe('SPEC §12 webhooks: endpoint management', () => {
   });
 
   test.each([
-    [{ url: 'ftp://operator.example.com/hooks' }, 'url'],
+    [{ url: 'ftp://operator.example.invalid/hooks' }, 'url'],
     [{ url: 'not a url' }, 'url'],
-    [{ url: 'https://user:pass@operator.example.com/hooks' }, 'url'],
-    [{ url: 'https://operator.example.com/hooks', events: ['user.exploded'] }, 'events.0'],
-    [{ url: 'https://operator.example.com/hooks', events: [] }, 'events'],
-    [{ url: 'https://operator.example.com/hooks', events: ['*', 'user.created'] }, 'events'],
-    [{ url: 'https://operator.example.com/hooks', extra: true }, '(body)'],
+    [{ url: 'https://user:pass@operator.example.invalid/hooks' }, 'url'],
+    [{ url: 'https://operator.example.invalid/hooks', events: ['user.exploded'] }, 'events.0'],
+    [{ url: 'https://operator.example.invalid/hooks', events: [] }, 'events'],
+    [{ url: 'https://operator.example.invalid/hooks', events: ['*', 'user.created'] }, 'events'],
+    [{ url: 'https://operator.example.invalid/hooks', extra: true }, '(body)'],
   ])('an invalid body %j is 400 validation_failed naming %s', async (body, param) => {
     const response = await call('POST', '/webhook', body);
     expect(response.status).toBe(400);
@@ -124,11 +124,11 @@ describe('SPEC §12 webhooks: endpoint management', () => {
     const own = await createTestOrg(stack.pool);
     const ownCall = apiClient(stack.url, own.apiKey);
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await ownCall('POST', '/webhook', { url: `https://operator.example.com/hooks/${i}` })).body.id);
+    for (let i = 0; i < 5; i++) ids.push((await ownCall('POST', '/webhook', { url: `https://operator.example.invalid/hooks/${i}` })).body.id);
     const first = await ownCall('GET', '/webhook?limit=2');
     expect(first.body).toMatchObject({ has_more: true, next_cursor: expect.any(String) });
     // A row inserted between pages lands before the cursor, so the next pages neither skip nor repeat.
-    await ownCall('POST', '/webhook', { url: 'https://operator.example.com/hooks/late' });
+    await ownCall('POST', '/webhook', { url: 'https://operator.example.invalid/hooks/late' });
     const second = await ownCall('GET', `/webhook?limit=2&cursor=${first.body.next_cursor}`);
     const third = await ownCall('GET', `/webhook?limit=2&cursor=${second.body.next_cursor}`);
     expect(third.body).toMatchObject({ has_more: false, next_cursor: null });
@@ -138,7 +138,7 @@ describe('SPEC §12 webhooks: endpoint management', () => {
   });
 
   test("DELETE /webhook/{id} removes the endpoint; another organization's endpoint is 404 everywhere", async () => {
-    const created = await call('POST', '/webhook', { url: 'https://operator.example.com/hooks/delete-me' });
+    const created = await call('POST', '/webhook', { url: 'https://operator.example.invalid/hooks/delete-me' });
     const other = apiClient(stack.url, (await createTestOrg(stack.pool)).apiKey);
     for (const [method, path] of [
       ['GET', ''],
@@ -161,7 +161,7 @@ describe('SPEC §12 webhooks: endpoint management', () => {
   });
 
   test('a new endpoint has no delivery attempts', async () => {
-    const created = await call('POST', '/webhook', { url: 'https://operator.example.com/hooks/quiet' });
+    const created = await call('POST', '/webhook', { url: 'https://operator.example.invalid/hooks/quiet' });
     const deliveries = await call('GET', `/webhook/${created.body.id}/deliveries`);
     expect(deliveries.status).toBe(200);
     expect(deliveries.body).toEqual({ data: [], has_more: false, next_cursor: null });
