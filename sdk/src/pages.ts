@@ -21,6 +21,10 @@ export class PageRequest<P extends Page<Item>, Item> implements PromiseLike<P>, 
     return this.firstPage().then(onFulfilled, onRejected);
   }
 
+  catch<B = never>(onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<P | B> {
+    return this.firstPage().catch(onRejected);
+  }
+
   private firstPage(): Promise<P> {
     this.first ??= this.fetchPage(undefined);
     return this.first;

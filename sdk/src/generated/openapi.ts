@@ -1302,7 +1302,7 @@ export interface components {
              * @default automatic
              * @enum {string}
              */
-            approval_mode: "automatic" | "manual";
+            approval_mode?: "automatic" | "manual";
             metadata?: components["schemas"]["Metadata"];
         };
         IntentList: {
@@ -1486,7 +1486,7 @@ export interface components {
              * @description Only events no delivery of which to this endpoint succeeded (never delivered ones included).
              * @default false
              */
-            failed_only: boolean;
+            failed_only?: boolean;
         };
         EventList: {
             data: components["schemas"]["WebhookEvent"][];
