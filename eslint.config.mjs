@@ -20,6 +20,7 @@ export default defineConfig(
       '.scratch/',
       'coverage/',
       'bench/results/',
+      'sdk/dist/',
       'sdk/src/generated/',
       'test/fixtures/sdk/',
     ],

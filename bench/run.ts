@@ -30,7 +30,19 @@ import { RESULTS_DIR, writeResults } from './results';
  * `npm run bench -- capacity` runs bench/capacity.ts, the per-transaction costs on the cluster topology
  * (docs/production.md); it is not part of the default run.
  */
-const BENCHES = ['edge', 'ledger', 'settlementDb', 'settlement', 'report', 'balances', 'statement', 'journalCost', 'search', 'replay'] as const;
+const BENCHES = [
+  'edge',
+  'ledger',
+  'settlementDb',
+  'settlement',
+  'report',
+  'balances',
+  'statement',
+  'journalCost',
+  'search',
+  'replay',
+  'sdk',
+] as const;
 const OPTIONAL_BENCHES = ['capacity'] as const;
 const REPO_ROOT = path.resolve(__dirname, '..');
 

@@ -37,7 +37,7 @@ describe('SPEC §22 SDK package', () => {
     const covered = Object.entries(resources).flatMap(([resource, methods]) =>
       Object.entries(methods).map(([method, operationId]) => {
         expect(typeof ledger[resource]![method]).toBe('function');
-        return operationId as string;
+        return operationId;
       }),
     );
     expect([...covered].sort()).toEqual([...ids].sort());

@@ -36,7 +36,7 @@ function queryString(query: Record<string, unknown> | undefined): string {
     if (value === undefined || value === null) continue;
     if (Array.isArray(value)) params.append(name, value.map(String).join(','));
     else if (typeof value === 'object') for (const [key, inner] of Object.entries(value)) params.append(`${name}[${key}]`, String(inner));
-    else params.append(name, String(value as string | number | boolean));
+    else params.append(name, typeof value === 'string' ? value : JSON.stringify(value));
   }
   const text = params.toString();
   return text === '' ? '' : `?${text}`;
