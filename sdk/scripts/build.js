@@ -1,11 +1,18 @@
 // Builds dist/cjs (CommonJS) and dist/esm (ES modules), each with declarations, with the workspace's tsc.
-// Run by the root's `prepare` on every install, so a fresh clone's `npm ci` leaves the package importable.
+// Run by the root's `prepare` on every install, so a fresh clone's `npm ci` leaves the package importable. An
+// install without devDependencies (the Docker image's `npm ci --omit=dev`) has no tsc and builds nothing.
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
-const tsc = require.resolve('typescript/bin/tsc', { paths: [root] });
+let tsc;
+try {
+  tsc = require.resolve('typescript/bin/tsc', { paths: [root] });
+} catch {
+  process.stdout.write('@payments-ledger/sdk: typescript is not installed (a production install); not built\n');
+  return;
+}
 fs.rmSync(path.join(root, 'dist'), { recursive: true, force: true });
 for (const [config, type] of [
   ['tsconfig.json', 'commonjs'],
