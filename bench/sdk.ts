@@ -2,12 +2,13 @@
  * What the SDK costs a caller per call (SPEC §22 goal: at most 1.2× bare fetch): GET /transaction/{id} against
  * one in-process API on a real Postgres, called one at a time by `ledger.transactions.retrieve(id)` and by a bare
  * `fetch` + `response.json()` with the same headers, in the same run. The calls run in a client process of their
- * own, so its CPU time per call is the client's alone (the server's is in this process). Rounds alternate which
- * of the two goes first; every figure is the median over rounds: wall time per call (server included) and
- * client CPU per call, and their SDK/fetch ratios.
+ * own, so its CPU time per call is the client's alone (the server's is in this process). The two alternate call
+ * by call (which goes first alternating too), so the shared box's noise hits both alike; every figure is the
+ * median over all calls of one way: wall time per call (the server's answer included) and client CPU per call,
+ * and their SDK/fetch ratios.
  *
- *   npm run bench -- sdk                                  # 7 rounds of 1,000 calls each
- *   BENCH_ROUNDS=9 BENCH_CALLS=2000 npx tsx bench/sdk.ts
+ *   npm run bench -- sdk                                  # 3,000 calls each way
+ *   BENCH_CALLS=10000 npx tsx bench/sdk.ts
  *
  * Prints progress lines and the summary; writes the summary to bench/results/sdk-<time>.json.
  * BENCH_DATABASE_ADMIN_URL (default postgres://postgres@127.0.0.1:5432/postgres) must let us create a database.
@@ -32,8 +33,7 @@ import { createTestUser } from '../test/support/harness';
 import { createScratchDatabase } from '../test/support/scratch';
 import { writeResults } from './results';
 
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
-const CALLS = Number(process.env.BENCH_CALLS ?? 1000);
+const CALLS = Number(process.env.BENCH_CALLS ?? 3000);
 const WARMUP_CALLS = 300;
 const ADMIN_URL = process.env.BENCH_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DATABASE = `ledger_bench_sdk_${randomString(8).toLowerCase()}`;
@@ -45,9 +45,10 @@ interface Target {
   transactionId: string;
 }
 
-interface Round {
-  wallUsPerCall: number;
-  cpuUsPerCall: number;
+/** One call: its wall time and the client's CPU time during it, in microseconds. */
+interface Sample {
+  wallUs: number;
+  cpuUs: number;
 }
 
 function log(message: string): void {
@@ -60,20 +61,17 @@ function median(values: number[]): number {
   return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
-/** `calls` calls one after another: the median wall time of one, and the client's CPU time per call. */
-async function measure(call: () => Promise<unknown>, calls: number): Promise<Round> {
-  const walls: number[] = [];
+/** One call; while it waits for the server this process is idle, so its CPU time is the client's work. */
+async function measure(call: () => Promise<unknown>): Promise<Sample> {
   const cpuBefore = process.cpuUsage();
-  for (let i = 0; i < calls; i++) {
-    const started = performance.now();
-    await call();
-    walls.push((performance.now() - started) * 1000);
-  }
+  const started = performance.now();
+  await call();
+  const wallUs = (performance.now() - started) * 1000;
   const cpu = process.cpuUsage(cpuBefore);
-  return { wallUsPerCall: median(walls), cpuUsPerCall: (cpu.user + cpu.system) / calls };
+  return { wallUs, cpuUs: cpu.user + cpu.system };
 }
 
-/** The client process: both ways of calling, interleaved by round; prints its rounds as one JSON line. */
+/** The client process: both ways of calling, alternating call by call; prints its samples as one JSON line. */
 async function client(target: Target): Promise<void> {
   const url = `${target.baseUrl}/transaction/${target.transactionId}`;
   const headers = { Authorization: `Bearer ${target.apiKey}`, Accept: 'application/json' };
@@ -86,16 +84,16 @@ async function client(target: Target): Promise<void> {
     },
     sdk: () => ledger.transactions.retrieve(target.transactionId),
   };
-  for (const way of Object.values(ways)) await measure(way, WARMUP_CALLS);
-  const rounds: Record<keyof typeof ways, Round[]> = { fetch: [], sdk: [] };
-  for (let round = 0; round < ROUNDS; round++) {
-    const order: (keyof typeof ways)[] = round % 2 === 0 ? ['fetch', 'sdk'] : ['sdk', 'fetch'];
-    for (const name of order) rounds[name].push(await measure(ways[name], CALLS));
+  for (let i = 0; i < WARMUP_CALLS; i++) for (const way of Object.values(ways)) await way();
+  const samples: Record<keyof typeof ways, Sample[]> = { fetch: [], sdk: [] };
+  for (let i = 0; i < CALLS; i++) {
+    const order: (keyof typeof ways)[] = i % 2 === 0 ? ['fetch', 'sdk'] : ['sdk', 'fetch'];
+    for (const name of order) samples[name].push(await measure(ways[name]));
   }
-  process.stdout.write(`${JSON.stringify(rounds)}\n`);
+  process.stdout.write(`${JSON.stringify(samples)}\n`);
 }
 
-function runClient(target: Target): Promise<Record<'fetch' | 'sdk', Round[]>> {
+function runClient(target: Target): Promise<Record<'fetch' | 'sdk', Sample[]>> {
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
@@ -103,7 +101,7 @@ function runClient(target: Target): Promise<Record<'fetch' | 'sdk', Round[]>> {
       { env: { ...process.env, BENCH_SDK_TARGET: JSON.stringify(target) }, maxBuffer: 16 * 1024 * 1024 },
       (error, stdout, stderr) => {
         if (error) reject(new Error(`client failed: ${error.message}\n${stderr}`));
-        else resolve(JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<'fetch' | 'sdk', Round[]>);
+        else resolve(JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<'fetch' | 'sdk', Sample[]>);
       },
     );
   });
@@ -155,25 +153,18 @@ async function main(): Promise<void> {
   log(`creating database ${DATABASE}`);
   const { target, stop } = await serve();
   try {
-    log(`GET /transaction/${target.transactionId}: ${WARMUP_CALLS} warm-up calls each, then ${ROUNDS} rounds of ${CALLS} calls per way`);
-    const rounds = await runClient(target);
-    for (let round = 0; round < ROUNDS; round++) {
-      const [f, s] = [rounds.fetch[round]!, rounds.sdk[round]!];
-      log(
-        `round ${round + 1}/${ROUNDS}  fetch ${f.wallUsPerCall.toFixed(0)} us/call (client CPU ${f.cpuUsPerCall.toFixed(0)} us)  sdk ${s.wallUsPerCall.toFixed(0)} us/call (client CPU ${s.cpuUsPerCall.toFixed(0)} us)`,
-      );
-    }
-    const figure = (way: Round[], key: keyof Round) => Math.round(median(way.map((r) => r[key])));
-    const fetchWall = figure(rounds.fetch, 'wallUsPerCall');
-    const sdkWall = figure(rounds.sdk, 'wallUsPerCall');
-    const fetchCpu = figure(rounds.fetch, 'cpuUsPerCall');
-    const sdkCpu = figure(rounds.sdk, 'cpuUsPerCall');
+    log(`GET /transaction/${target.transactionId}: ${WARMUP_CALLS} warm-up calls each, then ${CALLS} calls each way, alternating`);
+    const samples = await runClient(target);
+    const figure = (way: Sample[], key: keyof Sample) => Math.round(median(way.map((sample) => sample[key])));
+    const fetchWall = figure(samples.fetch, 'wallUs');
+    const sdkWall = figure(samples.sdk, 'wallUs');
+    const fetchCpu = figure(samples.fetch, 'cpuUs');
+    const sdkCpu = figure(samples.sdk, 'cpuUs');
     const summary = {
       bench: 'sdk',
       finished_at: new Date().toISOString(),
       endpoint: 'GET /transaction/{id}',
-      rounds: ROUNDS,
-      calls_per_round: CALLS,
+      calls_each_way: CALLS,
       fetch: { wall_us_per_call_median: fetchWall, client_cpu_us_per_call_median: fetchCpu },
       sdk: { wall_us_per_call_median: sdkWall, client_cpu_us_per_call_median: sdkCpu },
       wall_ratio: Number((sdkWall / fetchWall).toFixed(3)),
