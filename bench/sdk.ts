@@ -20,17 +20,14 @@ import { performance } from 'node:perf_hooks';
 import { Client } from '@temporalio/client';
 import { Ledger } from '@payments-ledger/sdk';
 import { loadConfig } from '../src/config';
-import { createPool, withTransaction } from '../src/db/pool';
+import { createPool } from '../src/db/pool';
 import { createApp } from '../src/http/app';
 import { systemClock } from '../src/http/route';
 import { randomString } from '../src/ids';
-import { createIntentBody } from '../src/ledger/schemas';
-import { createIntent } from '../src/ledger/service';
 import { createLogger } from '../src/logger';
-import { createOrganization, setRateLimits } from '../src/orgs/repo';
 import { allRoutes } from '../src/routes';
-import { createTestUser } from '../test/support/harness';
 import { createScratchDatabase } from '../test/support/scratch';
+import { transactionToRead } from './readFixture';
 import { writeResults } from './results';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 3000);
@@ -122,16 +119,7 @@ async function serve() {
     readiness: {},
   };
   const { app, edge } = createApp(deps, allRoutes);
-  const created = await createOrganization(pool, { name: 'Bench operator', kycRequired: true, environment: 'sandbox' });
-  await setRateLimits(pool, created.organization.id, { read: 1_000_000 });
-  const userId = await createTestUser(pool, created.organization.id);
-  const intent = await withTransaction(pool, (db) =>
-    createIntent(
-      { db, organizationId: created.organization.id, now: new Date(), deps, startMarks: edge.startMarks },
-      createIntentBody.parse({ direction: 'cash_in', user_id: userId, amount: 1250, currency: 'USD' }),
-      { environment: 'sandbox', idempotencyKey: `bench-${randomString(8)}` },
-    ),
-  );
+  const { created, transactionId } = await transactionToRead(pool, deps, edge);
   const server = await new Promise<Server>((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
   });
@@ -139,7 +127,7 @@ async function serve() {
   const target: Target = {
     baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     apiKey: created.key.api_key,
-    transactionId: (intent.body as { transactions: { id: string }[] }).transactions[0]!.id,
+    transactionId,
   };
   const stop = async () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
