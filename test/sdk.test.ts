@@ -9,6 +9,7 @@ import {
   WebhookVerificationError,
   type Schemas,
 } from '@payments-ledger/sdk';
+import { isRetryableStatus, retryAfterMs, retryDelayMs } from '../sdk/src/retry';
 import { randomString } from '../src/ids';
 import { createTestOrg, eventually, startStack, type Stack, type TestOrg } from './support/harness';
 import { userBody } from './support/payments';
@@ -154,6 +155,20 @@ async function standIn(answers: Array<{ status: number; headers?: Record<string,
 }
 
 describe('SPEC §22 SDK retries', () => {
+  test('what is retried, and the wait: Retry-After (seconds or a date) plus at most 10 %, else exponential backoff with jitter', () => {
+    expect([429, 500, 502, 503].every((status) => isRetryableStatus(status, 'x'))).toBe(true);
+    expect(isRetryableStatus(409, 'idempotency_request_in_progress')).toBe(true);
+    expect([400, 401, 403, 404, 422].some((status) => isRetryableStatus(status, 'x'))).toBe(false);
+    expect(isRetryableStatus(409, 'invalid_state')).toBe(false);
+    expect(retryAfterMs('2')).toBe(2_000);
+    expect(retryAfterMs(new Date(10_000).toUTCString(), 7_000)).toBe(3_000);
+    expect(retryAfterMs(null)).toBeUndefined();
+    expect(retryDelayMs(0, 2_000, () => 0)).toBe(2_000);
+    expect(retryDelayMs(0, 2_000, () => 0.999)).toBe(2_199);
+    expect([0, 1, 2, 3, 10].map((retry) => retryDelayMs(retry, undefined, () => 0))).toEqual([250, 500, 1_000, 2_000, 4_000]);
+    expect([0, 1, 2, 3, 10].map((retry) => retryDelayMs(retry, undefined, () => 0.999))).toEqual([499, 999, 1_999, 3_998, 7_996]);
+  });
+
   const unavailable = {
     status: 503,
     headers: { 'Retry-After': '1' },
