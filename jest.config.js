@@ -8,6 +8,9 @@ module.exports = {
   transform: { '^.+\\.(t|j)sx?$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }] },
   // fast-check and a few others ship ESM only under some entry points; swc turns them into CommonJS.
   transformIgnorePatterns: ['/node_modules/(?!(fast-check|pure-rand)/)'],
+  // The SDK's tests run its TypeScript source (its relative imports name the .js they compile to);
+  // test/sdk.package.test.ts imports the built package the way a user does.
+  moduleNameMapper: { '^@payments-ledger/sdk$': '<rootDir>/sdk/src/index.ts', '^(\\.{1,2}/.*)\\.js$': '$1' },
   setupFiles: ['<rootDir>/test/support/setupTemporalRuntime.ts'],
   globalSetup: '<rootDir>/test/support/globalSetup.ts',
   globalTeardown: '<rootDir>/test/support/globalTeardown.ts',

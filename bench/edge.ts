@@ -21,18 +21,15 @@ import path from 'node:path';
 import { Client } from '@temporalio/client';
 import type autocannon from 'autocannon';
 import { loadConfig } from '../src/config';
-import { createPool, withTransaction } from '../src/db/pool';
+import { createPool } from '../src/db/pool';
 import { createApp, type ApiDeps } from '../src/http/app';
 import { defineRoute, systemClock } from '../src/http/route';
 import { allRoutes } from '../src/routes';
 import { randomString } from '../src/ids';
-import { createIntentBody } from '../src/ledger/schemas';
-import { createIntent } from '../src/ledger/service';
 import { createLogger } from '../src/logger';
-import { createOrganization, setRateLimits } from '../src/orgs/repo';
 import { z } from '../src/zod';
-import { createTestUser } from '../test/support/harness';
 import { createScratchDatabase } from '../test/support/scratch';
+import { transactionToRead } from './readFixture';
 import { writeResults } from './results';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -134,19 +131,7 @@ async function main(): Promise<void> {
     },
   });
   const { app, edge } = createApp(deps, [...allRoutes, ping]);
-  const created = await createOrganization(pool, { name: 'Bench operator', kycRequired: true, environment: 'sandbox' });
-  // The read limit at its maximum (1,000,000 per 60 s), so the bench measures admission work, not 429s.
-  await setRateLimits(pool, created.organization.id, { read: 1_000_000 });
-  const userId = await createTestUser(pool, created.organization.id);
-  // A real cash_in transaction, written by the ledger's own service; its workflow is never started (no worker here).
-  const intent = await withTransaction(pool, (db) =>
-    createIntent(
-      { db, organizationId: created.organization.id, now: new Date(), deps, startMarks: edge.startMarks },
-      createIntentBody.parse({ direction: 'cash_in', user_id: userId, amount: 1250, currency: 'USD' }),
-      { environment: 'sandbox', idempotencyKey: `bench-${randomString(8)}` },
-    ),
-  );
-  const transactionId = (intent.body as { transactions: { id: string }[] }).transactions[0]!.id;
+  const { created, transactionId } = await transactionToRead(pool, deps, edge);
 
   const server = await new Promise<Server>((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));

@@ -41,6 +41,7 @@ const BENCHES = [
   'journalCost',
   'search',
   'replay',
+  'sdk',
 ] as const;
 const OPTIONAL_BENCHES = ['capacity'] as const;
 const REPO_ROOT = path.resolve(__dirname, '..');

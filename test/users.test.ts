@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { Writable } from 'node:stream';
+import { InvalidRequestError, Ledger, type LedgerError, type Schemas } from '@payments-ledger/sdk';
 import pino from 'pino';
 import { withTransaction } from '../src/db/pool';
 import { ApiError } from '../src/errors';
@@ -13,6 +14,9 @@ import { apiClient, createTestOrg, createTestUser, startStack, testInfra, type S
 import { exampleMismatches, expectDocumented } from './support/openapi';
 import { userBody, type Body } from './support/payments';
 
+/** A POST /user body for the SDK (userBody builds it loosely typed, so invalid ones can be built too). */
+const sdkUser = (patch?: (body: Body) => void) => userBody(patch) as Schemas['UserCreateRequest'];
+
 function isoDate(offsetDays: number): string {
   return new Date(Date.now() + offsetDays * 86_400_000).toISOString().slice(0, 10);
 }
@@ -21,11 +25,14 @@ let stack: Stack;
 /** KYC required (the default), generous limits: these suites send hundreds of writes. */
 let org: TestOrg;
 let call: ReturnType<typeof apiClient>;
+/** The SDK for the same organization: the KYC, read and paging suites below use it instead of raw fetch. */
+let ledger: Ledger;
 
 beforeAll(async () => {
   stack = await startStack({ worker: false });
   org = await createTestOrg(stack.pool, { write: 100_000, read: 100_000 });
   call = apiClient(stack.url, org.apiKey);
+  ledger = new Ledger({ apiKey: org.apiKey, baseUrl: stack.url });
 });
 afterAll(async () => {
   await stack.stop();
@@ -630,32 +637,28 @@ describe('SPEC §6 users: KYC requirement', () => {
     const body = userBody((b) => {
       b.identity_verified = false;
     });
-    const response = await call('POST', '/user', body);
-    expect(response.status).toBe(400);
-    expect(response.body.error).toMatchObject({ type: 'invalid_request_error', code: 'identity_not_verified', param: 'identity_verified' });
+    const error = await ledger.users.create(body as Schemas['UserCreateRequest']).catch((e: unknown) => e as LedgerError);
+    expect(error).toBeInstanceOf(InvalidRequestError);
+    expect(error).toMatchObject({ status: 400, type: 'invalid_request_error', code: 'identity_not_verified', param: 'identity_verified' });
     expect(await rowsWithTag(org.organizationId, body.tag)).toBe(0);
   });
 
   test('with KYC required, a verified user is created enabled', async () => {
-    const created = await call('POST', '/user', userBody());
-    const user = await call('GET', `/user/${created.body.id}`);
-    expect(user.body.status).toBe('enabled');
+    const created = await ledger.users.create(sdkUser());
+    expect((await ledger.users.retrieve(created.id)).status).toBe('enabled');
   });
 
   test('with KYC off, an unverified user is created in status created and a verified one enabled', async () => {
     const relaxed = await createTestOrg(stack.pool, { kycRequired: false });
-    const relaxedCall = apiClient(stack.url, relaxed.apiKey);
-    const unverified = await relaxedCall(
-      'POST',
-      '/user',
-      userBody((b) => {
+    const relaxedLedger = new Ledger({ apiKey: relaxed.apiKey, baseUrl: stack.url });
+    const unverified = await relaxedLedger.users.create(
+      sdkUser((b) => {
         b.identity_verified = false;
       }),
     );
-    expect(unverified.status).toBe(200);
-    expect((await relaxedCall('GET', `/user/${unverified.body.id}`)).body).toMatchObject({ status: 'created', identity_verified: false });
-    const verified = await relaxedCall('POST', '/user', userBody());
-    expect((await relaxedCall('GET', `/user/${verified.body.id}`)).body).toMatchObject({ status: 'enabled', identity_verified: true });
+    expect(await relaxedLedger.users.retrieve(unverified.id)).toMatchObject({ status: 'created', identity_verified: false });
+    const verified = await relaxedLedger.users.create(sdkUser());
+    expect(await relaxedLedger.users.retrieve(verified.id)).toMatchObject({ status: 'enabled', identity_verified: true });
   });
 });
 
@@ -756,92 +759,82 @@ describe('SPEC §6 users: GET /user/{id}', () => {
     const body = userBody((b) => {
       b.phone_number = '+12015550123';
     });
-    const created = await call('POST', '/user', body);
-    const response = await call('GET', `/user/${created.body.id}`);
-    expect(response.status).toBe(200);
-    expect(response.body).toEqual({
-      id: created.body.id,
+    const created = await ledger.users.create(body as Schemas['UserCreateRequest']);
+    const user = await ledger.users.retrieve(created.id);
+    expect(user).toEqual({
+      id: created.id,
       tag: body.tag,
       status: 'enabled',
       identity_verified: true,
       metadata: {},
       created_at: expect.any(String),
     });
-    expect(new Date(response.body.created_at).toISOString()).toBe(response.body.created_at);
+    expect(new Date(user.created_at).toISOString()).toBe(user.created_at);
     for (const secret of [body.email, body.name.first, body.address.address_line_1, body.date_of_birth, body.phone_number]) {
-      expect(response.text).not.toContain(secret);
+      expect(JSON.stringify(user)).not.toContain(secret);
     }
   });
 
   test('a user without a tag shows tag null', async () => {
-    const created = await call(
-      'POST',
-      '/user',
-      userBody((b) => {
+    const created = await ledger.users.create(
+      sdkUser((b) => {
         delete b.tag;
         b.email = `untagged-${randomString(8)}@example.com`;
       }),
     );
-    expect((await call('GET', `/user/${created.body.id}`)).body.tag).toBeNull();
+    expect((await ledger.users.retrieve(created.id)).tag).toBeNull();
   });
 
   test('an unknown id answers 404 not_found', async () => {
-    const response = await call('GET', `/user/user_${randomString(24)}`);
-    expect(response.status).toBe(404);
-    expect(response.body.error).toMatchObject({ type: 'invalid_request_error', code: 'not_found' });
+    const error = await ledger.users.retrieve(`user_${randomString(24)}`).catch((e: unknown) => e as LedgerError);
+    expect(error).toBeInstanceOf(InvalidRequestError);
+    expect(error).toMatchObject({
+      status: 404,
+      type: 'invalid_request_error',
+      code: 'not_found',
+      requestId: expect.stringMatching(/^req_/),
+    });
   });
 
   test("another organization's user answers 404, never 403, on read, list and simulate", async () => {
-    const created = await call('POST', '/user', userBody());
+    const created = await ledger.users.create(sdkUser());
     const other = await createTestOrg(stack.pool, { write: 1000 });
-    const otherCall = apiClient(stack.url, other.apiKey);
-    const read = await otherCall('GET', `/user/${created.body.id}`);
-    expect(read.status).toBe(404);
-    expect(read.body.error.code).toBe('not_found');
-    const suspend = await otherCall('POST', `/simulate/user/${created.body.id}/suspend`);
-    expect(suspend.status).toBe(404);
-    expect((await otherCall('GET', '/user?limit=100')).body.data).toEqual([]);
+    const otherLedger = new Ledger({ apiKey: other.apiKey, baseUrl: stack.url });
+    await expect(otherLedger.users.retrieve(created.id)).rejects.toMatchObject({ status: 404, code: 'not_found' });
+    await expect(otherLedger.simulate.suspendUser(created.id)).rejects.toMatchObject({ status: 404, code: 'not_found' });
+    expect((await otherLedger.users.list({ limit: 100 })).data).toEqual([]);
     // Untouched by the other organization's attempt.
-    expect((await call('GET', `/user/${created.body.id}`)).body.status).toBe('enabled');
+    expect((await ledger.users.retrieve(created.id)).status).toBe('enabled');
   });
 });
 
 describe('SPEC §6 users: GET /user lists with §8 paging', () => {
-  async function pageAll(client: ReturnType<typeof apiClient>, query: string, limit: number): Promise<Body[]> {
-    const seen: Body[] = [];
-    let cursor: string | null = null;
-    for (let pages = 0; pages < 1000; pages++) {
-      const response: { status: number; body: Body } = await client(
-        'GET',
-        `/user?limit=${limit}${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
-      );
-      expect(response.status).toBe(200);
-      expect(response.body.data.length).toBeLessThanOrEqual(limit);
-      seen.push(...response.body.data);
-      if (!response.body.has_more) {
-        expect(response.body.next_cursor).toBeNull();
-        return seen;
-      }
-      cursor = response.body.next_cursor;
+  /** Every user of the list through the SDK's pages, checking each page's size and the last page's cursor. */
+  async function pageAll(client: Ledger, query: { status?: UserStatus }, limit: number): Promise<Schemas['User'][]> {
+    const seen: Schemas['User'][] = [];
+    for await (const page of client.users.list({ ...query, limit }).pages()) {
+      expect(page.data.length).toBeLessThanOrEqual(limit);
+      seen.push(...page.data);
+      if (!page.has_more) expect(page.next_cursor).toBeNull();
     }
-    throw new Error('paging did not end');
+    return seen;
   }
 
   test('pages newest first without skips or repeats while users are being created', async () => {
     const pagingOrg = await createTestOrg(stack.pool, { write: 10_000, read: 10_000 });
-    const client = apiClient(stack.url, pagingOrg.apiKey);
+    const client = new Ledger({ apiKey: pagingOrg.apiKey, baseUrl: stack.url });
     const before: string[] = [];
-    for (let i = 0; i < 30; i++) before.push((await client('POST', '/user', userBody())).body.id);
-    const writers = Promise.all(Array.from({ length: 20 }, () => client('POST', '/user', userBody())));
-    const seen = await pageAll(client, '', 4);
+    for (let i = 0; i < 30; i++) before.push((await client.users.create(sdkUser())).id);
+    const writers = Promise.all(Array.from({ length: 20 }, () => client.users.create(sdkUser())));
+    const seen = await pageAll(client, {}, 4);
     const created = await writers;
     const ids = seen.map((user) => user.id);
     expect(new Set(ids).size).toBe(ids.length);
     for (const id of before) expect(ids).toContain(id);
     for (let i = 1; i < seen.length; i++) expect(seen[i - 1]!.created_at >= seen[i]!.created_at).toBe(true);
     // After the writers finish, a fresh traversal holds exactly every user once.
-    const all = (await pageAll(client, '', 7)).map((user) => user.id);
-    expect(new Set(all)).toEqual(new Set([...before, ...created.map((response) => response.body.id)]));
+    const all = (await pageAll(client, {}, 7)).map((user) => user.id);
+    expect(new Set(all)).toEqual(new Set([...before, ...created.map((user) => user.id)]));
     expect(all).toHaveLength(50);
   });
 
@@ -861,7 +854,7 @@ describe('SPEC §6 users: GET /user lists with §8 paging', () => {
         [id, tieOrg.organizationId, offsetUs],
       );
     }
-    const paged = (await pageAll(apiClient(stack.url, tieOrg.apiKey), '', 2)).map((user) => user.id);
+    const paged = (await pageAll(new Ledger({ apiKey: tieOrg.apiKey, baseUrl: stack.url }), {}, 2)).map((user) => user.id);
     expect(paged).toHaveLength(9);
     expect(new Set(paged)).toEqual(new Set(ids));
   });
@@ -872,22 +865,22 @@ describe('SPEC §6 users: GET /user lists with §8 paging', () => {
     for (const status of ['created', 'enabled', 'enabled', 'suspended', 'suspended', 'suspended', 'disabled'] as const) {
       byStatus[status].push(await createTestUser(stack.pool, filterOrg.organizationId, status));
     }
-    const client = apiClient(stack.url, filterOrg.apiKey);
+    const client = new Ledger({ apiKey: filterOrg.apiKey, baseUrl: stack.url });
     for (const status of ['created', 'enabled', 'suspended', 'disabled'] as const) {
-      const listed = await pageAll(client, `&status=${status}`, 2);
+      const listed = await pageAll(client, { status }, 2);
       expect(new Set(listed.map((user) => user.id))).toEqual(new Set(byStatus[status]));
       expect(listed.every((user) => user.status === status)).toBe(true);
     }
-    expect(await pageAll(client, '', 100)).toHaveLength(7);
+    expect(await pageAll(client, {}, 100)).toHaveLength(7);
   });
 
   test('defaults to 25 per page', async () => {
     const bigOrg = await createTestOrg(stack.pool);
     for (let i = 0; i < 26; i++) await createTestUser(stack.pool, bigOrg.organizationId);
-    const page = await apiClient(stack.url, bigOrg.apiKey)('GET', '/user');
-    expect(page.body.data).toHaveLength(25);
-    expect(page.body.has_more).toBe(true);
-    expect(typeof page.body.next_cursor).toBe('string');
+    const page = await new Ledger({ apiKey: bigOrg.apiKey, baseUrl: stack.url }).users.list();
+    expect(page.data).toHaveLength(25);
+    expect(page.has_more).toBe(true);
+    expect(typeof page.next_cursor).toBe('string');
   });
 
   test.each([
