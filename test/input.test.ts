@@ -487,7 +487,7 @@ function operationsOf(document: Json): Operation[] {
 
 /** A value a required query parameter accepts: its documented example, else one of its format. */
 function validQueryValue(param: Operation['queryParams'][number]): string {
-  if (param.example !== undefined) return String(param.example);
+  if (typeof param.example === 'string') return param.example;
   return param.format === 'date-time' ? '2024-01-02T00:00:00Z' : '2024-01-02';
 }
 

@@ -124,7 +124,8 @@ describe('SPEC §12 webhooks: endpoint management', () => {
     const own = await createTestOrg(stack.pool);
     const ownCall = apiClient(stack.url, own.apiKey);
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await ownCall('POST', '/webhook', { url: `https://operator.example.invalid/hooks/${i}` })).body.id);
+    for (let i = 0; i < 5; i++)
+      ids.push((await ownCall('POST', '/webhook', { url: `https://operator.example.invalid/hooks/${i}` })).body.id);
     const first = await ownCall('GET', '/webhook?limit=2');
     expect(first.body).toMatchObject({ has_more: true, next_cursor: expect.any(String) });
     // A row inserted between pages lands before the cursor, so the next pages neither skip nor repeat.
