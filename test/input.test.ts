@@ -622,7 +622,9 @@ describe('SPEC §16 property: every endpoint in /openapi.json, under hostile inp
           if (c.where === 'query') {
             // The other required parameters are valid, so the impossible date is the one thing to refuse.
             const query = new URLSearchParams(
-              operation.queryParams.filter((p) => p.required && p.name !== c.field[0]).map((p) => [p.name, validQueryValue(p)]),
+              operation.queryParams
+                .filter((p) => p.required && p.name !== c.field[0])
+                .map((p): [string, string] => [p.name, validQueryValue(p)]),
             );
             query.set(c.field[0]!, c.value);
             response = await send(operation.method, `${target}?${query.toString()}`);
