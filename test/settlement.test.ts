@@ -6,7 +6,7 @@ import { runAdmin } from '../src/cli/admin';
 import { withTransaction } from '../src/db/pool';
 import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';
-import { settlementDateOf } from '../src/ledger/dates';
+import { settlementDateOf, windowBounds } from '../src/ledger/dates';
 import { createAccount } from '../src/orgs/repo';
 import { accountSettlementWorkflowId, SETTLEMENT_PHASES, settlementProgressQuery, settlementTaskQueue } from '../src/settlement/contract';
 import { transferDateOf, windowCloseDateOf, windowDateOfScheduledTime } from '../src/settlement/dates';
@@ -750,10 +750,11 @@ describe('SPEC §10 settlement survives killed workers', () => {
         );
       }
       expect(await settlementViolations(api.pool, { accountIds: [org.accountId, second.id], windowDate })).toEqual([]);
-      // The window's close took each account's journal snapshot, which the violations above checked against the journal.
+      // The window's close took each account's journal snapshot at the window's end, which the violations above
+      // checked against the journal (every close snapshots every account, so other suites' closes add their own).
       const { rows: snapshots } = await api.pool.query(
-        `SELECT account_id FROM journal_snapshots WHERE account_id = ANY($1) ORDER BY account_id`,
-        [[org.accountId, second.id]],
+        `SELECT DISTINCT account_id FROM journal_snapshots WHERE account_id = ANY($1) AND at = $2 ORDER BY account_id`,
+        [[org.accountId, second.id], windowBounds(windowDate, api.config.SETTLEMENT_CUTOFF).end],
       );
       expect(snapshots).toHaveLength(2);
       const { rows } = await api.pool.query(`SELECT count(*)::int AS n FROM transactions WHERE id = ANY($1) AND status = 'settled'`, [ids]);
