@@ -335,6 +335,28 @@ describe('SPEC §14 readiness fails when a dependency is down', () => {
   });
 });
 
+describe('database connections', () => {
+  test('a checked-out connection whose server process dies fails its holder and leaves the process running', async () => {
+    const pool = createPool(testInfra().databaseUrl, 2);
+    const killer = new pg.Client({ connectionString: testInfra().databaseUrl });
+    await killer.connect();
+    const client = await pool.connect();
+    try {
+      const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      // Held, not in a query: the server's FATAL arrives as an 'error' event on the client. Unheard, the
+      // emitter would throw it out of the socket's handler and jest would report an uncaught exception.
+      const ended = new Promise((resolve) => client.once('end', resolve));
+      await killer.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+      await ended;
+      await expect(client.query('SELECT 1')).rejects.toThrow();
+    } finally {
+      client.release(true);
+      await killer.end();
+      await pool.end();
+    }
+  });
+});
+
 describe('the dev server npm start runs', () => {
   test('caches the search-attribute metadata, and every one of our attributes is usable from its first start', async () => {
     const server = await inMemoryDevServer('temporal-search-attributes');

@@ -15,11 +15,17 @@ export type PoolClient = pg.PoolClient;
 /** Anything that runs a query: the pool for reads, a checked-out client inside a transaction. */
 export type Queryable = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
 
+function ignoreCheckedOutError(): void {}
+
 export function createPool(databaseUrl: string, max = 20, onIdleError: (error: Error) => void = () => undefined): pg.Pool {
   const pool = new pg.Pool({ connectionString: databaseUrl, max, connectionTimeoutMillis: 5_000, idleTimeoutMillis: 30_000 });
   // An idle client whose server went away (a restart, a failover) is dropped by the pool; without a
   // listener that 'error' event would crash the process.
   pool.on('error', onIdleError);
+  // The pool listens only while a client is idle. A connection that dies while checked out (a transaction,
+  // a COPY stream, a report) also emits 'error' on the client, and unheard that crashes the process; the
+  // same failure reaches its holder through the query in flight or the next one.
+  pool.on('connect', (client) => client.on('error', ignoreCheckedOutError));
   return pool;
 }
 

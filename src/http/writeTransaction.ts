@@ -18,13 +18,8 @@ const SAVEPOINT_NAME = /^[a-z_]+$/;
 export class WriteTransaction {
   private released = false;
   private readonly savepoints = new Set<string>();
-  // A connection that dies while checked out also emits 'error' on the client; unheard, that event would
-  // crash the process. The same failure reaches the request through its next query.
-  private readonly ignoreError = () => undefined;
 
-  private constructor(readonly client: PoolClient) {
-    client.on('error', this.ignoreError);
-  }
+  private constructor(readonly client: PoolClient) {}
 
   static async checkout(pool: Pool): Promise<WriteTransaction> {
     return new WriteTransaction(await pool.connect());
@@ -75,7 +70,6 @@ export class WriteTransaction {
   private release(destroy = false): void {
     if (this.released) return;
     this.released = true;
-    this.client.off('error', this.ignoreError);
     this.client.release(destroy);
   }
 }
