@@ -12,6 +12,10 @@
  *    measurement), and the clock stops when every transaction is `available` in Postgres.
  *    lifecycles/s = intents / (first POST → last one available). Goal: ≥ 0.5× the bare loop; POST /intent
  *    rate (intents / time to accept them all) ≥ 0.6× the bare loop.
+ * 1b. The lifecycle's shape without the ledger (bench/lifecycleShapeWorkflow.ts): BENCH_INTENTS workflows with the
+ *    lifecycle's search attributes, local submit step, 1 s confirmation timer, local available step and status
+ *    upsert, started from 32 clients; the clock stops when every one has run its available step. Goal: the
+ *    ledger's lifecycles/s ≥ 0.8× this (the ledger's own work within a quarter of Temporal's).
  * 3. The bare loop again, on the server now holding every lifecycle (for the drift, not the ratio).
  * The api and the worker run as their own processes (`npm run api`, `npm run worker`). Progress each second;
  * the figures go to stdout and bench/results/ledger-<time>.json. Postgres: BENCH_DATABASE_URL (default
@@ -35,6 +39,13 @@ import { REPO_ROOT } from '../src/config';
 import { createPool, type Pool } from '../src/db/pool';
 import { randomString } from '../src/ids';
 import { createOrganization, setRateLimits } from '../src/orgs/repo';
+import {
+  AccountIdKey,
+  OrganizationIdKey,
+  SettlementDateKey,
+  TransactionDirectionKey,
+  TransactionStatusKey,
+} from '../src/platform/searchAttributes';
 import { freePort } from '../test/support/ports';
 import { createTestUser } from '../test/support/harness';
 import { createScratchDatabase, startScratchTemporal, topologyFrom } from '../test/support/scratch';
@@ -163,6 +174,55 @@ async function countedLoop(label: string, clients: number, total: number, op: (i
   };
 }
 
+/**
+ * Phase 1b: BENCH_INTENTS lifecycle-shaped workflows from CLIENTS loops on `address`, run by a worker of their
+ * own in this process; per second from the first start until every one has run its `available` step.
+ */
+async function lifecycleShape(address: string, client: Client) {
+  let available = 0;
+  const connection = await NativeConnection.connect({ address });
+  const worker = await Worker.create({
+    connection,
+    namespace: 'default',
+    taskQueue: 'bench-shape',
+    workflowsPath: path.join(__dirname, 'lifecycleShapeWorkflow.ts'),
+    activities: {
+      shapeStep: async (step: 'submit' | 'available') => {
+        if (step === 'available') available += 1;
+      },
+    },
+  });
+  const running = worker.run();
+  try {
+    const started = performance.now();
+    const starts = await countedLoop('shape start', CLIENTS, INTENTS, async (index) => {
+      await client.workflow.start('lifecycleShapeWorkflow', {
+        taskQueue: 'bench-shape',
+        workflowId: `shape-${index}-${randomString(8)}`,
+        args: [CONFIRM_SECONDS],
+        typedSearchAttributes: [
+          { key: OrganizationIdKey, value: 'org_bench' },
+          { key: AccountIdKey, value: 'account_bench' },
+          { key: TransactionStatusKey, value: 'pending' },
+          { key: TransactionDirectionKey, value: 'cash_in' },
+          { key: SettlementDateKey, value: '2026-01-01' },
+        ],
+      });
+    });
+    const deadline = performance.now() + DRAIN_LIMIT_S * 1000;
+    while (available < starts.count) {
+      if (performance.now() > deadline) throw new Error(`only ${available}/${starts.count} shapes available after ${DRAIN_LIMIT_S} s`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const seconds = (performance.now() - started) / 1000;
+    return { starts, seconds_until_all_available: round(seconds, 2), per_second: round(starts.count / seconds) };
+  } finally {
+    worker.shutdown();
+    await running;
+    await connection.close();
+  }
+}
+
 function bareLoop(client: Client, label: string) {
   return countedLoop(label, CLIENTS, BARE_STARTS, async () => {
     await client.workflow.start('noopWorkflow', { taskQueue: 'bench-noop', workflowId: `noop-${randomString(16)}` });
@@ -275,6 +335,9 @@ async function main() {
       bench_clients_and_noop_worker: round((({ user, system }) => user + system)(process.cpuUsage(bareCpuBefore.bench)) / 1e6),
     };
 
+    say(`phase 1b: ${INTENTS} workflows of the lifecycle's shape (no ledger), ${CLIENTS} concurrent, until each is available`);
+    const shape = await lifecycleShape(dev.address, client);
+
     // --- 2: intents until every one is available -------------------------------------------------------------
     say(`phase 2: ${INTENTS} POST /intent (cash_in) from ${CLIENTS} clients, until every transaction is available`);
     const cpuBefore = {
@@ -353,11 +416,14 @@ async function main() {
       post_intent: posts,
       lifecycles: { seconds_until_all_available: round(lifecycleSeconds, 2), per_second: round(lifecyclesPerSecond) },
       lifecycle_vs_bare: round(lifecyclesPerSecond / bare.per_second, 3),
+      lifecycle_shape: shape,
+      lifecycle_vs_shape: round(lifecyclesPerSecond / shape.per_second, 3),
       post_intent_vs_bare: round(posts.per_second / bare.per_second, 3),
       bare_noop_start_after: bareAfter,
       goals: {
         lifecycle_at_least_half_of_bare: lifecyclesPerSecond / bare.per_second >= 0.5,
         post_intent_at_least_0_6_of_bare: posts.per_second / bare.per_second >= 0.6,
+        lifecycle_at_least_0_8_of_shape: lifecyclesPerSecond / shape.per_second >= 0.8,
       },
       history_events_per_lifecycle_to_available: sampleHistory.events?.length ?? null,
       transactions_awaiting_workflow_at_end: awaiting[0]!.n,
@@ -395,6 +461,9 @@ async function main() {
     );
     say(
       `lifecycles → available ${results.lifecycles.per_second}/s  (all ${posts.count} in ${results.lifecycles.seconds_until_all_available} s)  = ${results.lifecycle_vs_bare}× bare (goal ≥ 0.5)`,
+    );
+    say(
+      `lifecycle shape        ${shape.per_second}/s  (all ${shape.starts.count} in ${shape.seconds_until_all_available} s); ledger = ${results.lifecycle_vs_shape}× shape (goal ≥ 0.8)`,
     );
     say(`bare no-op start after ${bareAfter.per_second}/s`);
     say(`history events of one lifecycle at available: ${results.history_events_per_lifecycle_to_available}`);

@@ -1,0 +1,28 @@
+import { condition, defineSignal, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { TransactionStatusKey } from '../src/platform/searchAttributes';
+
+/**
+ * The baseline of bench/ledger.ts's lifecycle figure: a workflow of the cash_in lifecycle's shape with none of
+ * the ledger's work (workflows/transaction.ts, LIFECYCLE_V2): started with the same search attributes, a local
+ * step (submit), the network's confirmation as a durable timer, a local step (available) and the status
+ * upsert, then parked until a settlement signal. Its steps do nothing but count (bench/lifecycleShape.ts).
+ */
+export const shapeSettledSignal = defineSignal('shapeSettled');
+
+export interface ShapeSteps {
+  shapeStep(step: 'submit' | 'available'): Promise<void>;
+}
+
+const local = proxyLocalActivities<ShapeSteps>({ startToCloseTimeout: '30 seconds' });
+
+export async function lifecycleShapeWorkflow(confirmSeconds: number): Promise<void> {
+  let settled = false;
+  setHandler(shapeSettledSignal, () => {
+    settled = true;
+  });
+  await local.shapeStep('submit');
+  await condition(() => settled, `${confirmSeconds} seconds`);
+  await local.shapeStep('available');
+  upsertSearchAttributes([{ key: TransactionStatusKey, value: 'available' }]);
+  await condition(() => settled);
+}
