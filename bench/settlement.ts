@@ -15,6 +15,12 @@
  *        alone takes longer than this bench may run, so the other members have no workflow (their rows carry
  *        workflow_started_at, so the reconciler leaves them alone); they still cost one signal each (answered
  *        "not found"), so the notification time is the full 100,000-member cost.
+ * 1b. The floor of waking a window's members: BENCH_SAMPLE workflows of the lifecycle's shape without the ledger
+ *    (bench/lifecycleShapeWorkflow.ts: same search attributes and steps, parked at `available`), each signalled
+ *    once from 32 concurrent loops (the notification's concurrency) on the same server, timed from the first
+ *    signal until visibility counts none running, as step 1 times its lifecycles. Goal, with BENCH_SAMPLE =
+ *    BENCH_WINDOW_N (every member has its workflow): step 1's close → every lifecycle completed ≤ 1.25× this.
+ *      BENCH_WINDOW_N=20000 BENCH_SAMPLE=20000 BENCH_CHAOS_N=0 npx tsx bench/settlement.ts
  * 2. Chaos: BENCH_CHAOS_N (10,000) transactions over 4 accounts (with BENCH_CHAOS_SAMPLE lifecycle
  *    workflows), a window close while the worker PROCESS is SIGKILLed at random points of the settlement and
  *    restarted, then every invariant of src/settlement/invariants.ts is checked.
@@ -28,7 +34,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { bundleWorkflowsOnce } from '../ops/clusterProcesses';
 import { createLogger } from '../src/logger';
 import { REPO_ROOT } from '../src/config';
@@ -43,8 +49,17 @@ import {
   memberNotificationProgressQuery,
   memberNotificationWorkflowId,
   settlementProgressQuery,
+  SETTLEMENT_LIMITS,
 } from '../src/settlement/contract';
 import { settlementViolations } from '../src/settlement/invariants';
+import {
+  AccountIdKey,
+  OrganizationIdKey,
+  SettlementDateKey,
+  TransactionDirectionKey,
+  TransactionStatusKey,
+} from '../src/platform/searchAttributes';
+import { shapeSettledSignal } from './lifecycleShapeWorkflow';
 import { settlementScheduleId } from '../src/settlement/schedule';
 import { createScratchDatabase, startScratchTemporal, topologyFrom } from '../test/support/scratch';
 import { writeResults } from './results';
@@ -166,6 +181,72 @@ async function runningLifecycles(client: Client, taskQueue: string): Promise<num
     `TaskQueue = '${taskQueue}' AND WorkflowType = 'transactionWorkflow' AND ExecutionStatus = 'Running'`,
   );
   return count;
+}
+
+/** Step 1b: `count` lifecycle-shaped workflows parked at `available`, then the time to signal and complete them all. */
+async function bareWakeUp(address: string, client: Client, count: number): Promise<{ start_s: number; wake_up_s: number }> {
+  const taskQueue = `bench-shape-${randomString(8)}`;
+  let available = 0;
+  const connection = await NativeConnection.connect({ address });
+  const worker = await Worker.create({
+    connection,
+    namespace: 'default',
+    taskQueue,
+    workflowsPath: path.join(__dirname, 'lifecycleShapeWorkflow.ts'),
+    activities: {
+      shapeStep: async (step: 'submit' | 'available') => {
+        if (step === 'available') available += 1;
+      },
+    },
+  });
+  const running = worker.run();
+  const loops = async (total: number, op: (index: number) => Promise<unknown>) => {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: SETTLEMENT_LIMITS.notifyConcurrency }, async () => {
+        while (next < total) await op(next++);
+      }),
+    );
+  };
+  const ids = Array.from({ length: count }, (_, index) => `shape-${index}-${randomString(8)}`);
+  try {
+    let t = Date.now();
+    await loops(count, (index) =>
+      client.workflow.start('lifecycleShapeWorkflow', {
+        taskQueue,
+        workflowId: ids[index]!,
+        args: [0],
+        typedSearchAttributes: [
+          { key: OrganizationIdKey, value: 'org_bench' },
+          { key: AccountIdKey, value: 'account_bench' },
+          { key: TransactionStatusKey, value: 'pending' },
+          { key: TransactionDirectionKey, value: 'cash_in' },
+          { key: SettlementDateKey, value: WINDOW_DATE },
+        ],
+      }),
+    );
+    await until(
+      'shapes parked',
+      async () => (available >= count ? true : undefined),
+      async () => `${available}/${count} shapes parked at available`,
+      100,
+    );
+    const start_s = seconds(Date.now() - t);
+    t = Date.now();
+    const stillRunning = async () => (await client.workflow.count(`TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Running'`)).count;
+    await loops(count, (index) => client.workflow.getHandle(ids[index]!).signal(shapeSettledSignal));
+    await until(
+      'shapes completed',
+      async () => ((await stillRunning()) === 0 ? true : undefined),
+      async () => `${await stillRunning()} shapes still running`,
+      500,
+    );
+    return { start_s, wake_up_s: seconds(Date.now() - t) };
+  } finally {
+    worker.shutdown();
+    await running;
+    await connection.close();
+  }
 }
 
 async function main() {
@@ -377,8 +458,23 @@ async function main() {
       await killGroup(worker.child);
     }
 
-    // ---- 2. chaos: SIGKILL the worker during a window of CHAOS_N ---------------------------------------
-    {
+    // ---- 1b. the floor: as many bare lifecycle shapes woken by one signal each -------------------------
+    if (SAMPLE > 0) {
+      say(`step 1b: ${SAMPLE} workflows of the lifecycle's shape (no ledger) parked, then each signalled once`);
+      const bare = await bareWakeUp(dev.address, client, SAMPLE);
+      results.bare_shape_start_s = bare.start_s;
+      results.bare_shape_wake_up_s = bare.wake_up_s;
+      const ratio = Number(results.time_to_sample_workflows_settled_s) / bare.wake_up_s;
+      results.lifecycles_completed_vs_bare_wake_up = Number(ratio.toFixed(3));
+      say(
+        `bare shapes: parked in ${bare.start_s} s; signalled and completed in ${bare.wake_up_s} s; the window's close → every ` +
+          `lifecycle completed took ${results.time_to_sample_workflows_settled_s} s = ${results.lifecycles_completed_vs_bare_wake_up}× ` +
+          `(goal ≤ 1.25 when BENCH_SAMPLE = BENCH_WINDOW_N)`,
+      );
+    }
+
+    // ---- 2. chaos: SIGKILL the worker during a window of CHAOS_N (BENCH_CHAOS_N=0 skips it) -------------
+    if (CHAOS_N > 0) {
       const taskQueue = `chaos-${randomString(8)}`;
       const workerEnv = {
         DATABASE_URL: databaseUrl,
