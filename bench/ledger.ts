@@ -39,16 +39,10 @@ import { REPO_ROOT } from '../src/config';
 import { createPool, type Pool } from '../src/db/pool';
 import { randomString } from '../src/ids';
 import { createOrganization, setRateLimits } from '../src/orgs/repo';
-import {
-  AccountIdKey,
-  OrganizationIdKey,
-  SettlementDateKey,
-  TransactionDirectionKey,
-  TransactionStatusKey,
-} from '../src/platform/searchAttributes';
 import { freePort } from '../test/support/ports';
 import { createTestUser } from '../test/support/harness';
 import { createScratchDatabase, startScratchTemporal, topologyFrom } from '../test/support/scratch';
+import { shapeStart, startShapeWorker } from './lifecycleShape';
 import { startProcess, stopProcess } from './processes';
 import { writeResults } from './results';
 
@@ -179,47 +173,25 @@ async function countedLoop(label: string, clients: number, total: number, op: (i
  * own in this process; per second from the first start until every one has run its `available` step.
  */
 async function lifecycleShape(address: string, client: Client) {
-  let available = 0;
-  const connection = await NativeConnection.connect({ address });
-  const worker = await Worker.create({
-    connection,
-    namespace: 'default',
-    taskQueue: 'bench-shape',
-    workflowsPath: path.join(__dirname, 'lifecycleShapeWorkflow.ts'),
-    activities: {
-      shapeStep: async (step: 'submit' | 'available') => {
-        if (step === 'available') available += 1;
-      },
-    },
-  });
-  const running = worker.run();
+  const shapes = await startShapeWorker(address);
   try {
     const started = performance.now();
     const starts = await countedLoop('shape start', CLIENTS, INTENTS, async (index) => {
-      await client.workflow.start('lifecycleShapeWorkflow', {
-        taskQueue: 'bench-shape',
-        workflowId: `shape-${index}-${randomString(8)}`,
-        args: [CONFIRM_SECONDS],
-        typedSearchAttributes: [
-          { key: OrganizationIdKey, value: 'org_bench' },
-          { key: AccountIdKey, value: 'account_bench' },
-          { key: TransactionStatusKey, value: 'pending' },
-          { key: TransactionDirectionKey, value: 'cash_in' },
-          { key: SettlementDateKey, value: '2026-01-01' },
-        ],
-      });
+      await client.workflow.start(
+        'lifecycleShapeWorkflow',
+        shapeStart(shapes.taskQueue, `shape-${index}-${randomString(8)}`, CONFIRM_SECONDS, '2026-01-01'),
+      );
     });
     const deadline = performance.now() + DRAIN_LIMIT_S * 1000;
-    while (available < starts.count) {
-      if (performance.now() > deadline) throw new Error(`only ${available}/${starts.count} shapes available after ${DRAIN_LIMIT_S} s`);
+    while (shapes.available() < starts.count) {
+      if (performance.now() > deadline)
+        throw new Error(`only ${shapes.available()}/${starts.count} shapes available after ${DRAIN_LIMIT_S} s`);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     const seconds = (performance.now() - started) / 1000;
     return { starts, seconds_until_all_available: round(seconds, 2), per_second: round(starts.count / seconds) };
   } finally {
-    worker.shutdown();
-    await running;
-    await connection.close();
+    await shapes.stop();
   }
 }
 

@@ -34,7 +34,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { bundleWorkflowsOnce } from '../ops/clusterProcesses';
 import { createLogger } from '../src/logger';
 import { REPO_ROOT } from '../src/config';
@@ -52,13 +52,7 @@ import {
   SETTLEMENT_LIMITS,
 } from '../src/settlement/contract';
 import { settlementViolations } from '../src/settlement/invariants';
-import {
-  AccountIdKey,
-  OrganizationIdKey,
-  SettlementDateKey,
-  TransactionDirectionKey,
-  TransactionStatusKey,
-} from '../src/platform/searchAttributes';
+import { shapeStart, startShapeWorker } from './lifecycleShape';
 import { shapeSettledSignal } from './lifecycleShapeWorkflow';
 import { settlementScheduleId } from '../src/settlement/schedule';
 import { createScratchDatabase, startScratchTemporal, topologyFrom } from '../test/support/scratch';
@@ -185,21 +179,7 @@ async function runningLifecycles(client: Client, taskQueue: string): Promise<num
 
 /** Step 1b: `count` lifecycle-shaped workflows parked at `available`, then the time to signal and complete them all. */
 async function bareWakeUp(address: string, client: Client, count: number): Promise<{ start_s: number; wake_up_s: number }> {
-  const taskQueue = `bench-shape-${randomString(8)}`;
-  let available = 0;
-  const connection = await NativeConnection.connect({ address });
-  const worker = await Worker.create({
-    connection,
-    namespace: 'default',
-    taskQueue,
-    workflowsPath: path.join(__dirname, 'lifecycleShapeWorkflow.ts'),
-    activities: {
-      shapeStep: async (step: 'submit' | 'available') => {
-        if (step === 'available') available += 1;
-      },
-    },
-  });
-  const running = worker.run();
+  const shapes = await startShapeWorker(address);
   const loops = async (total: number, op: (index: number) => Promise<unknown>) => {
     let next = 0;
     await Promise.all(
@@ -212,28 +192,18 @@ async function bareWakeUp(address: string, client: Client, count: number): Promi
   try {
     let t = Date.now();
     await loops(count, (index) =>
-      client.workflow.start('lifecycleShapeWorkflow', {
-        taskQueue,
-        workflowId: ids[index]!,
-        args: [0],
-        typedSearchAttributes: [
-          { key: OrganizationIdKey, value: 'org_bench' },
-          { key: AccountIdKey, value: 'account_bench' },
-          { key: TransactionStatusKey, value: 'pending' },
-          { key: TransactionDirectionKey, value: 'cash_in' },
-          { key: SettlementDateKey, value: WINDOW_DATE },
-        ],
-      }),
+      client.workflow.start('lifecycleShapeWorkflow', shapeStart(shapes.taskQueue, ids[index]!, 0, WINDOW_DATE)),
     );
     await until(
       'shapes parked',
-      async () => (available >= count ? true : undefined),
-      async () => `${available}/${count} shapes parked at available`,
+      async () => (shapes.available() >= count ? true : undefined),
+      async () => `${shapes.available()}/${count} shapes parked at available`,
       100,
     );
     const start_s = seconds(Date.now() - t);
     t = Date.now();
-    const stillRunning = async () => (await client.workflow.count(`TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Running'`)).count;
+    const stillRunning = async () =>
+      (await client.workflow.count(`TaskQueue = '${shapes.taskQueue}' AND ExecutionStatus = 'Running'`)).count;
     await loops(count, (index) => client.workflow.getHandle(ids[index]!).signal(shapeSettledSignal));
     await until(
       'shapes completed',
@@ -243,9 +213,7 @@ async function bareWakeUp(address: string, client: Client, count: number): Promi
     );
     return { start_s, wake_up_s: seconds(Date.now() - t) };
   } finally {
-    worker.shutdown();
-    await running;
-    await connection.close();
+    await shapes.stop();
   }
 }
 
