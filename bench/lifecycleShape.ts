@@ -1,6 +1,4 @@
-import path from 'node:path';
 import type { WorkflowStartOptions } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
 import { randomString } from '../src/ids';
 import {
   AccountIdKey,
@@ -9,10 +7,12 @@ import {
   TransactionDirectionKey,
   TransactionStatusKey,
 } from '../src/platform/searchAttributes';
+import { startProcess, stopProcess } from './processes';
 
 /**
- * The bench's side of bench/lifecycleShapeWorkflow.ts: a worker of its own in the bench process, on a task queue
- * of its own, counting how many shapes have run their `available` step.
+ * The bench's side of bench/lifecycleShapeWorkflow.ts: its worker as a process of its own (bench/shapeWorker.ts,
+ * under the ledger worker's settings) on a task queue of its own, and how many shapes have run their
+ * `available` step as it reports them.
  */
 export interface ShapeWorker {
   taskQueue: string;
@@ -22,29 +22,24 @@ export interface ShapeWorker {
 
 export async function startShapeWorker(address: string): Promise<ShapeWorker> {
   const taskQueue = `bench-shape-${randomString(8)}`;
+  const child = await startProcess(
+    'shape worker',
+    'bench/shapeWorker.ts',
+    { TEMPORAL_ADDRESS: address, SHAPE_TASK_QUEUE: taskQueue },
+    /shape worker running/,
+  );
   let available = 0;
-  const connection = await NativeConnection.connect({ address });
-  const worker = await Worker.create({
-    connection,
-    namespace: 'default',
-    taskQueue,
-    workflowsPath: path.join(__dirname, 'lifecycleShapeWorkflow.ts'),
-    activities: {
-      shapeStep: async (step: 'submit' | 'available') => {
-        if (step === 'available') available += 1;
-      },
-    },
+  let buffer = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    buffer += chunk.toString();
+    const lines = buffer.split('\n');
+    buffer = lines.pop()!;
+    for (const line of lines) {
+      const count = /^available (\d+)$/.exec(line);
+      if (count) available = Number(count[1]);
+    }
   });
-  const running = worker.run();
-  return {
-    taskQueue,
-    available: () => available,
-    async stop() {
-      worker.shutdown();
-      await running;
-      await connection.close();
-    },
-  };
+  return { taskQueue, available: () => available, stop: () => stopProcess(child) };
 }
 
 /** The start options of one shape: the lifecycle's search attributes, and its confirmation timer (0: none). */

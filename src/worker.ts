@@ -54,6 +54,12 @@ const LIFECYCLE_QUEUE_TUNING: Partial<WorkerOptions> = {
   nonStickyToStickyPollRatio: 0.5,
 };
 
+/** Every worker's settings beyond the SDK's defaults; the lifecycle queue's adds LIFECYCLE_QUEUE_TUNING. */
+const WORKER_TUNING: Partial<WorkerOptions> = { shutdownGraceTime: '10s', maxConcurrentActivityTaskExecutions: 50 };
+
+/** The lifecycle worker's settings, exported for the benches' baselines to run under the same ones. */
+export const LIFECYCLE_WORKER_TUNING: Partial<WorkerOptions> = { ...WORKER_TUNING, ...LIFECYCLE_QUEUE_TUNING };
+
 export interface LedgerWorker {
   /** Polls the lifecycle task queue (transactions, webhooks, and settlement runs started there before it had its own). */
   worker: Worker;
@@ -96,8 +102,7 @@ export async function startWorker(options: {
       taskQueue: queue,
       workflowBundle,
       activities,
-      shutdownGraceTime: '10s',
-      maxConcurrentActivityTaskExecutions: 50,
+      ...WORKER_TUNING,
       ...queueTuning,
       ...options.tuning,
     });
