@@ -98,7 +98,12 @@ describe('SPEC §19 POST /intent/batch: each item as its own POST /intent', () =
     expect(other.status).toBe(422);
     // An invalid item stored nothing, like POST /intent's 400: the same key with a valid body executes later.
     const invalidKey = key();
-    const first = await call('POST', '/intent/batch', { intents: [{ idempotency_key: invalidKey, ...cashIn({ amount: -1 }) }] }, batchKey());
+    const first = await call(
+      'POST',
+      '/intent/batch',
+      { intents: [{ idempotency_key: invalidKey, ...cashIn({ amount: -1 }) }] },
+      batchKey(),
+    );
     expect(first.body.data[0].status).toBe(400);
     expect((await call('POST', '/intent', cashIn(), { 'X-Idempotency-Key': invalidKey })).body.status).toBe('approved');
   });
@@ -233,7 +238,10 @@ describe('SPEC §19 a batch is one write and a bounded number of round trips', (
     }
     const statements = [...sent.values()].find((texts) => texts.some((text) => text.includes('INSERT INTO intents')))!;
     const inserted = statements.findIndex((text) => text.includes('INSERT INTO intents'));
-    const begin = statements.slice(0, inserted).findLastIndex((text) => text.startsWith('BEGIN'));
+    const begin = statements
+      .slice(0, inserted)
+      .map((text) => text.startsWith('BEGIN'))
+      .lastIndexOf(true);
     const commit = statements.findIndex((text, i) => i > inserted && text === 'COMMIT');
     expect(begin).toBeGreaterThanOrEqual(0);
     expect(commit).toBeGreaterThan(inserted);

@@ -142,11 +142,17 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[]): { app: express.Exp
   app.use(express.raw({ type: () => true, limit: EDGE_LIMITS.bodyBytesMax }));
 
   const mounted = routes.filter((route) => !route.sandboxOnly || deps.config.LEDGER_ENVIRONMENT === 'sandbox');
-  for (const route of mounted) {
+  const fallback = edgeFallback(edge, deps, allowedMethodsOf([...OPERATIONAL_PATHS, ...mounted]));
+  const literal = mounted.filter((route) => !route.path.includes('{'));
+  for (const route of literal) app[route.method](expressPath(route.path), edgeHandler(edge, deps, route));
+  // A path without parameters is never an id: a method it lacks is its 405 here, before `/intent/{id}` would
+  // look `batch` up as an intent.
+  if (literal.length > 0) app.all([...new Set(literal.map((route) => expressPath(route.path)))], fallback);
+  for (const route of mounted.filter((route) => route.path.includes('{'))) {
     app[route.method](expressPath(route.path), edgeHandler(edge, deps, route));
   }
 
-  app.use(edgeFallback(edge, deps, allowedMethodsOf([...OPERATIONAL_PATHS, ...mounted])));
+  app.use(fallback);
 
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const requestId = res.locals.requestId as string;
