@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { advisoryLockId } from '../src/http/idempotency';
 import { randomString } from '../src/ids';
 import { apiClient, createTestOrg, createTestUser, startStack, type Stack, type TestOrg } from './support/harness';
 import { eventsAbout, workflowRunning, type Body } from './support/payments';
@@ -141,6 +142,26 @@ describe('SPEC §19 POST /intent/batch: each item as its own POST /intent', () =
       ]);
       expect(rows).toHaveLength(1);
     }
+  });
+
+  it('answers 409 in the slot of an item whose key another request still holds past the wait, and runs the others', async () => {
+    const batch = items(3);
+    const held = batch[1]!.idempotency_key as string;
+    const holder = await stack.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT pg_advisory_xact_lock(${advisoryLockId(org.organizationId, { scope: 'header', key: held })})`);
+      const response = await call('POST', '/intent/batch', { intents: batch }, batchKey());
+      expect(response.status).toBe(200);
+      expect((response.body.data as Body[]).map((slot) => slot.status)).toEqual([200, 409, 200]);
+      expect(response.body.data[1].error.code).toBe('idempotency_request_in_progress');
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    // Nothing was stored under the held key: it executes once free.
+    const { idempotency_key: _key, ...body } = batch[1]!;
+    expect((await call('POST', '/intent', body, { 'X-Idempotency-Key': held })).body.status).toBe('approved');
   });
 
   it('starts the lifecycle workflow of every approved item', async () => {
