@@ -9,6 +9,7 @@ export const resources = {
   users: { create: 'createUser', retrieve: 'retrieveUser', update: 'updateUser', list: 'listUsers' },
   intents: {
     create: 'createIntent',
+    createBatch: 'createIntentBatch',
     retrieve: 'retrieveIntent',
     update: 'updateIntent',
     list: 'listIntents',

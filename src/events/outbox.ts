@@ -32,3 +32,20 @@ export async function recordEvent(
   );
   return rows[0]!.id;
 }
+
+/**
+ * recordEvent for many events of one organization and instant, in one statement; they take their places
+ * in the outbox in the order given.
+ */
+export async function recordEvents(
+  db: Queryable,
+  input: { organizationId: string; createdAt: Date; events: ReadonlyArray<{ type: EventType; data: unknown }> },
+): Promise<void> {
+  const { organizationId, createdAt, events } = input;
+  if (events.length === 0) return;
+  await db.query(
+    `INSERT INTO events (organization_id, type, data, created_at)
+     SELECT $1, type, data, $4 FROM unnest($2::text[], $3::jsonb[]) WITH ORDINALITY AS e (type, data, ord) ORDER BY ord`,
+    [organizationId, events.map((event) => event.type), events.map((event) => JSON.stringify(event.data)), createdAt],
+  );
+}

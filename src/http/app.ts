@@ -141,12 +141,7 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[]): { app: express.Exp
   // fallback hashes exactly what was sent.
   app.use(express.raw({ type: () => true, limit: EDGE_LIMITS.bodyBytesMax }));
 
-  const mounted = routes.filter((route) => !route.sandboxOnly || deps.config.LEDGER_ENVIRONMENT === 'sandbox');
-  for (const route of mounted) {
-    app[route.method](expressPath(route.path), edgeHandler(edge, deps, route));
-  }
-
-  app.use(edgeFallback(edge, deps, allowedMethodsOf([...OPERATIONAL_PATHS, ...mounted])));
+  mountRoutes(app, edge, deps, routes);
 
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const requestId = res.locals.requestId as string;
@@ -157,6 +152,23 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[]): { app: express.Exp
     res.status(apiError.status).json(apiError.toBody(requestId));
   });
   return { app, edge };
+}
+
+/**
+ * The API's routes, and its answer to a request none of them takes (405 with Allow on a known path, else 404).
+ * Paths without parameters first, each with its own 405: such a path is never an id, so `GET /intent/batch`
+ * is 405, not a lookup of the intent `batch` by `/intent/{id}`.
+ */
+function mountRoutes(app: express.Express, edge: Edge, deps: ApiDeps, routes: AnyRoute[]): void {
+  const mounted = routes.filter((route) => !route.sandboxOnly || deps.config.LEDGER_ENVIRONMENT === 'sandbox');
+  const fallback = edgeFallback(edge, deps, allowedMethodsOf([...OPERATIONAL_PATHS, ...mounted]));
+  const literal = mounted.filter((route) => !route.path.includes('{'));
+  for (const route of literal) app[route.method](expressPath(route.path), edgeHandler(edge, deps, route));
+  if (literal.length > 0) app.all([...new Set(literal.map((route) => expressPath(route.path)))], fallback);
+  for (const route of mounted.filter((route) => route.path.includes('{'))) {
+    app[route.method](expressPath(route.path), edgeHandler(edge, deps, route));
+  }
+  app.use(fallback);
 }
 
 /** Every failure becomes one error object (SPEC §3); nothing internal (stack, SQL, secrets) leaves the process. */

@@ -3,7 +3,7 @@ import type { Request } from 'express';
 import type { Pool, Queryable } from '../db/pool';
 import { ApiError, errors } from '../errors';
 import { canonicalJson } from './canonicalJson';
-import { EDGE_LIMITS } from './limits';
+import { EDGE_LIMITS, IDEMPOTENCY_KEY_PATTERN } from './limits';
 import type { AnyRoute } from './route';
 import { WriteTransaction } from './writeTransaction';
 
@@ -12,7 +12,7 @@ import { WriteTransaction } from './writeTransaction';
  * duplicate wait for its original, and the stored answers it replays.
  */
 
-interface IdempotencyIdentity {
+export interface IdempotencyIdentity {
   /** 'header' for X-Idempotency-Key (shared by every endpoint, so reuse elsewhere is caught), else per endpoint. */
   scope: string;
   key: string;
@@ -27,12 +27,15 @@ export interface IdempotencyRequest {
   fieldValue: string | null;
 }
 
-const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;
-
 function sha256Hex(...parts: (string | Buffer)[]): string {
   const hash = createHash('sha256');
   for (const part of parts) hash.update(part).update('\n');
   return hash.digest('hex');
+}
+
+/** The hash a stored answer is matched by: the endpoint with the body as data (keys sorted). */
+export function requestHashOf(endpoint: string, body: unknown): string {
+  return sha256Hex(endpoint, canonicalJson(body));
 }
 
 /**
@@ -43,11 +46,11 @@ export function idempotencyRequest(route: AnyRoute, req: Request, body: unknown)
   const endpoint = `${req.method} ${route.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(req.params[name] ?? '')))}`;
   // The body as data, keys sorted: a retry that serialises the same object differently is the same request.
   const fingerprint = route.idempotency?.fingerprint;
-  const requestHash = sha256Hex(endpoint, canonicalJson(fingerprint ? fingerprint(body) : body));
+  const requestHash = requestHashOf(endpoint, fingerprint ? fingerprint(body) : body);
   const identities: IdempotencyIdentity[] = [];
   const header = req.get('x-idempotency-key');
   if (header !== undefined) {
-    if (header.length < 1 || header.length > EDGE_LIMITS.idempotencyKeyLengthMax || !PRINTABLE_ASCII.test(header)) {
+    if (header.length < 1 || header.length > EDGE_LIMITS.idempotencyKeyLengthMax || !IDEMPOTENCY_KEY_PATTERN.test(header)) {
       throw errors.validation([{ param: 'X-Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters' }]);
     }
     identities.push({ scope: 'header', key: header });
@@ -77,10 +80,28 @@ export function advisoryLockId(organizationId: string, identity: IdempotencyIden
 
 export interface StoredResponse {
   scope: string;
+  key: string;
   status_code: number;
   response_body: string;
   endpoint: string;
   request_hash: string;
+}
+
+/** The answers stored within the retention period under any of these identities, in one query. */
+export async function storedResponsesOf(
+  db: Queryable,
+  organizationId: string,
+  identities: readonly IdempotencyIdentity[],
+  now: Date,
+): Promise<StoredResponse[]> {
+  if (identities.length === 0) return [];
+  const { rows } = await db.query<StoredResponse>(
+    `SELECT scope, key, status_code, response_body, endpoint, request_hash FROM idempotency_keys
+      WHERE organization_id = $1 AND (scope, key) IN (SELECT * FROM unnest($2::text[], $3::text[]))
+        AND created_at > $4::timestamptz - $5::interval`,
+    [organizationId, identities.map((i) => i.scope), identities.map((i) => i.key), now, `${EDGE_LIMITS.idempotencyRetentionHours} hours`],
+  );
+  return rows;
 }
 
 export async function storedResponses(
@@ -89,19 +110,7 @@ export async function storedResponses(
   request: IdempotencyRequest,
   now: Date,
 ): Promise<StoredResponse[]> {
-  const { rows } = await db.query<StoredResponse>(
-    `SELECT scope, status_code, response_body, endpoint, request_hash FROM idempotency_keys
-      WHERE organization_id = $1 AND (scope, key) IN (SELECT * FROM unnest($2::text[], $3::text[]))
-        AND created_at > $4::timestamptz - $5::interval`,
-    [
-      organizationId,
-      request.identities.map((i) => i.scope),
-      request.identities.map((i) => i.key),
-      now,
-      `${EDGE_LIMITS.idempotencyRetentionHours} hours`,
-    ],
-  );
-  return rows;
+  return storedResponsesOf(db, organizationId, request.identities, now);
 }
 
 /**
@@ -234,27 +243,84 @@ export async function executeOrRefuse<T>(tx: WriteTransaction, operation: () => 
   }
 }
 
+/** One answer to store: under which identity, for which endpoint and request, and what it was. */
+export interface AnswerRecord {
+  identity: IdempotencyIdentity;
+  endpoint: string;
+  requestHash: string;
+  status: number;
+  text: string;
+}
+
+/** Stores answers, each under its identity, in one statement of the request's own transaction. */
+export async function storeAnswers(
+  db: Queryable,
+  stored: { organizationId: string; records: readonly AnswerRecord[]; now: Date },
+): Promise<void> {
+  const { organizationId, records, now } = stored;
+  if (records.length === 0) return;
+  const column = <T>(pick: (record: AnswerRecord) => T) => records.map(pick);
+  await db.query(
+    `INSERT INTO idempotency_keys (organization_id, scope, key, endpoint, request_hash, status_code, response_body, created_at)
+     SELECT $1, scope, key, endpoint, request_hash, status_code, response_body, $8
+       FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[])
+            AS i (scope, key, endpoint, request_hash, status_code, response_body)
+     ON CONFLICT (organization_id, scope, key) DO UPDATE
+       SET endpoint = EXCLUDED.endpoint, request_hash = EXCLUDED.request_hash, status_code = EXCLUDED.status_code,
+           response_body = EXCLUDED.response_body, created_at = EXCLUDED.created_at`,
+    [
+      organizationId,
+      column((r) => r.identity.scope),
+      column((r) => r.identity.key),
+      column((r) => r.endpoint),
+      column((r) => r.requestHash),
+      column((r) => r.status),
+      column((r) => r.text),
+      now,
+    ],
+  );
+}
+
 /** Stores the answer under every identity of the request, in the request's own transaction. */
 export async function storeResponse(
   db: Queryable,
   stored: { organizationId: string; request: IdempotencyRequest; answer: { status: number; text: string }; now: Date },
 ): Promise<void> {
   const { organizationId, request, answer, now } = stored;
-  await db.query(
-    `INSERT INTO idempotency_keys (organization_id, scope, key, endpoint, request_hash, status_code, response_body, created_at)
-     SELECT $1, scope, key, $4, $5, $6, $7, $8 FROM unnest($2::text[], $3::text[]) AS i (scope, key)
-     ON CONFLICT (organization_id, scope, key) DO UPDATE
-       SET endpoint = EXCLUDED.endpoint, request_hash = EXCLUDED.request_hash, status_code = EXCLUDED.status_code,
-           response_body = EXCLUDED.response_body, created_at = EXCLUDED.created_at`,
-    [
-      organizationId,
-      request.identities.map((i) => i.scope),
-      request.identities.map((i) => i.key),
-      request.endpoint,
-      request.requestHash,
-      answer.status,
-      answer.text,
-      now,
-    ],
-  );
+  await storeAnswers(db, {
+    organizationId,
+    records: request.identities.map((identity) => ({
+      identity,
+      endpoint: request.endpoint,
+      requestHash: request.requestHash,
+      status: answer.status,
+      text: answer.text,
+    })),
+    now,
+  });
+}
+
+/**
+ * Takes, inside the caller's transaction, as many of these advisory locks as it can before a duplicate's
+ * deadline (idempotencyWaitMs): try-locks only, retried with backoff for the ones another request holds, so
+ * two requests that each hold a lock the other wants can never deadlock. Answers the ids taken; without
+ * contention that is one round trip.
+ */
+export async function takeLocksWithin(db: Queryable, lockIds: readonly string[]): Promise<Set<string>> {
+  const wanted = new Set(lockIds);
+  const taken = new Set<string>();
+  const deadlineMs = Date.now() + EDGE_LIMITS.idempotencyWaitMs;
+  let pauseMs = EDGE_LIMITS.idempotencyPollMsMin;
+  for (;;) {
+    const missing = [...wanted].filter((id) => !taken.has(id));
+    const { rows } = await db.query<{ id: string; locked: boolean }>(
+      `SELECT id::text AS id, pg_try_advisory_xact_lock(id) AS locked FROM unnest($1::bigint[]) AS id`,
+      [missing],
+    );
+    for (const row of rows) if (row.locked) taken.add(row.id);
+    const remainingMs = deadlineMs - Date.now();
+    if (taken.size === wanted.size || remainingMs <= 0) return taken;
+    await sleep(Math.min(pauseMs, remainingMs));
+    pauseMs = Math.min(pauseMs * 2, EDGE_LIMITS.idempotencyPollMsMax);
+  }
 }

@@ -45,6 +45,9 @@ export const EDGE_LIMITS = {
   transactionIdleTimeoutMs: 30_000,
 };
 
+/** What an idempotency key may hold (SPEC §5): 1 to idempotencyKeyLengthMax printable ASCII characters. */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x20-\x7e]+$/;
+
 /** The rate-limit and failed-login window as a Postgres interval. */
 export const windowInterval = `${EDGE_LIMITS.windowMs} milliseconds`;
 

@@ -26,10 +26,12 @@ export function allowedMethodsOf(routes: PathMethods[]): (path: string) => strin
     if (route.method.toUpperCase() === 'GET') methods.add('HEAD');
     byPath.set(route.path, methods);
   }
-  const patterns = [...byPath].map(([path, methods]) => ({ pattern: pathPattern(path), methods }));
+  const patterns = [...byPath].map(([path, methods]) => ({ pattern: pathPattern(path), methods, literal: !path.includes('{') }));
   return (path) => {
-    const allowed = new Set<string>();
-    for (const { pattern, methods } of patterns) if (pattern.test(path)) for (const method of methods) allowed.add(method);
-    return [...allowed].sort();
+    const matching = patterns.filter(({ pattern }) => pattern.test(path));
+    // A path without parameters that matches is the request's alone (the app mounts those first): `/intent/batch`
+    // is not an id of `/intent/{id}`.
+    const owners = matching.some((entry) => entry.literal) ? matching.filter((entry) => entry.literal) : matching;
+    return [...new Set(owners.flatMap(({ methods }) => [...methods]))].sort();
   };
 }

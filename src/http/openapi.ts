@@ -205,7 +205,8 @@ function requestOf(route: AnyRoute): RouteConfig['request'] {
   const request: RouteConfig['request'] = {};
   if (route.params) request.params = route.params as never;
   if (route.query) request.query = route.query as never;
-  if (route.body) request.body = { content: { 'application/json': { schema: route.body as ZodType } }, required: true };
+  const body = route.documentedBody ?? route.body;
+  if (body) request.body = { content: { 'application/json': { schema: body as ZodType } }, required: true };
   if (route.method === 'post') {
     const key = z
       .string()

@@ -58,6 +58,11 @@ export interface RouteDef<B = unknown, P = unknown, Q = unknown> {
   summary: string;
   description?: string;
   body?: ZodType<B>;
+  /**
+   * The body as the OpenAPI document shows it, when that is not what the edge validates first: a batch is
+   * checked as an envelope here and each item by its own schema later, so one bad item fails only itself.
+   */
+  documentedBody?: ZodType;
   params?: ZodType<P>;
   query?: ZodType<Q>;
   /** `otherContent`: further media types the same response may take (`text/csv`), documented beside JSON. */

@@ -62,24 +62,63 @@ export async function resolveAccountId(
   return { ok: false, reason: accountId !== undefined ? 'missing' : 'required' };
 }
 
+/** What an intent's decision needs to know about its user and account (SPEC §6, §7). */
+export interface IntentParties {
+  /** null: no such user in the organization. */
+  userStatus: string | null;
+  account: { ok: true; accountId: string } | { ok: false; reason: 'missing' | 'required' };
+}
+
+/**
+ * SPEC §7's rule, given the organization's accounts that match the body (`accountId` itself when it exists,
+ * else up to two of all): exactly one is the intent's; none named is missing; several unnamed is required.
+ */
+export function intentAccountOf(accountId: string | undefined, matchingIds: readonly string[]): IntentParties['account'] {
+  if (matchingIds.length === 1) return { ok: true, accountId: matchingIds[0]! };
+  return { ok: false, reason: accountId !== undefined ? 'missing' : 'required' };
+}
+
 /** The user's status and the account an intent would use, in one round trip (SPEC §6, §7). */
 export async function lookupIntentParties(
   db: Queryable,
   organizationId: string,
   userId: string,
   accountId: string | undefined,
-): Promise<{
-  userStatus: string | null;
-  account: { ok: true; accountId: string } | { ok: false; reason: 'missing' | 'required' };
-}> {
+): Promise<IntentParties> {
   const { rows } = await db.query<{ user_status: string | null; account_ids: string[] }>(
     `SELECT (SELECT status FROM users WHERE id = $2 AND organization_id = $1) AS user_status,
             ARRAY(SELECT id FROM accounts WHERE organization_id = $1 AND ($3::text IS NULL OR id = $3) ORDER BY id LIMIT 2) AS account_ids`,
     [organizationId, userId, accountId ?? null],
   );
   const { user_status: userStatus, account_ids: accountIds } = rows[0]!;
-  if (accountIds.length === 1) return { userStatus, account: { ok: true, accountId: accountIds[0]! } };
-  return { userStatus, account: { ok: false, reason: accountId !== undefined ? 'missing' : 'required' } };
+  return { userStatus, account: intentAccountOf(accountId, accountIds) };
+}
+
+/**
+ * lookupIntentParties for many intents in one round trip: every named user's status, and the accounts the
+ * intents name (those that exist) with up to two of the organization's for the intents that name none.
+ */
+export async function lookupIntentPartiesOfMany(
+  db: Queryable,
+  organizationId: string,
+  intents: ReadonlyArray<{ user_id: string; account_id?: string | undefined }>,
+): Promise<IntentParties[]> {
+  const named = [...new Set(intents.flatMap((intent) => (intent.account_id === undefined ? [] : [intent.account_id])))];
+  const { rows } = await db.query<{ users: Record<string, string>; named_ids: string[]; default_ids: string[] }>(
+    `SELECT (SELECT coalesce(jsonb_object_agg(id, status), '{}') FROM users WHERE organization_id = $1 AND id = ANY($2::text[])) AS users,
+            ARRAY(SELECT id FROM accounts WHERE organization_id = $1 AND id = ANY($3::text[])) AS named_ids,
+            ARRAY(SELECT id FROM accounts WHERE organization_id = $1 ORDER BY id LIMIT 2) AS default_ids`,
+    [organizationId, [...new Set(intents.map((intent) => intent.user_id))], named],
+  );
+  const { users, named_ids: namedIds, default_ids: defaultIds } = rows[0]!;
+  const existing = new Set(namedIds);
+  return intents.map((intent) => ({
+    userStatus: Object.hasOwn(users, intent.user_id) ? users[intent.user_id]! : null,
+    account: intentAccountOf(
+      intent.account_id,
+      intent.account_id === undefined ? defaultIds : existing.has(intent.account_id) ? [intent.account_id] : [],
+    ),
+  }));
 }
 
 export interface Balances {

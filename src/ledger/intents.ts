@@ -43,30 +43,29 @@ export function renderIntent(row: IntentRow, transactions: Transaction[]): Inten
 }
 
 /**
- * Records an intent as the caller built it and returns the row as stored (jsonb keeps metadata keys in its own
- * order), so what is rendered is exactly what a later read renders. Events are the caller's.
+ * Records intents as the caller built them, in one statement, and returns the rows as stored (jsonb keeps
+ * metadata keys in its own order) in the order given, so what is rendered is exactly what a later read
+ * renders. Events are the caller's.
  */
-export async function insertIntent(db: Queryable, intent: IntentRow): Promise<IntentRow> {
+export async function insertIntents(db: Queryable, intents: readonly IntentRow[]): Promise<IntentRow[]> {
+  if (intents.length === 0) return [];
   const { rows } = await db.query<IntentRow>(
     `INSERT INTO intents (id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, approval_mode,
                           status, decline_category, metadata, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING *`,
-    [
-      intent.id,
-      intent.organization_id,
-      intent.account_id,
-      intent.user_id,
-      intent.idempotency_key,
-      intent.direction,
-      intent.amount_cents,
-      intent.approval_mode,
-      intent.status,
-      intent.decline_category,
-      JSON.stringify(intent.metadata),
-      intent.created_at,
-    ],
+     SELECT id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, approval_mode,
+            status, decline_category, metadata, created_at, created_at
+       FROM jsonb_to_recordset($1::jsonb) AS i (id text, organization_id text, account_id text, user_id text, idempotency_key text,
+            direction text, amount_cents bigint, approval_mode text, status text, decline_category text, metadata jsonb,
+            created_at timestamptz)
+     RETURNING *`,
+    [JSON.stringify(intents)],
   );
-  return rows[0]!;
+  const stored = new Map(rows.map((row) => [row.id, row]));
+  return intents.map((intent) => stored.get(intent.id)!);
+}
+
+export async function insertIntent(db: Queryable, intent: IntentRow): Promise<IntentRow> {
+  return (await insertIntents(db, [intent]))[0]!;
 }
 
 export async function getIntentRow(db: Queryable, organizationId: string, intentId: string, forUpdate = false): Promise<IntentRow | null> {

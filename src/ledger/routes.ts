@@ -3,9 +3,14 @@ import { metadataUpdateBody } from '../metadata/schemas';
 import { listEnvelope, pageQuery } from '../zod';
 import { getAccount, listAccounts } from './accounts';
 import { getIntent, listIntents } from './intents';
+import { createIntentBatch } from './batch';
 import {
   accountSchema,
+  BATCH_LIMITS,
+  createIntentBatchBody,
   createIntentBody,
+  intentBatchEnvelope,
+  intentBatchResultSchema,
   idParams,
   intentListQuery,
   intentSchema,
@@ -32,6 +37,25 @@ const intentRoutes = [
     response: { schema: intentSchema, description: 'The intent, approved, declined or pending.' },
     async handler({ op, body, caller, idempotencyKey }) {
       return createIntent(op, body, { environment: caller.environment, idempotencyKey: idempotencyKey ?? '' });
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/intent/batch',
+    tag: 'Intents',
+    operationId: 'createIntentBatch',
+    summary: 'Create up to 100 payment intents at once',
+    description: `Each item is a POST /intent body plus its own \`idempotency_key\`, and is processed exactly as POST /intent with \`X-Idempotency-Key: <its idempotency_key>\` would be: same validation, decision, events and idempotency records. A later POST /intent with an item's key replays that item's intent; an item whose key was used before replays that answer, or gets 422 \`idempotency_key_reused\` when it came with another body. Items are independent: one item's error stops no other.
+- Requires \`X-Idempotency-Key\` for the batch as a whole; replaying it returns the whole answer byte for byte.
+- \`intents\`: 1 to ${BATCH_LIMITS.intentsMax} items, keys 1–255 printable ASCII, unique within the batch and different from the batch's own key. A body that is not such a batch is a 400 naming the offending parameter (\`intents.3.idempotency_key\`), and nothing is created.
+- 200 \`{ data: [ { idempotency_key, status, intent?, error? } ] }\` in the request's order: \`status\` is what POST /intent would have answered for that item, with the Intent (2xx) or the error object (400 validation or a missing user/account, 409 \`idempotency_request_in_progress\` when a request with that key still executes after 5 seconds, 422).
+- One write against the rate limit, whatever the item count. The body is limited to 64 KiB like any other.`,
+    body: intentBatchEnvelope,
+    documentedBody: createIntentBatchBody,
+    idempotency: { requireHeader: true },
+    response: { schema: intentBatchResultSchema, description: "One result per item, in the request's order." },
+    async handler({ op, body, caller, idempotencyKey, requestId }) {
+      return createIntentBatch(op, body, { environment: caller.environment, batchKey: idempotencyKey ?? '', requestId });
     },
   }),
   retrieveRoute({

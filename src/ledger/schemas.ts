@@ -1,5 +1,6 @@
 import { metadataField, metadataFilter, metadataSchema } from '../metadata/schemas';
-import { pageQuery, z, dateString, dateTime, idExample } from '../zod';
+import { EDGE_LIMITS, IDEMPOTENCY_KEY_PATTERN } from '../http/limits';
+import { pageQuery, z, dateString, dateTime, errorBodySchema, idExample } from '../zod';
 import { DIRECTIONS, TRANSACTION_STATUSES } from './contract';
 
 /** Ledger limits: the largest single payment, $10 million, far below 2^53 cents. */
@@ -126,6 +127,87 @@ export const createIntentBody = z
     example: { direction: 'cash_in', user_id: idExample('user'), amount: 1250, currency: 'USD', metadata: { order_id: 'order-1234' } },
   });
 export type CreateIntentBody = z.infer<typeof createIntentBody>;
+
+/** SPEC §19: a batch of POST /intent bodies, each with its own idempotency key. */
+export const BATCH_LIMITS = { intentsMax: 100 };
+
+const batchItemKey = z
+  .string({ error: 'must be a string' })
+  .min(1)
+  .max(EDGE_LIMITS.idempotencyKeyLengthMax)
+  .regex(IDEMPOTENCY_KEY_PATTERN, 'must be printable ASCII')
+  .openapi({
+    description:
+      "The item's own idempotency key, exactly as POST /intent's `X-Idempotency-Key` (1–255 printable ASCII, unique within the batch, not the batch's own key).",
+    example: 'payout-2024-05-01-0001',
+  });
+
+/** Every item's key once: the first repeat is the one named. */
+function refineUniqueKeys(body: { intents: ReadonlyArray<{ idempotency_key: string }> }, ctx: z.RefinementCtx): void {
+  const seen = new Map<string, number>();
+  body.intents.forEach((item, index) => {
+    const first = seen.get(item.idempotency_key);
+    if (first === undefined) seen.set(item.idempotency_key, index);
+    else ctx.addIssue({ code: 'custom', path: ['intents', index, 'idempotency_key'], message: `repeats the key of intents.${first}` });
+  });
+}
+
+/**
+ * What the edge checks of a batch before any item runs: the envelope and every item's key. The rest of each
+ * item is checked by POST /intent's own schema, item by item, so one bad item is that item's 400 alone.
+ */
+export const intentBatchEnvelope = z
+  .strictObject({
+    intents: z
+      .array(z.looseObject({ idempotency_key: batchItemKey }), { error: 'must be an array of intents' })
+      .min(1)
+      .max(BATCH_LIMITS.intentsMax),
+  })
+  .superRefine(refineUniqueKeys);
+export type IntentBatchEnvelope = z.infer<typeof intentBatchEnvelope>;
+
+/** The batch as documented: each item is CreateIntent plus its key (intentBatchEnvelope is what runs first). */
+export const createIntentBatchBody = z
+  .strictObject({
+    intents: z
+      .array(
+        z
+          .strictObject({ idempotency_key: batchItemKey, ...intentBodyShape })
+          .superRefine(refineIntentBody)
+          .openapi('CreateIntentBatchItem'),
+      )
+      .min(1)
+      .max(BATCH_LIMITS.intentsMax),
+  })
+  .openapi('CreateIntentBatch', {
+    example: {
+      intents: [
+        { idempotency_key: 'payout-0001', direction: 'cash_out', user_id: idExample('user'), amount: 1250, currency: 'USD' },
+        {
+          idempotency_key: 'payout-0002',
+          direction: 'cash_out',
+          user_id: idExample('user'),
+          amount: 990,
+          currency: 'USD',
+          metadata: { payout_run: '2024-05-01' },
+        },
+      ],
+    },
+  });
+
+export const intentBatchItemResultSchema = z
+  .object({
+    idempotency_key: z.string(),
+    status: z.number().int().openapi({ description: 'The HTTP status POST /intent would have answered for this item.', example: 200 }),
+    intent: intentSchema.optional().openapi({ description: 'With a 2xx `status`: the intent, exactly as POST /intent answers it.' }),
+    error: errorBodySchema.shape.error.optional().openapi({ description: 'Otherwise: the error object POST /intent would have answered.' }),
+  })
+  .openapi('IntentBatchItemResult');
+
+export const intentBatchResultSchema = z
+  .object({ data: z.array(intentBatchItemResultSchema).openapi({ description: "One result per item, in the request's order." }) })
+  .openapi('IntentBatchResult');
+export type IntentBatchItemResult = z.infer<typeof intentBatchItemResultSchema>;
 
 export const balancesSchema = z
   .object({

@@ -5,12 +5,12 @@ import { mergeMetadata, type MetadataUpdateBody } from '../metadata/schemas';
 import type { Environment } from '../orgs/keys';
 import type { Op, Outcome } from '../services';
 import { getUserStatus } from '../users/repo';
-import { lookupIntentParties } from './accounts';
+import { lookupIntentParties, type IntentParties } from './accounts';
 import { settlementDateOf } from './dates';
 import { decideIntent, getIntentRow, insertIntent, renderIntent, renderIntents, updateIntentMetadata, type IntentRow } from './intents';
 import { afterCommitStart, signalConfirmFunds } from './lifecycle';
 import type { CreateIntentBody, DeclineCategory, Intent, Transaction, TransactionType } from './schemas';
-import { getTransactionRow, insertTransaction, type TransactionRow } from './transactions';
+import { getTransactionRow, insertTransactions, type TransactionRow } from './transactions';
 
 /**
  * The ledger's operations (SPEC §8, §9) behind POST /intent, /authorize, refunds and disputes. Each runs inside
@@ -18,24 +18,39 @@ import { getTransactionRow, insertTransaction, type TransactionRow } from './tra
  */
 
 /**
- * The one way a transaction comes to exist: the row in `pending` and its transaction.created event now,
- * its lifecycle workflow after commit (and by the reconciler should that start be lost).
+ * The one way transactions come to exist: the rows in `pending` with their transaction.created events now,
+ * their lifecycle workflows after commit (and by the reconciler should a start be lost). In the order given.
  */
+export async function recordTransactions(
+  op: Op,
+  inputs: ReadonlyArray<{
+    accountId: string;
+    direction: TransactionRow['direction'];
+    type: TransactionType;
+    sourceId: string;
+    amountCents: number;
+  }>,
+): Promise<{ rows: TransactionRow[]; afterCommit: () => Promise<void> }> {
+  const date = settlementDateOf(op.now, op.deps.config.SETTLEMENT_CUTOFF);
+  const rows = await insertTransactions(
+    op.db,
+    inputs.map((input) => ({ ...input, organizationId: op.organizationId, date, createdAt: op.now })),
+  );
+  const { services, log } = op.deps;
+  const starts = rows.map((row) =>
+    afterCommitStart({ client: services.temporal, taskQueue: services.taskQueue, log, marks: op.startMarks, row }),
+  );
+  // Each start has its own deadline and never throws (a lost start is the reconciler's): they run side by side.
+  return { rows, afterCommit: async () => void (await Promise.all(starts.map((start) => start()))) };
+}
+
+/** recordTransactions of one. */
 export async function recordTransaction(
   op: Op,
   input: { accountId: string; direction: TransactionRow['direction']; type: TransactionType; sourceId: string; amountCents: number },
 ): Promise<{ row: TransactionRow; afterCommit: () => Promise<void> }> {
-  const row = await insertTransaction(op.db, {
-    ...input,
-    organizationId: op.organizationId,
-    date: settlementDateOf(op.now, op.deps.config.SETTLEMENT_CUTOFF),
-    createdAt: op.now,
-  });
-  const { services, log } = op.deps;
-  return {
-    row,
-    afterCommit: afterCommitStart({ client: services.temporal, taskQueue: services.taskQueue, log, marks: op.startMarks, row }),
-  };
+  const { rows, afterCommit } = await recordTransactions(op, [input]);
+  return { row: rows[0]!, afterCommit };
 }
 
 async function approve(op: Op, intent: IntentRow): Promise<Outcome<Intent>> {
@@ -58,26 +73,32 @@ async function decline(op: Op, intent: IntentRow): Promise<Outcome<Intent>> {
 }
 
 /**
- * Creates an intent and decides it: declined (the user is not enabled, or `declineCategory` from the
- * caller's own checks), pending (manual), or approved with its transaction. POST /intent and POST
- * /authorize both create intents through here.
+ * The decision of POST /intent, as a pure function both the single and the batch path (src/ledger/batch.ts)
+ * call: the intent row to record (declined when the user is not enabled, or with `declineCategory` from the
+ * caller's own checks; pending when manual; approved otherwise), or the 400 that refuses it.
  */
-export async function createIntent(
-  op: Op,
+export function planIntent(
   input: CreateIntentBody,
-  options: { environment: Environment; idempotencyKey: string; declineCategory?: DeclineCategory | null },
-): Promise<Outcome<Intent>> {
-  const { userStatus, account } = await lookupIntentParties(op.db, op.organizationId, input.user_id, input.account_id);
+  parties: IntentParties,
+  context: {
+    organizationId: string;
+    now: Date;
+    environment: Environment;
+    idempotencyKey: string;
+    declineCategory?: DeclineCategory | null;
+  },
+): IntentRow {
+  const { userStatus, account } = parties;
   if (!account.ok)
     throw account.reason === 'required' ? errors.accountRequired() : errors.resourceMissing('account_id', input.account_id ?? '');
   if (userStatus === null) throw errors.resourceMissing('user_id', input.user_id);
-  const declineCategory = userStatus === 'enabled' ? (options.declineCategory ?? null) : 'user_not_enabled';
-  const intent = await insertIntent(op.db, {
-    id: newId(options.environment === 'production' ? 'intent_production' : 'intent_sandbox'),
-    organization_id: op.organizationId,
+  const declineCategory = userStatus === 'enabled' ? (context.declineCategory ?? null) : 'user_not_enabled';
+  return {
+    id: newId(context.environment === 'production' ? 'intent_production' : 'intent_sandbox'),
+    organization_id: context.organizationId,
     account_id: account.accountId,
     user_id: input.user_id,
-    idempotency_key: options.idempotencyKey,
+    idempotency_key: context.idempotencyKey,
     direction: input.direction,
     amount_cents: input.amount,
     currency: 'USD',
@@ -85,8 +106,21 @@ export async function createIntent(
     status: declineCategory ? 'declined' : input.approval_mode === 'manual' ? 'pending' : 'approved',
     decline_category: declineCategory,
     metadata: input.metadata ?? {},
-    created_at: op.now,
-  });
+    created_at: context.now,
+  };
+}
+
+/**
+ * Creates an intent and decides it (planIntent): declined, pending (manual), or approved with its
+ * transaction. POST /intent and POST /authorize both create intents through here.
+ */
+export async function createIntent(
+  op: Op,
+  input: CreateIntentBody,
+  options: { environment: Environment; idempotencyKey: string; declineCategory?: DeclineCategory | null },
+): Promise<Outcome<Intent>> {
+  const parties = await lookupIntentParties(op.db, op.organizationId, input.user_id, input.account_id);
+  const intent = await insertIntent(op.db, planIntent(input, parties, { ...options, organizationId: op.organizationId, now: op.now }));
   if (intent.status === 'approved') return approve(op, intent);
   if (intent.status === 'declined') return decline(op, intent);
   return { body: renderIntent(intent, []) };

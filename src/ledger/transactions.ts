@@ -50,34 +50,49 @@ export interface NewTransaction {
 }
 
 /**
- * Records a transaction in `pending` with its transaction.created event and its place among the transactions
- * awaiting a workflow (0012), in one statement inside the caller's database transaction. Its workflow is
- * started after commit (src/ledger/service.ts), and by the reconciler if that never happens.
+ * Records transactions in `pending`, each with its transaction.created event and its place among the
+ * transactions awaiting a workflow (0012), in one statement inside the caller's database transaction, and
+ * returns them in the order given. Their workflows are started after commit (src/ledger/service.ts), and by
+ * the reconciler if that never happens.
  */
-export async function insertTransaction(db: Queryable, input: NewTransaction): Promise<TransactionRow> {
+export async function insertTransactions(db: Queryable, inputs: readonly NewTransaction[]): Promise<TransactionRow[]> {
+  if (inputs.length === 0) return [];
+  const ids = inputs.map(() => newId('txn'));
+  const column = <K extends keyof NewTransaction>(key: K) => inputs.map((input) => input[key]);
   const { rows } = await db.query<TransactionRow>(
     `WITH t AS (
        INSERT INTO transactions AS t (id, organization_id, account_id, direction, type, source_id, amount_cents, status, date, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $9) RETURNING ${COLUMNS}
+       SELECT id, organization_id, account_id, direction, type, source_id, amount_cents, 'pending', date, created_at, created_at
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::date[], $9::timestamptz[])
+              WITH ORDINALITY AS n (id, organization_id, account_id, direction, type, source_id, amount_cents, date, created_at, ord)
+        ORDER BY ord
+       RETURNING ${COLUMNS}
      ), created AS (
-       INSERT INTO events (organization_id, type, data, created_at) SELECT organization_id, 'transaction.created', json::jsonb, created_at FROM t
+       INSERT INTO events (organization_id, type, data, created_at)
+       SELECT organization_id, 'transaction.created', json::jsonb, created_at FROM t ORDER BY array_position($1::text[], id)
      ), awaiting AS (
        INSERT INTO transactions_awaiting_workflow (transaction_id, created_at) SELECT id, created_at FROM t
      )
      SELECT * FROM t`,
     [
-      newId('txn'),
-      input.organizationId,
-      input.accountId,
-      input.direction,
-      input.type,
-      input.sourceId,
-      input.amountCents,
-      input.date,
-      input.createdAt,
+      ids,
+      column('organizationId'),
+      column('accountId'),
+      column('direction'),
+      column('type'),
+      column('sourceId'),
+      column('amountCents'),
+      column('date'),
+      column('createdAt'),
     ],
   );
-  return rows[0]!;
+  const stored = new Map(rows.map((row) => [row.id, row]));
+  return ids.map((id) => stored.get(id)!);
+}
+
+/** insertTransactions of one. */
+export async function insertTransaction(db: Queryable, input: NewTransaction): Promise<TransactionRow> {
+  return (await insertTransactions(db, [input]))[0]!;
 }
 
 export async function getTransactionRow(db: Queryable, transactionId: string, organizationId?: string): Promise<TransactionRow | null> {

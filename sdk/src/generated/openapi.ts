@@ -119,6 +119,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/intent/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create up to 100 payment intents at once
+         * @description Each item is a POST /intent body plus its own `idempotency_key`, and is processed exactly as POST /intent with `X-Idempotency-Key: <its idempotency_key>` would be: same validation, decision, events and idempotency records. A later POST /intent with an item's key replays that item's intent; an item whose key was used before replays that answer, or gets 422 `idempotency_key_reused` when it came with another body. Items are independent: one item's error stops no other.
+         *     - Requires `X-Idempotency-Key` for the batch as a whole; replaying it returns the whole answer byte for byte.
+         *     - `intents`: 1 to 100 items, keys 1–255 printable ASCII, unique within the batch and different from the batch's own key. A body that is not such a batch is a 400 naming the offending parameter (`intents.3.idempotency_key`), and nothing is created.
+         *     - 200 `{ data: [ { idempotency_key, status, intent?, error? } ] }` in the request's order: `status` is what POST /intent would have answered for that item, with the Intent (2xx) or the error object (400 validation or a missing user/account, 409 `idempotency_request_in_progress` when a request with that key still executes after 5 seconds, 422).
+         *     - One write against the rate limit, whatever the item count. The body is limited to 64 KiB like any other.
+         */
+        post: operations["createIntentBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/intent/{id}": {
         parameters: {
             query?: never;
@@ -1282,6 +1306,87 @@ export interface components {
          *     }
          */
         CreateIntent: {
+            /**
+             * @description `cash_in` (deposit) or `cash_out` (withdrawal).
+             * @enum {string}
+             */
+            direction: "cash_in" | "cash_out";
+            user_id: string;
+            /**
+             * @description US cents, 1 to 1,000,000,000.
+             * @example 1250
+             */
+            amount: number;
+            /** @enum {string} */
+            currency: "USD";
+            /** @description Required when the organization has several accounts. */
+            account_id?: string;
+            /**
+             * @description `manual` (cash_out only) keeps the intent pending until POST /intent/{id}/approve or /cancel.
+             * @default automatic
+             * @enum {string}
+             */
+            approval_mode?: "automatic" | "manual";
+            metadata?: components["schemas"]["Metadata"];
+        };
+        IntentBatchResult: {
+            /** @description One result per item, in the request's order. */
+            data: components["schemas"]["IntentBatchItemResult"][];
+        };
+        IntentBatchItemResult: {
+            idempotency_key: string;
+            /**
+             * @description The HTTP status POST /intent would have answered for this item.
+             * @example 200
+             */
+            status: number;
+            intent?: components["schemas"]["Intent"] & unknown;
+            /** @description Otherwise: the error object POST /intent would have answered. */
+            error?: {
+                /** @enum {string} */
+                type: "invalid_request_error" | "authentication_error" | "permission_error" | "idempotency_error" | "rate_limit_error" | "api_error";
+                code: string;
+                message: string;
+                param?: string;
+                details?: {
+                    param: string;
+                    message: string;
+                }[];
+                request_id: string;
+            };
+        };
+        /**
+         * @example {
+         *       "intents": [
+         *         {
+         *           "idempotency_key": "payout-0001",
+         *           "direction": "cash_out",
+         *           "user_id": "user_7fJ2kQ9xLmN3pR5tV8wY1zA4",
+         *           "amount": 1250,
+         *           "currency": "USD"
+         *         },
+         *         {
+         *           "idempotency_key": "payout-0002",
+         *           "direction": "cash_out",
+         *           "user_id": "user_7fJ2kQ9xLmN3pR5tV8wY1zA4",
+         *           "amount": 990,
+         *           "currency": "USD",
+         *           "metadata": {
+         *             "payout_run": "2024-05-01"
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
+        CreateIntentBatch: {
+            intents: components["schemas"]["CreateIntentBatchItem"][];
+        };
+        CreateIntentBatchItem: {
+            /**
+             * @description The item's own idempotency key, exactly as POST /intent's `X-Idempotency-Key` (1–255 printable ASCII, unique within the batch, not the batch's own key).
+             * @example payout-2024-05-01-0001
+             */
+            idempotency_key: string;
             /**
              * @description `cash_in` (deposit) or `cash_out` (withdrawal).
              * @enum {string}
@@ -2988,6 +3093,163 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Intent"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or JSON nested deeper than 32 levels, a query parameter the endpoint does not declare, a field failing validation (one `details` entry per field; impossible dates, NUL and lone surrogates included), or a missing resource named in the body. */
+            400: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, revoked or other-environment API key. */
+            401: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `Bearer`: the scheme to authenticate with. */
+                    "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Write from an address not on the organization's IP allowlist. */
+            403: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The resource is in a state that forbids the action, or a duplicate arrived while the original is executing. */
+            409: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 64 KiB. */
+            413: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON. */
+            415: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description X-Idempotency-Key reused with another endpoint or body. */
+            422: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
+            429: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests of this kind (read or write) allowed in any 60-second window. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests of this kind still admitted in the current window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error; quote request_id. */
+            500: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service is briefly unavailable. Retry after Retry-After seconds with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createIntentBatch: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                "X-Idempotency-Key": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateIntentBatch"];
+            };
+        };
+        responses: {
+            /** @description One result per item, in the request's order. */
+            200: {
+                headers: {
+                    /** @description Requests of this kind (read or write) allowed in any 60-second window. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests of this kind still admitted in the current window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IntentBatchResult"];
                 };
             };
             /** @description Invalid request: malformed JSON or JSON nested deeper than 32 levels, a query parameter the endpoint does not declare, a field failing validation (one `details` entry per field; impossible dates, NUL and lone surrogates included), or a missing resource named in the body. */

@@ -8,6 +8,7 @@ export const operationTable = {
   simulateUserSuspend: {"method":"POST","path":"/simulate/user/{id}/suspend","pathParams":["id"],"input":"none","paged":false},
   createIntent: {"method":"POST","path":"/intent","pathParams":[],"input":"body","paged":false},
   listIntents: {"method":"GET","path":"/intent","pathParams":[],"input":"query","paged":true},
+  createIntentBatch: {"method":"POST","path":"/intent/batch","pathParams":[],"input":"body","paged":false},
   retrieveIntent: {"method":"GET","path":"/intent/{id}","pathParams":["id"],"input":"none","paged":false},
   updateIntent: {"method":"POST","path":"/intent/{id}","pathParams":["id"],"input":"body","paged":false},
   approveIntent: {"method":"POST","path":"/intent/{id}/approve","pathParams":["id"],"input":"none","paged":false},
