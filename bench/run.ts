@@ -42,6 +42,7 @@ const BENCHES = [
   'search',
   'replay',
   'sdk',
+  'console',
 ] as const;
 const OPTIONAL_BENCHES = ['capacity'] as const;
 const REPO_ROOT = path.resolve(__dirname, '..');

@@ -293,7 +293,7 @@ describe('SPEC §23 operator console: pages', () => {
         page.waitForEvent('download'),
         page.getByRole('button', { name: 'Download report (CSV)' }).click(),
       ]);
-      const csv = fs.readFileSync((await download.path())!, 'utf8');
+      const csv = fs.readFileSync(await download.path(), 'utf8');
       const lines = csv.trim().split('\n');
       expect(lines[0]).toContain('id');
       expect(

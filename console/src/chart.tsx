@@ -38,7 +38,7 @@ export function Chart({ flows }: { flows: DayFlow[] }) {
               <title>{`${flow.day}: in ${formatCents(flow.cashIn)}, out ${formatCents(flow.cashOut)}, net ${formatCents(flow.net)}`}</title>
               <rect x={x} y={AXIS - up} width={bar} height={up} class="in" />
               <rect x={x + bar} y={AXIS} width={bar} height={down} class="out" />
-              <rect x={x} y={net - 1.5} width={2 * bar} height={3} class="net" />
+              {(flow.cashIn > 0 || flow.cashOut > 0) && <rect x={x} y={net - 1.5} width={2 * bar} height={3} class="net" />}
             </g>
           );
         })}

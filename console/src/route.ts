@@ -29,3 +29,9 @@ export function href(path: string, query: Record<string, string | undefined> = {
   const text = params.toString();
   return `#/${path}${text ? `?${text}` : ''}`;
 }
+
+/** A text field of a submitted form, trimmed ('' when absent). */
+export function formText(form: FormData, name: string): string {
+  const value = form.get(name);
+  return typeof value === 'string' ? value.trim() : '';
+}

@@ -49,7 +49,7 @@ export function ErrorBox({ error, retry }: { error: LedgerError; retry?: () => v
           </span>
         )}
       </p>
-      {retry && (
+      {retry && (error.status === undefined || error.status >= 429) && (
         <button type="button" onClick={retry}>
           Try again
         </button>
@@ -87,6 +87,9 @@ export function Show<T>({
   return <>{children(state.data)}</>;
 }
 
+// Columns of amounts and counts, right-aligned like their values.
+const NUMERIC = /^(Pending|Available|In transfer|Count|Amount|Cash in|Cash out|Net|Members|Attempt|Opening.*|Closing.*)$/;
+
 /** A table that scrolls sideways on a narrow screen; focusable so a keyboard can scroll it. */
 export function Table({ caption, head, children }: { caption: string; head: string[]; children: ComponentChildren }) {
   return (
@@ -96,7 +99,7 @@ export function Table({ caption, head, children }: { caption: string; head: stri
         <thead>
           <tr>
             {head.map((name) => (
-              <th scope="col" key={name}>
+              <th scope="col" key={name} class={NUMERIC.test(name) ? 'num' : undefined}>
                 {name}
               </th>
             ))}

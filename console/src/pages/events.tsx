@@ -1,5 +1,5 @@
 import { api, useLoad, usePaged, type Schemas } from '../api';
-import { href } from '../route';
+import { formText, href } from '../route';
 import { Fields, Id, Json, PagedTable, Show, Time } from '../ui';
 import { ResendForm } from './webhooks';
 
@@ -32,14 +32,14 @@ function EventList({ query }: { query: URLSearchParams }) {
           ...(type ? { type } : {}),
           ...(objectId ? { object_id: objectId } : {}),
           ...(cursor ? { cursor } : {}),
-        } as never),
+        }),
       ),
     [type, objectId],
   );
   const submit = (event: SubmitEvent) => {
     event.preventDefault();
     const form = new FormData(event.currentTarget as HTMLFormElement);
-    location.hash = href('events', { type: String(form.get('type') ?? ''), object_id: String(form.get('object_id') ?? '').trim() });
+    location.hash = href('events', { type: formText(form, 'type'), object_id: formText(form, 'object_id') });
   };
   return (
     <>

@@ -1,11 +1,10 @@
 import { useState } from 'preact/hooks';
 import { api, useLoad, type ConsoleSettings, type Schemas } from '../api';
 import { Chart, type DayFlow } from '../chart';
-import { addDays, label } from '../format';
+import { addDays, formatTime, label } from '../format';
 import { href } from '../route';
-import { Badge, Empty, Fields, Money, Show, Table, Time, useSettings } from '../ui';
+import { Badge, Empty, Fields, Money, Show, Table, useSettings } from '../ui';
 
-type Transaction = Schemas['Transaction'];
 type Account = Schemas['Account'];
 
 /** The open window is read a page of 100 at a time, at most this many pages: the overview never loads everything. */
@@ -27,7 +26,7 @@ async function windowSoFar(accountId: string, date: string): Promise<WindowSoFar
     const answer = await api((ledger) =>
       ledger.transactions.list({ account_id: accountId, date, limit: 100, ...(cursor ? { cursor } : {}) }),
     );
-    for (const t of answer.data as Transaction[]) {
+    for (const t of answer.data) {
       const key = `${t.direction} ${t.status}`;
       const group = groups.get(key) ?? { direction: t.direction, status: t.status, count: 0, amount: 0 };
       group.count += 1;
@@ -93,7 +92,13 @@ function OpenWindow({ accountId, settings }: { accountId: string; settings: Cons
       <h2 id="window-title">Open window {window.date}</h2>
       <Fields
         rows={[
-          ['Closes', <Time iso={window.closes_at} />],
+          [
+            'Closes',
+            <span>
+              <time dateTime={window.closes_at}>{formatTime(window.closes_at)}</time>{' '}
+              <span class="window">({settings.settlement_cutoff} Eastern)</span>
+            </span>,
+          ],
           ['Its transfer date', window.transfer_date],
           ['Cutoff (Eastern)', settings.settlement_cutoff],
         ]}
@@ -151,7 +156,7 @@ export function OverviewPage() {
       <h1>Overview</h1>
       <Show state={accounts} what="balances" retry={retry}>
         {(page) => {
-          const list = page.data as Account[];
+          const list = page.data;
           const accountId = chosen ?? list[0]?.id ?? null;
           return (
             <>

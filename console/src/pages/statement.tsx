@@ -1,10 +1,9 @@
 import { useState } from 'preact/hooks';
 import { api, asLedgerError, download, useLoad, type LedgerError, type Schemas } from '../api';
 import { addDays, label } from '../format';
-import { href } from '../route';
+import { formText, href } from '../route';
 import { ErrorBox, Money, Show, Table, useSettings } from '../ui';
 
-type Account = Schemas['Account'];
 type Statement = Schemas['Statement'];
 
 function BalancesTable({ statement }: { statement: Statement }) {
@@ -53,7 +52,7 @@ function CsvButton({ accountId, from, to }: { accountId: string; from: string; t
     setError(null);
     try {
       const text = await api((ledger) => ledger.accounts.statement(accountId, { from, to, format: 'csv' }));
-      download(`${accountId}-statement-${from}-${to}.csv`, String(text));
+      download(`${accountId}-statement-${from}-${to}.csv`, typeof text === 'string' ? text : JSON.stringify(text));
     } catch (failure) {
       setError(asLedgerError(failure));
     } finally {
@@ -100,7 +99,7 @@ export function StatementPage({ query }: { query: URLSearchParams }) {
   const submit = (event: SubmitEvent) => {
     event.preventDefault();
     const form = new FormData(event.currentTarget as HTMLFormElement);
-    const read = (name: string) => String(form.get(name) ?? '');
+    const read = (name: string) => formText(form, name);
     location.hash = href('statement', { account: read('account'), from: read('from'), to: read('to') });
   };
   return (
@@ -108,7 +107,7 @@ export function StatementPage({ query }: { query: URLSearchParams }) {
       <h1>Statement</h1>
       <Show state={accounts} what="accounts" retry={retry}>
         {(page) => {
-          const list = page.data as Account[];
+          const list = page.data;
           const accountId = query.get('account') ?? list[0]?.id ?? '';
           return (
             <>

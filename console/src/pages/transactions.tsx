@@ -1,12 +1,10 @@
 import { useState } from 'preact/hooks';
 import { api, useLoad, usePaged, type Schemas } from '../api';
 import { label } from '../format';
-import { href } from '../route';
+import { formText, href } from '../route';
 import { Badge, Empty, Fields, Id, Json, Money, Show, Table, Time, useSettings, PagedTable } from '../ui';
 
 type Transaction = Schemas['Transaction'];
-type EventRecord = Schemas['WebhookEvent'];
-type Entry = Schemas['JournalEntry'];
 
 const FILTERS = ['status', 'direction', 'type', 'date', 'user_id', 'account_id', 'transfer_id'] as const;
 const CHOICES: Partial<Record<(typeof FILTERS)[number], string[]>> = {
@@ -34,12 +32,12 @@ function Filters({ query }: { query: URLSearchParams }) {
     event.preventDefault();
     const form = new FormData(event.currentTarget as HTMLFormElement);
     const params: Record<string, string | undefined> = {};
-    for (const name of FILTERS) params[name] = String(form.get(name) ?? '').trim() || undefined;
+    for (const name of FILTERS) params[name] = formText(form, name) || undefined;
     for (const [key, value] of pairs) if (key.trim()) params[`metadata[${key.trim()}]`] = value;
     location.hash = href('transactions', params);
   };
   const setPair = (i: number, which: 0 | 1, value: string) =>
-    setPairs(pairs.map((pair, j) => (j === i ? ((which === 0 ? [value, pair[1]] : [pair[0], value]) as [string, string]) : pair)));
+    setPairs(pairs.map((pair, j) => (j === i ? (which === 0 ? [value, pair[1]] : [pair[0], value]) : pair)));
   return (
     <form class="filters" onSubmit={submit} aria-label="Filter transactions">
       {FILTERS.map((name) => (
@@ -89,14 +87,14 @@ export function TransactionRow({ t }: { t: Transaction }) {
       <td>
         <Id value={t.id} href={`#/transactions/${t.id}`} />
       </td>
-      <td>{label(t.direction)}</td>
-      <td>
-        <Badge value={t.status} />
-      </td>
-      <td>{t.type}</td>
       <td class="num">
         <Money cents={t.amount} />
       </td>
+      <td>
+        <Badge value={t.status} />
+      </td>
+      <td>{label(t.direction)}</td>
+      <td>{t.type}</td>
       <td>
         <Time iso={t.created_at} />
       </td>
@@ -104,7 +102,7 @@ export function TransactionRow({ t }: { t: Transaction }) {
   );
 }
 
-export const TRANSACTION_HEAD = ['Id', 'Direction', 'Status', 'Type', 'Amount', 'Created'];
+export const TRANSACTION_HEAD = ['Id', 'Amount', 'Status', 'Direction', 'Type', 'Created'];
 
 function TransactionList({ query }: { query: URLSearchParams }) {
   const filters: Record<string, unknown> = {};
@@ -113,7 +111,7 @@ function TransactionList({ query }: { query: URLSearchParams }) {
   if (Object.keys(metadata).length > 0) filters.metadata = metadata;
   const key = query.toString();
   const list = usePaged<Transaction>(
-    (cursor) => api((ledger) => ledger.transactions.list({ ...filters, limit: 25, ...(cursor ? { cursor } : {}) } as never)),
+    (cursor) => api((ledger) => ledger.transactions.list({ ...filters, limit: 25, ...(cursor ? { cursor } : {}) })),
     [key],
   );
   return (
@@ -138,6 +136,41 @@ async function sourceOf(t: Transaction): Promise<unknown> {
   return api((ledger) => ledger.disputes.retrieve(t.source_id!));
 }
 
+/** The intent, refund or dispute behind a transaction: what a person looks for first, then all of it. */
+function Source({ value }: { value: Record<string, unknown> }) {
+  const text = (name: string) => (typeof value[name] === 'string' ? value[name] : null);
+  const metadata = (value.metadata ?? {}) as Record<string, string>;
+  const userId = text('user_id');
+  return (
+    <>
+      <Fields
+        rows={[
+          ['Status', text('status') ? <Badge value={text('status')!} /> : null],
+          ['Amount', typeof value.amount === 'number' ? <Money cents={value.amount} /> : null],
+          ['User', userId ? <Id value={userId} href={`#/users/${userId}`} /> : null],
+          ['Created', <Time iso={text('created_at')} />],
+          [
+            'Metadata',
+            Object.keys(metadata).length === 0 ? null : (
+              <ul class="plain">
+                {Object.entries(metadata).map(([key, item]) => (
+                  <li key={key}>
+                    <code>{key}</code> = {item}
+                  </li>
+                ))}
+              </ul>
+            ),
+          ],
+        ]}
+      />
+      <details>
+        <summary>Everything the API answered</summary>
+        <Json value={value} />
+      </details>
+    </>
+  );
+}
+
 function Timeline({ id }: { id: string }) {
   const [state, retry] = useLoad(() => api((ledger) => ledger.events.list({ object_id: id, limit: 100 })), [id]);
   return (
@@ -149,7 +182,7 @@ function Timeline({ id }: { id: string }) {
             <Empty>No events within the retention period.</Empty>
           ) : (
             <ol class="timeline">
-              {[...(page.data as EventRecord[])].reverse().map((event) => (
+              {[...page.data].reverse().map((event) => (
                 <li key={event.id}>
                   <Time iso={event.created_at} /> <a href={`#/events/${event.id}`}>{event.type}</a>
                   {typeof event.data.status === 'string' && (
@@ -183,7 +216,7 @@ function Entries({ t }: { t: Transaction }) {
             <Empty>No journal entries.</Empty>
           ) : (
             <Table caption="Journal entries" head={['Entry', 'Kind', 'Postings', 'Created']}>
-              {(page.data as Entry[]).map((entry) => (
+              {page.data.map((entry) => (
                 <tr key={entry.id}>
                   <td>
                     <code class="id">{entry.id}</code>
@@ -255,7 +288,7 @@ function TransactionDetail({ id }: { id: string }) {
                 Source: {t.type} <Id value={t.source_id} />
               </h2>
               <Show state={source} what="the source">
-                {(value) => (value ? <Json value={value} /> : <Empty>No source.</Empty>)}
+                {(value) => (value ? <Source value={value as Record<string, unknown>} /> : <Empty>No source.</Empty>)}
               </Show>
             </section>
             <Timeline id={t.id} />

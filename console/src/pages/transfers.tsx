@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, asLedgerError, download, useLoad, usePaged, type LedgerError, type Schemas } from '../api';
-import { href } from '../route';
+import { formText, href } from '../route';
 import { Badge, ErrorBox, Fields, Id, Money, PagedTable, Show, Table, Time } from '../ui';
 import { TRANSACTION_HEAD, TransactionRow } from './transactions';
 
@@ -27,7 +27,7 @@ function TransferList({ query }: { query: URLSearchParams }) {
   const submit = (event: SubmitEvent) => {
     event.preventDefault();
     const form = new FormData(event.currentTarget as HTMLFormElement);
-    location.hash = href('transfers', { status: String(form.get('status') ?? ''), date: String(form.get('date') ?? '') });
+    location.hash = href('transfers', { status: formText(form, 'status'), date: formText(form, 'date') });
   };
   return (
     <>
@@ -124,7 +124,7 @@ function CsvButton({ id }: { id: string }) {
     setError(null);
     try {
       const text = await api((ledger) => ledger.transfers.report(id, { format: 'csv' }));
-      download(`${id}-report.csv`, String(text));
+      download(`${id}-report.csv`, typeof text === 'string' ? text : JSON.stringify(text));
     } catch (failure) {
       setError(asLedgerError(failure));
     } finally {

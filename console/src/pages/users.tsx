@@ -1,5 +1,5 @@
 import { api, useLoad, usePaged, type Schemas } from '../api';
-import { href } from '../route';
+import { formText, href } from '../route';
 import { Badge, Fields, Id, Json, PagedTable, Show, Time } from '../ui';
 
 type User = Schemas['User'];
@@ -23,7 +23,7 @@ function UserList({ query }: { query: URLSearchParams }) {
   const submit = (event: SubmitEvent) => {
     event.preventDefault();
     const form = new FormData(event.currentTarget as HTMLFormElement);
-    const read = (name: string) => String(form.get(name) ?? '').trim();
+    const read = (name: string) => formText(form, name);
     location.hash = href('users', { status: read('status'), key: read('key'), value: read('value') });
   };
   return (

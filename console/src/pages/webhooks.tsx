@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, asLedgerError, idempotencyKey, useLoad, usePaged, type LedgerError, type Schemas } from '../api';
+import { formText } from '../route';
 import { Badge, Empty, ErrorBox, Fields, Id, PagedTable, Show, Table, Time } from '../ui';
 
 type Endpoint = Schemas['WebhookEndpoint'];
@@ -9,7 +10,7 @@ type Replay = Schemas['WebhookReplay'];
 const REPLAY_POLL_MS = 1_000;
 
 /** Sends one event again to one endpoint (POST /webhook/{id}/resend); the other of the two is chosen here. */
-export function ResendForm({ eventId, endpointId }: { eventId?: string; endpointId?: string }) {
+export function ResendForm({ eventId, endpointId, onSent }: { eventId?: string; endpointId?: string; onSent?: () => void }) {
   const [endpoints] = useLoad(
     () => (endpointId ? Promise.resolve({ data: [] as Endpoint[] }) : api((ledger) => ledger.webhooks.list({ limit: 100 }))),
     [endpointId],
@@ -20,14 +21,15 @@ export function ResendForm({ eventId, endpointId }: { eventId?: string; endpoint
   const submit = async (event: SubmitEvent) => {
     event.preventDefault();
     const form = new FormData(event.currentTarget as HTMLFormElement);
-    const endpoint = endpointId ?? String(form.get('endpoint') ?? '');
-    const evt = eventId ?? String(form.get('event') ?? '').trim();
+    const endpoint = endpointId ?? formText(form, 'endpoint');
+    const evt = eventId ?? formText(form, 'event');
     setBusy(true);
     setError(null);
     setSent(null);
     try {
       const delivery = await api((ledger) => ledger.webhooks.resend(endpoint, { event_id: evt }, { idempotencyKey: idempotencyKey() }));
-      setSent(delivery as Delivery);
+      setSent(delivery);
+      onSent?.();
     } catch (failure) {
       setError(asLedgerError(failure));
     } finally {
@@ -43,7 +45,7 @@ export function ResendForm({ eventId, endpointId }: { eventId?: string; endpoint
           <label for="r-endpoint">Endpoint</label>
           <select id="r-endpoint" name="endpoint" required>
             {endpoints.status === 'ok' &&
-              (endpoints.data.data as Endpoint[]).map((endpoint) => (
+              endpoints.data.data.map((endpoint) => (
                 <option key={endpoint.id} value={endpoint.id}>
                   {endpoint.url}
                 </option>
@@ -72,11 +74,14 @@ export function ResendForm({ eventId, endpointId }: { eventId?: string; endpoint
   );
 }
 
-function ReplayProgress({ endpointId, replay }: { endpointId: string; replay: Replay }) {
+function ReplayProgress({ endpointId, replay, onDone }: { endpointId: string; replay: Replay; onDone: () => void }) {
   const [current, setCurrent] = useState(replay);
   const [error, setError] = useState<LedgerError | null>(null);
   useEffect(() => {
-    if (current.status !== 'running') return;
+    if (current.status !== 'running') {
+      onDone();
+      return;
+    }
     const timer = setTimeout(() => {
       api((ledger) => ledger.webhooks.retrieveReplay(endpointId, current.id)).then(setCurrent, (failure: unknown) =>
         setError(asLedgerError(failure)),
@@ -99,15 +104,15 @@ function ReplayProgress({ endpointId, replay }: { endpointId: string; replay: Re
   );
 }
 
-function ReplayForm({ endpointId }: { endpointId: string }) {
+function ReplayForm({ endpointId, onDone }: { endpointId: string; onDone: () => void }) {
   const [replay, setReplay] = useState<Replay | null>(null);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<LedgerError | null>(null);
   const submit = async (event: SubmitEvent) => {
     event.preventDefault();
     const form = new FormData(event.currentTarget as HTMLFormElement);
-    const from = String(form.get('from') ?? '');
-    const to = String(form.get('to') ?? '');
+    const from = formText(form, 'from');
+    const to = formText(form, 'to');
     setBusy(true);
     setError(null);
     try {
@@ -116,7 +121,7 @@ function ReplayForm({ endpointId }: { endpointId: string }) {
         ...(to ? { created_at_lt: new Date(to).toISOString() } : {}),
         failed_only: form.get('failed_only') === 'on',
       };
-      setReplay((await api((ledger) => ledger.webhooks.replay(endpointId, body, { idempotencyKey: idempotencyKey() }))) as Replay);
+      setReplay(await api((ledger) => ledger.webhooks.replay(endpointId, body, { idempotencyKey: idempotencyKey() })));
     } catch (failure) {
       setError(asLedgerError(failure));
     } finally {
@@ -145,16 +150,19 @@ function ReplayForm({ endpointId }: { endpointId: string }) {
         </div>
       </form>
       {error && <ErrorBox error={error} />}
-      {replay && <ReplayProgress endpointId={endpointId} replay={replay} key={replay.id} />}
+      {replay && <ReplayProgress endpointId={endpointId} replay={replay} onDone={onDone} key={replay.id} />}
     </>
   );
 }
 
 function EndpointDetail({ id }: { id: string }) {
   const [state, retry] = useLoad(() => api((ledger) => ledger.webhooks.retrieve(id)), [id]);
+  // A resend or a finished replay adds deliveries: the list starts again from its newest page.
+  const [round, setRound] = useState(0);
+  const refresh = () => setRound((n) => n + 1);
   const deliveries = usePaged<Delivery>(
     (cursor) => api((ledger) => ledger.webhooks.deliveries(id, { limit: 25, ...(cursor ? { cursor } : {}) })),
-    [id],
+    [id, round],
   );
   return (
     <>
@@ -178,11 +186,11 @@ function EndpointDetail({ id }: { id: string }) {
             />
             <section aria-labelledby="resend-title">
               <h2 id="resend-title">Resend an event</h2>
-              <ResendForm endpointId={id} />
+              <ResendForm endpointId={id} onSent={refresh} />
             </section>
             <section aria-labelledby="replay-title">
               <h2 id="replay-title">Replay a range of events</h2>
-              <ReplayForm endpointId={id} />
+              <ReplayForm endpointId={id} onDone={refresh} />
             </section>
             <section aria-labelledby="deliveries-title">
               <h2 id="deliveries-title">Deliveries</h2>
@@ -227,7 +235,7 @@ function EndpointList() {
             <Empty>No webhook endpoints. Create them with POST /webhook.</Empty>
           ) : (
             <Table caption="Endpoints" head={['Id', 'URL', 'Status', 'Events', 'Created']}>
-              {(page.data as Endpoint[]).map((endpoint) => (
+              {page.data.map((endpoint) => (
                 <tr key={endpoint.id}>
                   <td>
                     <Id value={endpoint.id} href={`#/webhooks/${endpoint.id}`} />
