@@ -35,3 +35,17 @@ export function formText(form: FormData, name: string): string {
   const value = form.get(name);
   return typeof value === 'string' ? value.trim() : '';
 }
+
+const PAGE_OF_PREFIX: [string, string][] = [
+  ['txn_', 'transactions'],
+  ['user_', 'users'],
+  ['transfer_', 'transfers'],
+  ['evt_', 'events'],
+  ['whk_', 'webhooks'],
+];
+
+/** The console page of an id the console shows (a transaction, user, transfer, event or endpoint), if any. */
+export function pageOf(id: string): string | undefined {
+  const page = PAGE_OF_PREFIX.find(([prefix]) => id.startsWith(prefix))?.[1];
+  return page ? `#/${page}/${encodeURIComponent(id)}` : undefined;
+}

@@ -1,9 +1,11 @@
 import { api, useLoad, usePaged, type Schemas } from '../api';
-import { formText, href } from '../route';
+import { formText, href, pageOf } from '../route';
 import { Fields, Id, Json, PagedTable, Show, Time } from '../ui';
 import { ResendForm } from './webhooks';
 
 type Event = Schemas['WebhookEvent'];
+
+const optionalHref = (target: string | undefined) => (target ? { href: target } : {});
 
 export const EVENT_TYPES = [
   'user.created',
@@ -75,9 +77,7 @@ function EventList({ query }: { query: URLSearchParams }) {
               <Id value={event.id} href={`#/events/${event.id}`} />
             </td>
             <td>{event.type}</td>
-            <td>
-              <code class="id">{typeof event.data.id === 'string' ? event.data.id : ''}</code>
-            </td>
+            <td>{typeof event.data.id === 'string' ? <Id value={event.data.id} {...optionalHref(pageOf(event.data.id))} /> : null}</td>
             <td>
               <Time iso={event.created_at} />
             </td>

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, asLedgerError, idempotencyKey, useLoad, usePaged, type LedgerError, type Schemas } from '../api';
 import { formText } from '../route';
-import { Badge, Empty, ErrorBox, Fields, Id, PagedTable, Show, Table, Time } from '../ui';
+import { Badge, Empty, ErrorBox, Fields, Id, PagedTable, Show, Time } from '../ui';
 
 type Endpoint = Schemas['WebhookEndpoint'];
 type Delivery = Schemas['WebhookDeliveryAttempt'];
@@ -225,35 +225,31 @@ function EndpointDetail({ id }: { id: string }) {
 }
 
 function EndpointList() {
-  const [state, retry] = useLoad(() => api((ledger) => ledger.webhooks.list({ limit: 100 })), []);
+  const list = usePaged<Endpoint>((cursor) => api((ledger) => ledger.webhooks.list({ limit: 25, ...(cursor ? { cursor } : {}) })), []);
   return (
     <>
       <h1>Webhooks</h1>
-      <Show state={state} what="endpoints" retry={retry}>
-        {(page) =>
-          page.data.length === 0 ? (
-            <Empty>No webhook endpoints. Create them with POST /webhook.</Empty>
-          ) : (
-            <Table caption="Endpoints" head={['Id', 'URL', 'Status', 'Events', 'Created']}>
-              {page.data.map((endpoint) => (
-                <tr key={endpoint.id}>
-                  <td>
-                    <Id value={endpoint.id} href={`#/webhooks/${endpoint.id}`} />
-                  </td>
-                  <td class="break">{endpoint.url}</td>
-                  <td>
-                    <Badge value={endpoint.status} />
-                  </td>
-                  <td>{endpoint.events.join(', ')}</td>
-                  <td>
-                    <Time iso={endpoint.created_at} />
-                  </td>
-                </tr>
-              ))}
-            </Table>
-          )
-        }
-      </Show>
+      <PagedTable
+        list={list}
+        caption="Endpoints"
+        head={['Id', 'URL', 'Status', 'Events', 'Created']}
+        empty="No webhook endpoints. Create them with POST /webhook."
+        row={(endpoint) => (
+          <tr key={endpoint.id}>
+            <td>
+              <Id value={endpoint.id} href={`#/webhooks/${endpoint.id}`} />
+            </td>
+            <td class="break">{endpoint.url}</td>
+            <td>
+              <Badge value={endpoint.status} />
+            </td>
+            <td>{endpoint.events.join(', ')}</td>
+            <td>
+              <Time iso={endpoint.created_at} />
+            </td>
+          </tr>
+        )}
+      />
     </>
   );
 }
