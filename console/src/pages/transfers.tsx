@@ -56,20 +56,20 @@ function TransferList({ query }: { query: URLSearchParams }) {
       <PagedTable
         list={list}
         caption="Transfers"
-        head={['Id', 'Direction', 'Status', 'Amount', 'Window', 'Date', 'Members', 'Created']}
+        head={['Id', 'Amount', 'Status', 'Direction', 'Window', 'Date', 'Members', 'Created']}
         empty="No transfers yet: a window's close creates one."
         row={(t) => (
           <tr key={t.id}>
             <td>
               <Id value={t.id} href={`#/transfers/${t.id}`} />
             </td>
-            <td>{t.direction}</td>
-            <td>
-              <Badge value={t.status} />
-            </td>
             <td class="num">
               <Money cents={t.amount} />
             </td>
+            <td>
+              <Badge value={t.status} />
+            </td>
+            <td>{t.direction}</td>
             <td>{t.window_date}</td>
             <td>{t.date}</td>
             <td class="num">{t.transaction_count}</td>
