@@ -2,8 +2,11 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
+import express from 'express';
+import type { AddressInfo } from 'node:net';
 import type { BrowserContext, Page } from 'playwright-core';
-import { CONSOLE_DIST } from '../src/console/serve';
+import { consoleRouter, CONSOLE_DIST } from '../src/console/serve';
+import { toApiError } from '../src/http/app';
 import { randomString } from '../src/ids';
 import { createKey, revokeKey } from '../src/orgs/repo';
 import { apiClient, createTestOrg, eventually, startStack, type Stack, type TestOrg } from './support/harness';
@@ -187,6 +190,30 @@ describe('SPEC §23 operator console: served by the api', () => {
     expect((await fetch(`${stack.url}/console`, { method: 'POST' })).status).not.toBe(200);
   });
 
+  test('without a built page /console answers 503 with the error object, naming the command that builds it', async () => {
+    const app = express();
+    app.use(
+      '/console',
+      consoleRouter(stack.config, () => new Date(), path.join(REPO, 'test-results', 'no-console-here')),
+    );
+    app.use((error: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      const apiError = toApiError(error);
+      res.status(apiError.status).json(apiError.toBody('req_test'));
+    });
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    try {
+      const answer = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/console`);
+      expect(answer.status).toBe(503);
+      expect(((await answer.json()) as any).error).toMatchObject({
+        code: 'unavailable',
+        message: expect.stringContaining('npm run console:build'),
+      });
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   test("the overview's first load is at most 300 KB of JavaScript and CSS, gzipped", () => {
     const html = fs.readFileSync(path.join(CONSOLE_DIST, 'index.html'), 'utf8');
     const files = [...html.matchAll(/(?:src|href)="\/console\/(assets\/[^"]+\.(?:js|css))"/g)].map((match) => match[1]!);
@@ -232,6 +259,15 @@ describe('SPEC §23 operator console: pages', () => {
       expect(text).toMatch(/cash in\s+pending\s+28/);
       expect(await page.locator('.chart rect.in').count()).toBe(30);
       await accessible(page, 'overview');
+      // The keyboard reaches everything: the skip link first, then the pages, each a real link.
+      await page.locator('body').focus();
+      await page.keyboard.press('Tab');
+      expect(await page.evaluate(() => (document as any).activeElement.textContent)).toBe('Skip to content');
+      await page.keyboard.press('Tab');
+      expect(await page.evaluate(() => (document as any).activeElement.textContent)).toBe('Overview');
+      await page.keyboard.press('Tab');
+      await page.keyboard.press('Enter');
+      await page.waitForFunction(() => location.hash === '#/transactions');
     });
   }, 120_000);
 
