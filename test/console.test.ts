@@ -387,6 +387,17 @@ describe('SPEC §23 operator console: pages', () => {
     });
   }, 60_000);
 
+  test('an organization whose IP allowlist leaves this address out still signs in (by a read) and reads', async () => {
+    const walled = await createTestOrg(stack.pool, { kycRequired: false, allowlist: ['203.0.113.0/24'] });
+    await inTab('allowlist', async (page) => {
+      await signIn(page, walled.apiKey);
+      await visit(page, 'overview');
+      expect(await page.locator('main').innerText()).toContain('Balances now');
+      await visit(page, 'events/evt_00000000000000000000000000000000');
+      expect(await page.getByRole('alert').innerText()).toContain('Not found');
+    });
+  }, 60_000);
+
   test('a revoked key signs the console out, back to sign-in with a message', async () => {
     const issued = await createKey(stack.pool, org.organizationId, 'sandbox');
     await inTab('revoked', async (page) => {

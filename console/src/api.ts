@@ -1,4 +1,4 @@
-import { AuthenticationError, Ledger, LedgerError, type Page, type Schemas } from '@payments-ledger/sdk';
+import { AuthenticationError, Ledger, LedgerError, PermissionError, type Page, type Schemas } from '@payments-ledger/sdk';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 
 export type { Schemas };
@@ -48,16 +48,21 @@ export function setKey(apiKey: string | null, onUnauthorized: (error: LedgerErro
   unauthorized = onUnauthorized;
 }
 
-/** Checks a key with POST /keys/verify, without keeping it. */
+/**
+ * Checks a key with POST /keys/verify, without keeping it. That is a write, which an organization's IP allowlist
+ * refuses (403) from other addresses: there a read (GET /account) proves the key instead, and the console reads.
+ */
 export async function verifyKey(apiKey: string): Promise<Session> {
   const probe = new Ledger({ apiKey, baseUrl: location.origin, maxRetries: 0 });
-  const answer = await probe.keys.verify({ idempotencyKey: idempotencyKey() });
-  return {
-    apiKey,
-    organizationName: answer.organization_name,
-    organizationId: answer.organization_id,
-    environment: answer.environment,
-  };
+  try {
+    const answer = await probe.keys.verify({ idempotencyKey: idempotencyKey() });
+    return { apiKey, organizationName: answer.organization_name, organizationId: answer.organization_id, environment: answer.environment };
+  } catch (error) {
+    if (!(error instanceof PermissionError)) throw error;
+    await probe.accounts.list({ limit: 1 });
+    const environment = apiKey.startsWith('sk_production_') ? 'production' : 'sandbox';
+    return { apiKey, organizationName: 'reads only from this address', organizationId: '', environment };
+  }
 }
 
 /** A fresh `X-Idempotency-Key` (crypto.randomUUID needs a secure context; getRandomValues does not). */
