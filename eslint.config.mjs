@@ -22,7 +22,6 @@ export default defineConfig(
       'bench/results/',
       'sdk/dist/',
       'console/dist/',
-      '.deps/',
       'test-results/',
       'sdk/src/generated/',
       'test/fixtures/sdk/',
