@@ -56,17 +56,17 @@ function UserList({ query }: { query: URLSearchParams }) {
       <PagedTable
         list={list}
         caption="Users"
-        head={['Id', 'Tag', 'Status', 'Verified', 'Created']}
+        head={['Id', 'Status', 'Tag', 'Verified', 'Created']}
         empty="No users match."
         row={(user) => (
           <tr key={user.id}>
             <td>
               <Id value={user.id} href={`#/users/${user.id}`} />
             </td>
-            <td>{user.tag ?? <span class="muted">—</span>}</td>
             <td>
               <Badge value={user.status} />
             </td>
+            <td>{user.tag ?? <span class="muted">—</span>}</td>
             <td>{user.identity_verified ? 'yes' : 'no'}</td>
             <td>
               <Time iso={user.created_at} />
