@@ -21,6 +21,8 @@ export default defineConfig(
       'coverage/',
       'bench/results/',
       'sdk/dist/',
+      'console/dist/',
+      'test-results/',
       'sdk/src/generated/',
       'test/fixtures/sdk/',
     ],
@@ -28,7 +30,8 @@ export default defineConfig(
   { linterOptions: { reportUnusedDisableDirectives: 'error' } },
   js.configs.recommended,
   {
-    files: ['**/*.ts'],
+    // console/ (the operator console's page, TSX) is typed by its own console/tsconfig.json, found by the project service.
+    files: ['**/*.ts', '**/*.tsx'],
     extends: [tseslint.configs.recommendedTypeChecked],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {

@@ -43,6 +43,7 @@ const BENCHES = [
   'replay',
   'sdk',
   'batch',
+  'console',
 ] as const;
 const OPTIONAL_BENCHES = ['capacity'] as const;
 const REPO_ROOT = path.resolve(__dirname, '..');

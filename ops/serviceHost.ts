@@ -93,6 +93,7 @@ export async function announceReady(options: {
   say(`Payments ledger (${config.LEDGER_ENVIRONMENT}) ready in ${((Date.now() - options.startedAt) / 1000).toFixed(1)} s`);
   say(`  API            ${apiUrl}`);
   say(`  API reference  ${apiUrl}/docs`);
+  say(`  Console        ${apiUrl}/console (sign in with an API key)`);
   say(`  Temporal UI    ${options.temporalUi ?? `(external Temporal at ${options.temporalAddress})`}`);
   say(
     `  Metrics        ${apiUrl}/metrics${config.TEMPORAL_METRICS_ADDRESS === 'off' ? '' : `, Temporal SDK http://${config.TEMPORAL_METRICS_ADDRESS}/metrics`}`,

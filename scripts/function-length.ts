@@ -1,7 +1,7 @@
 /**
  * Fails when a function's own body runs past FUNCTION_LINES_MAX lines in the product's code (src/, workflows/,
- * activities/, and ops/ when it exists): a longer function is usually two steps and a loop that want names of
- * their own. A nested function's lines count for it, not for the function around it. Every function, method,
+ * activities/, ops/ when it exists, and the operator console's console/src, TSX included): a longer function is
+ * usually two steps and a loop that want names of their own. A nested function's lines count for it, not for the function around it. Every function, method,
  * accessor, constructor and arrow is measured: the lines between a block body's braces, or an expression body's.
  */
 import fs from 'node:fs';
@@ -9,7 +9,7 @@ import path from 'node:path';
 import ts from 'typescript';
 
 const FUNCTION_LINES_MAX = 70;
-const ROOTS = ['src', 'workflows', 'activities', 'ops'];
+const ROOTS = ['src', 'workflows', 'activities', 'ops', 'console/src'];
 
 export interface LongFunction {
   file: string;
@@ -83,7 +83,7 @@ function sourceFiles(root: string, dir: string): string[] {
   if (!fs.existsSync(absolute)) return [];
   return fs
     .readdirSync(absolute, { recursive: true, encoding: 'utf8' })
-    .filter((name) => name.endsWith('.ts') && !name.endsWith('.d.ts'))
+    .filter((name) => /\.tsx?$/.test(name) && !name.endsWith('.d.ts'))
     .map((name) => path.posix.join(dir, name.split(path.sep).join('/')))
     .sort();
 }

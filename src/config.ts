@@ -69,6 +69,9 @@ const fields = z.object({
   TEMPORAL_CLI_PATH: z.string().min(1).optional(),
   TEMPORAL_PORT: port.default(7233),
   TEMPORAL_UI_PORT: port.default(8233),
+  // Where people open the Temporal Web UI; the operator console (GET /console) links each transaction's workflow
+  // there. Absent: the embedded dev server's UI on TEMPORAL_UI_PORT when TEMPORAL_ADDRESS is unset, else no link.
+  TEMPORAL_UI_URL: z.string().url().optional(),
   EMBEDDED_PG_PORT: port.default(54329),
   // `npm run cluster` (the production topology on one box): api processes sharing PORT, worker processes,
   // and the Temporal server's history shards (fixed when its database is created; see docs/production.md).

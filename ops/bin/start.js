@@ -17,6 +17,14 @@ if (missing.length > 0) {
   const installed = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
   if (installed.status !== 0) process.exit(installed.status ?? 1);
 }
+// The operator console's page (console/dist): built by `npm ci`; built here when missing or older than its sources
+// (a checkout after the install). A failed build leaves /console answering 503 and the API serving as ever.
+const consoleBuilt = spawnSync(process.execPath, [path.join(root, 'console', 'scripts', 'build.js'), '--if-stale'], {
+  cwd: root,
+  stdio: 'inherit',
+});
+if (consoleBuilt.status !== 0)
+  process.stdout.write('The operator console could not be built; /console answers 503 until `npm run console:build` succeeds.\n');
 require(require.resolve('tsx/cjs/api', { paths: [root] })).register();
 const entry = process.argv[2] === 'cluster' ? 'cluster.ts' : 'main.ts';
 require(path.join(__dirname, entry));

@@ -7,6 +7,7 @@ import { Edge } from './edge';
 import { EDGE_LIMITS } from './limits';
 import type { AnyRoute, EdgeDeps } from './route';
 import { edgeFallback, edgeHandler } from './runners';
+import { consoleRouter } from '../console/serve';
 import { ApiError, errors } from '../errors';
 import { ledgerRegistry } from '../metrics';
 import { parseQueryString, rejectUnknownQuery } from './input';
@@ -136,6 +137,11 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[]): { app: express.Exp
   docs.use(swaggerUi.serve, swaggerUi.setup(document, { customSiteTitle: 'Payments ledger API 0.0.1' }));
   // Swagger UI would answer any method with its page; other methods fall through to 405.
   app.use('/docs', (req, res, next) => (req.method === 'GET' || req.method === 'HEAD' ? docs(req, res, next) : next()));
+  // The operator console (SPEC §23): a static page that calls the API above with its user's key.
+  app.use(
+    '/console',
+    consoleRouter(deps.config, () => deps.clock.now()),
+  );
 
   // Raw bytes, not parsed: the edge authenticates before it parses, and the exact-body idempotency
   // fallback hashes exactly what was sent.

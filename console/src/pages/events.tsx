@@ -1,0 +1,129 @@
+import { api, useLoad, usePaged, type Schemas } from '../api';
+import { formText, href, pageOf } from '../route';
+import { Fields, Id, Json, PagedTable, Show, Time } from '../ui';
+import { ResendForm } from './webhooks';
+
+type Event = Schemas['WebhookEvent'];
+
+const optionalHref = (target: string | undefined) => (target ? { href: target } : {});
+
+export const EVENT_TYPES = [
+  'user.created',
+  'user.status_changed',
+  'user.updated',
+  'intent.approved',
+  'intent.declined',
+  'intent.updated',
+  'transaction.created',
+  'transaction.status_changed',
+  'transfer.created',
+  'transfer.settled',
+  'refund.created',
+  'dispute.created',
+  'dispute.resolved',
+];
+
+function EventList({ query }: { query: URLSearchParams }) {
+  const type = query.get('type') ?? '';
+  const objectId = query.get('object_id') ?? '';
+  const list = usePaged<Event>(
+    (cursor) =>
+      api((ledger) =>
+        ledger.events.list({
+          limit: 25,
+          ...(type ? { type } : {}),
+          ...(objectId ? { object_id: objectId } : {}),
+          ...(cursor ? { cursor } : {}),
+        }),
+      ),
+    [type, objectId],
+  );
+  const submit = (event: SubmitEvent) => {
+    event.preventDefault();
+    const form = new FormData(event.currentTarget as HTMLFormElement);
+    location.hash = href('events', { type: formText(form, 'type'), object_id: formText(form, 'object_id') });
+  };
+  return (
+    <>
+      <h1>Events</h1>
+      <form class="filters" onSubmit={submit} aria-label="Filter events" key={query.toString()}>
+        <div class="field">
+          <label for="e-type">type</label>
+          <select id="e-type" name="type">
+            <option value="">any</option>
+            {EVENT_TYPES.map((choice) => (
+              <option key={choice} value={choice} selected={type === choice}>
+                {choice}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="e-object">object id</label>
+          <input id="e-object" name="object_id" defaultValue={objectId} spellcheck={false} />
+        </div>
+        <div class="actions">
+          <button type="submit">Search</button>
+        </div>
+      </form>
+      <PagedTable
+        list={list}
+        caption="Events"
+        head={['Id', 'Type', 'About', 'Created']}
+        empty="No events match within the retention period."
+        row={(event) => (
+          <tr key={event.id}>
+            <td>
+              <Id value={event.id} href={`#/events/${event.id}`} />
+            </td>
+            <td>{event.type}</td>
+            <td>{typeof event.data.id === 'string' ? <Id value={event.data.id} {...optionalHref(pageOf(event.data.id))} /> : null}</td>
+            <td>
+              <Time iso={event.created_at} />
+            </td>
+          </tr>
+        )}
+      />
+    </>
+  );
+}
+
+function EventDetail({ id }: { id: string }) {
+  const [state, retry] = useLoad(() => api((ledger) => ledger.events.retrieve(id)), [id]);
+  return (
+    <>
+      <p>
+        <a href="#/events">← Events</a>
+      </p>
+      <h1>
+        Event <code class="id">{id}</code>
+      </h1>
+      <Show state={state} what="the event" retry={retry}>
+        {(event) => (
+          <>
+            <Fields
+              rows={[
+                ['Type', event.type],
+                ['Created', <Time iso={event.created_at} />],
+                [
+                  'About',
+                  typeof event.data.id === 'string' ? <a href={href('events', { object_id: event.data.id })}>{event.data.id}</a> : null,
+                ],
+              ]}
+            />
+            <section aria-labelledby="resend-title">
+              <h2 id="resend-title">Resend to an endpoint</h2>
+              <ResendForm eventId={event.id} />
+            </section>
+            <h2>Data</h2>
+            <Json value={event.data} />
+          </>
+        )}
+      </Show>
+    </>
+  );
+}
+
+export function EventsPage({ id, query }: { id: string | undefined; query: URLSearchParams }) {
+  return id ? <EventDetail id={id} /> : <EventList query={query} />;
+}

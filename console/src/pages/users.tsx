@@ -1,0 +1,115 @@
+import { api, useLoad, usePaged, type Schemas } from '../api';
+import { formText, href } from '../route';
+import { Badge, Fields, Id, Json, PagedTable, Show, Time } from '../ui';
+
+type User = Schemas['User'];
+
+function UserList({ query }: { query: URLSearchParams }) {
+  const status = query.get('status') ?? '';
+  const key = query.get('key') ?? '';
+  const value = query.get('value') ?? '';
+  const list = usePaged<User>(
+    (cursor) =>
+      api((ledger) =>
+        ledger.users.list({
+          limit: 25,
+          ...(status ? { status: status as User['status'] } : {}),
+          ...(key ? { metadata: { [key]: value } } : {}),
+          ...(cursor ? { cursor } : {}),
+        }),
+      ),
+    [status, key, value],
+  );
+  const submit = (event: SubmitEvent) => {
+    event.preventDefault();
+    const form = new FormData(event.currentTarget as HTMLFormElement);
+    const read = (name: string) => formText(form, name);
+    location.hash = href('users', { status: read('status'), key: read('key'), value: read('value') });
+  };
+  return (
+    <>
+      <h1>Users</h1>
+      <form class="filters" onSubmit={submit} aria-label="Filter users" key={query.toString()}>
+        <div class="field">
+          <label for="u-status">status</label>
+          <select id="u-status" name="status">
+            <option value="">any</option>
+            {['created', 'enabled', 'suspended', 'disabled'].map((choice) => (
+              <option key={choice} value={choice} selected={status === choice}>
+                {choice}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="u-key">metadata key</label>
+          <input id="u-key" name="key" defaultValue={key} spellcheck={false} />
+        </div>
+        <div class="field">
+          <label for="u-value">metadata value</label>
+          <input id="u-value" name="value" defaultValue={value} spellcheck={false} />
+        </div>
+        <div class="actions">
+          <button type="submit">Search</button>
+        </div>
+      </form>
+      <PagedTable
+        list={list}
+        caption="Users"
+        head={['Id', 'Status', 'Tag', 'Verified', 'Created']}
+        empty="No users match."
+        row={(user) => (
+          <tr key={user.id}>
+            <td>
+              <Id value={user.id} href={`#/users/${user.id}`} />
+            </td>
+            <td>
+              <Badge value={user.status} />
+            </td>
+            <td>{user.tag ?? <span class="muted">—</span>}</td>
+            <td>{user.identity_verified ? 'yes' : 'no'}</td>
+            <td>
+              <Time iso={user.created_at} />
+            </td>
+          </tr>
+        )}
+      />
+    </>
+  );
+}
+
+function UserDetail({ id }: { id: string }) {
+  const [state, retry] = useLoad(() => api((ledger) => ledger.users.retrieve(id)), [id]);
+  return (
+    <>
+      <p>
+        <a href="#/users">← Users</a>
+      </p>
+      <h1>
+        User <code class="id">{id}</code>
+      </h1>
+      <Show state={state} what="the user" retry={retry}>
+        {(user) => (
+          <>
+            <Fields
+              rows={[
+                ['Tag', user.tag],
+                ['Status', <Badge value={user.status} />],
+                ['Identity verified', user.identity_verified ? 'yes' : 'no'],
+                ['Created', <Time iso={user.created_at} />],
+                ['Transactions', <a href={href('transactions', { user_id: user.id })}>This user's transactions</a>],
+                ['Events', <a href={href('events', { object_id: user.id })}>Events about this user</a>],
+              ]}
+            />
+            <h2>Metadata</h2>
+            <Json value={user.metadata} />
+          </>
+        )}
+      </Show>
+    </>
+  );
+}
+
+export function UsersPage({ id, query }: { id: string | undefined; query: URLSearchParams }) {
+  return id ? <UserDetail id={id} /> : <UserList query={query} />;
+}
