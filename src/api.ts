@@ -27,7 +27,7 @@ export async function startApi(options: {
   log: Logger;
   temporal: Client;
   clock?: Clock;
-  /** More /readyz checks beside Postgres and Temporal (`npm start` adds its supervised services). */
+  /** More /readyz checks beside Postgres (`npm start` adds its supervised services); Temporal is named, never failing. */
   readiness?: Record<string, () => Promise<void>>;
 }): Promise<RunningApi> {
   const { config, pool, log, temporal } = options;
@@ -43,9 +43,9 @@ export async function startApi(options: {
         postgres: async () => {
           await pool.query('SELECT 1');
         },
-        temporal: () => temporalHealthy(temporal),
         ...options.readiness,
       },
+      informational: { temporal: () => temporalHealthy(temporal) },
     },
     allRoutes,
   );

@@ -590,9 +590,8 @@ describe('SPEC §10 settlement survives killed workers', () => {
         TEMPORAL_TASK_QUEUE: taskQueue,
         LEDGER_WORKFLOW_BUNDLE: infra.workflowBundlePath,
         LOG_LEVEL: 'info',
-        // Other suites' events and transactions are not this worker's to take (it is killed mid-run).
+        // Other suites' events are not this worker's to take (it is killed mid-run).
         WEBHOOK_DISPATCHER: 'off',
-        TRANSACTION_RECONCILER: 'off',
         // Several workers run at once here: no metrics ports to collide on.
         TEMPORAL_METRICS_ADDRESS: 'off',
         WORKER_METRICS_PORT: '0',

@@ -8,18 +8,21 @@ import { getUserStatus } from '../users/repo';
 import { lookupIntentParties } from './accounts';
 import { settlementDateOf } from './dates';
 import { decideIntent, getIntentRow, insertIntent, renderIntent, renderIntents, updateIntentMetadata, type IntentRow } from './intents';
-import { afterCommitStart, signalConfirmFunds } from './lifecycle';
+import { ledgerMetrics } from '../metrics';
+import { enqueueConfirmFunds } from './lifecycleQueue';
 import type { CreateIntentBody, DeclineCategory, Intent, Transaction, TransactionType } from './schemas';
 import { getTransactionRow, insertTransaction, type TransactionRow } from './transactions';
 
 /**
  * The ledger's operations (SPEC §8, §9) behind POST /intent, /authorize, refunds and disputes. Each runs inside
- * the caller's database transaction (op.db); workflows start only after it commits.
+ * the caller's database transaction (op.db) and never waits on Temporal (SPEC §20): what Temporal must do
+ * (start a lifecycle, deliver a confirmation) is queued in that transaction and drained by the workers.
  */
 
 /**
- * The one way a transaction comes to exist: the row in `pending` and its transaction.created event now,
- * its lifecycle workflow after commit (and by the reconciler should that start be lost).
+ * The one way a transaction comes to exist: the row in `pending`, its transaction.created event and its
+ * queued workflow start, all in the caller's transaction. `afterCommit` only counts it and wakes the
+ * drainers (no Temporal call, nothing to await): a caller recording many (a batch) may run them all after its commit.
  */
 export async function recordTransaction(
   op: Op,
@@ -30,11 +33,16 @@ export async function recordTransaction(
     organizationId: op.organizationId,
     date: settlementDateOf(op.now, op.deps.config.SETTLEMENT_CUTOFF),
     createdAt: op.now,
+    taskQueue: op.deps.services.taskQueue,
   });
-  const { services, log } = op.deps;
   return {
     row,
-    afterCommit: afterCommitStart({ client: services.temporal, taskQueue: services.taskQueue, log, marks: op.startMarks, row }),
+    afterCommit: () => {
+      // Counted after the request's commit, which runs once per executed request (a replay does not).
+      ledgerMetrics.transactionsTotal.inc({ direction: row.direction, type: row.type });
+      op.lifecyclePoke.poke();
+      return Promise.resolve();
+    },
   };
 }
 
@@ -131,13 +139,23 @@ export async function updateIntent(op: Op, intentId: string, body: MetadataUpdat
   return { body: rendered! };
 }
 
-/** Sandbox: the network confirms a pending cash_in now; the move to `available` happens in its workflow. */
+/**
+ * Sandbox: the network confirms a pending cash_in now; the move to `available` happens in its workflow. The
+ * confirmation is queued with the request's commit and delivered by a drainer (signalWithStart), so it is not
+ * lost while the workflow has not started yet or Temporal is down.
+ */
 export async function confirmCashIn(op: Op, transactionId: string): Promise<Outcome<Transaction>> {
   const row = await getTransactionRow(op.db, transactionId, op.organizationId);
   if (!row) throw errors.notFound('transaction', transactionId);
   if (row.direction !== 'cash_in' || row.status !== 'pending') {
     throw errors.invalidState(`Only a pending cash_in can be confirmed; this is a ${row.status} ${row.direction}.`);
   }
-  const { temporal, taskQueue } = op.deps.services;
-  return { body: row.json, afterCommit: () => signalConfirmFunds(temporal, taskQueue, row) };
+  await enqueueConfirmFunds(op.db, { transactionId: row.id, taskQueue: op.deps.services.taskQueue, now: op.now });
+  return {
+    body: row.json,
+    afterCommit: () => {
+      op.lifecyclePoke.poke();
+      return Promise.resolve();
+    },
+  };
 }
