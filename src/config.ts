@@ -111,6 +111,9 @@ const fields = z.object({
   // SPEC §20: the drainer in every worker that starts queued lifecycle workflows and delivers queued
   // confirmations (src/ledger/lifecycleDrainer.ts). Off only where other workers of the deployment run it.
   LIFECYCLE_DRAINER: z.enum(['on', 'off']).default('on'),
+  // Lifecycle workflows a worker keeps in memory (its sticky cache); 0: the SDK's default for the heap
+  // (about 600 per GiB of heap above 200 MiB). docs/production.md has the memory each one costs.
+  WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(1_000_000).default(0),
   WEBHOOK_DISPATCH_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
   WEBHOOK_RETRY_INITIAL_MS: z.coerce.number().int().min(10).max(3_600_000).default(5_000),
   WEBHOOK_RETRY_MAX_MS: z.coerce.number().int().min(10).max(86_400_000).default(3_600_000),

@@ -104,7 +104,8 @@ export async function startWorker(options: {
   let worker: Worker;
   let settlementWorker: Worker;
   try {
-    worker = await create(taskQueue, LIFECYCLE_QUEUE_TUNING);
+    const cached = options.config.WORKER_MAX_CACHED_WORKFLOWS;
+    worker = await create(taskQueue, { ...LIFECYCLE_QUEUE_TUNING, ...(cached > 0 ? { maxCachedWorkflows: cached } : {}) });
     settlementWorker = await create(settlementTaskQueue(taskQueue));
   } catch (error) {
     // A namespace the credentials may not describe fails here; the connection must not outlive the start.

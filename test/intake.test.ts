@@ -70,9 +70,14 @@ describe('SPEC §20 intake that never waits on Temporal: a frozen Temporal serve
     freeze();
     const answers = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
-        call('POST', '/intent', { direction: i % 2 ? 'cash_out' : 'cash_in', user_id: userId, amount: 100 + i, currency: 'USD' }, {
-          'X-Idempotency-Key': `frozen-${randomString(8)}`,
-        }),
+        call(
+          'POST',
+          '/intent',
+          { direction: i % 2 ? 'cash_out' : 'cash_in', user_id: userId, amount: 100 + i, currency: 'USD' },
+          {
+            'X-Idempotency-Key': `frozen-${randomString(8)}`,
+          },
+        ),
       ),
     );
     expect(answers.map((answer) => answer.status)).toEqual(Array(6).fill(200));
@@ -102,9 +107,14 @@ describe('SPEC §20 intake that never waits on Temporal: a frozen Temporal serve
     const userId = await createTestUser(stack.pool, org.organizationId);
     const call = apiClient(stack.url, org.apiKey);
     freeze();
-    const intent = await call('POST', '/intent', { direction: 'cash_in', user_id: userId, amount: 777, currency: 'USD' }, {
-      'X-Idempotency-Key': `confirm-${randomString(8)}`,
-    });
+    const intent = await call(
+      'POST',
+      '/intent',
+      { direction: 'cash_in', user_id: userId, amount: 777, currency: 'USD' },
+      {
+        'X-Idempotency-Key': `confirm-${randomString(8)}`,
+      },
+    );
     expect(intent.status).toBe(200);
     const id = intent.body.transactions[0].id as string;
     const confirmed = await call('POST', `/simulate/transaction/${id}/confirm`, undefined, { 'X-Idempotency-Key': `c-${randomString(8)}` });

@@ -27,13 +27,12 @@ import { expectDocumented } from './support/openapi';
 
 const HISTORIES_DIR = path.join(__dirname, 'histories');
 
-
 /** A task queue no drainer serves: rows queued for it stay queued (tests of the database alone). */
 const UNDRAINED_TASK_QUEUE = 'test-undrained';
 let stack: Stack;
 beforeAll(async () => {
   // Confirmation only on demand here, so every test decides when funds arrive.
-  stack = await startStack({ env: { SANDBOX_CONFIRM_SECONDS: '3600', } });
+  stack = await startStack({ env: { SANDBOX_CONFIRM_SECONDS: '3600' } });
 });
 afterAll(async () => {
   await stack.stop();
@@ -256,7 +255,6 @@ describe('SPEC §8 intents and transactions', () => {
     const fixed = await startStack({
       env: { SETTLEMENT_CUTOFF: '17:00' },
       clock: { now: () => new Date('2026-01-05T23:00:00Z') },
-      worker: false,
     });
     try {
       const org = await createTestOrg(fixed.pool);

@@ -49,7 +49,9 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
     });
   transaction
     .command('reconcile')
-    .description('drain the lifecycle queue now: start every queued workflow, deliver every queued confirmation (the workers do this continuously)')
+    .description(
+      'drain the lifecycle queue now: start every queued workflow, deliver every queued confirmation (the workers do this continuously)',
+    )
     .action(async () => {
       const { config, pool, out } = ctx();
       const { connection, client } = await connectTemporal(

@@ -90,7 +90,10 @@ export async function drainLifecycleQueueOnce(deps: DrainDeps, limit = LIFECYCLE
     });
     await settleLifecycleRows(db, { doneIds, failed });
     if (firstError !== null)
-      deps.log.warn({ err: firstError, failed: failed.length, done: doneIds.length }, 'Temporal refused lifecycle starts; they stay queued');
+      deps.log.warn(
+        { err: firstError, failed: failed.length, done: doneIds.length },
+        'Temporal refused lifecycle starts; they stay queued',
+      );
     return { claimed: rows.length, started, done: doneIds.length, failed: failed.length };
   });
 }

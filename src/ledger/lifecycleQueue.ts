@@ -36,7 +36,9 @@ export async function enqueueConfirmFunds(db: Queryable, input: { transactionId:
  * last until the caller's transaction ends.
  */
 export async function claimLifecycleRows(client: PoolClient, input: { taskQueue: string; limit: number }): Promise<LifecycleQueueRow[]> {
-  const { rows } = await client.query<{ queue_id: string; kind: LifecycleQueueKind; attempts: number; created_at_queue: Date } & TransactionRow>(
+  const { rows } = await client.query<
+    { queue_id: string; kind: LifecycleQueueKind; attempts: number; created_at_queue: Date } & TransactionRow
+  >(
     `WITH claimed AS (
        SELECT q.id, q.kind, q.attempts, q.created_at, q.transaction_id FROM lifecycle_queue q
         WHERE (q.task_queue = $1 OR q.task_queue IS NULL) AND q.next_attempt_at <= now()
@@ -82,8 +84,9 @@ export async function lifecycleBacklog(db: Queryable): Promise<{ count: number; 
 
 /** Since when a transaction waits for Temporal to accept its workflow (null: it does not wait). */
 export async function awaitingWorkflowSince(db: Queryable, transactionId: string): Promise<Date | null> {
-  const { rows } = await db.query<{ created_at: Date }>(`SELECT created_at FROM lifecycle_queue WHERE transaction_id = $1 AND kind = 'start'`, [
-    transactionId,
-  ]);
+  const { rows } = await db.query<{ created_at: Date }>(
+    `SELECT created_at FROM lifecycle_queue WHERE transaction_id = $1 AND kind = 'start'`,
+    [transactionId],
+  );
   return rows[0]?.created_at ?? null;
 }
