@@ -14,6 +14,8 @@
  *    SIGCONT until every accepted transaction has its workflow (lifecycle_queue empty: a row leaves it only once
  *    Temporal accepted the start; goal ≤ 10 s); and the transaction workflows Temporal counts (visibility) =
  *    the transactions in Postgres (none started twice, none missing).
+ * 4. The bare loop again, on the server now holding every lifecycle: the baseline the backlog's drain rate
+ *    compares with (a dev server holding thousands of workflows starts new ones more slowly).
  * SANDBOX_CONFIRM_SECONDS is an hour: the lifecycles park after their start, as most do in a window.
  * Results: stdout and bench/results/intake-<time>.json.
  */
@@ -80,6 +82,19 @@ async function loop(clients: number, op: () => Promise<void>, stop: { total?: nu
   return { samples, errors, seconds, perSecond: samples.length / seconds };
 }
 
+/** The oldest row still queued (null: none). */
+async function queueHead(pool: Pool): Promise<string | null> {
+  const { rows } = await pool.query<{ id: string | null }>(`SELECT min(id)::text AS id FROM lifecycle_queue`);
+  return rows[0]!.id;
+}
+
+/** Seconds until the queue's oldest row is no longer `head` (the first start Temporal accepted). */
+async function secondsUntilHeadMoves(pool: Pool, head: string | null): Promise<number> {
+  const t0 = performance.now();
+  while (head !== null && (await queueHead(pool)) === head) await sleep(20);
+  return (performance.now() - t0) / 1000;
+}
+
 async function queueLength(pool: Pool): Promise<number> {
   const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM lifecycle_queue`);
   return rows[0]!.n;
@@ -113,14 +128,19 @@ async function frozenPhase(server: ChildProcess, pool: Pool, client: Client, pos
   const t0 = performance.now();
   const at = (s: number) => t0 + s * 1000;
   let thawedAt = 0;
+  let firstStartS = 0;
+  let backlogAtSigcont = 0;
   const freezer = (async () => {
     await sleep(FROZEN_BEFORE_S * 1000);
     server.kill('SIGSTOP');
     say(`  SIGSTOP, ${await queueLength(pool)} rows queued`);
     await sleep(FROZEN_S * 1000);
+    const head = await queueHead(pool);
+    backlogAtSigcont = await queueLength(pool);
     server.kill('SIGCONT');
     thawedAt = performance.now();
-    say(`  SIGCONT, ${await queueLength(pool)} rows queued`);
+    firstStartS = await secondsUntilHeadMoves(pool, head);
+    say(`  SIGCONT with ${backlogAtSigcont} rows queued; the oldest started after ${firstStartS.toFixed(2)} s`);
   })();
   const writes = await loop(FROZEN_WRITERS, post, { until: () => performance.now() > at(FROZEN_BEFORE_S + FROZEN_S + FROZEN_AFTER_S) });
   await freezer;
@@ -145,7 +165,10 @@ async function frozenPhase(server: ChildProcess, pool: Pool, client: Client, pos
     p50_ms_frozen: round(percentile(frozen, 50)),
     p99_ms_frozen: round(percentile(frozen, 99)),
     max_ms_frozen: round(Math.max(0, ...frozen)),
+    backlog_at_sigcont: backlogAtSigcont,
+    seconds_after_sigcont_until_oldest_started: round(firstStartS, 2),
     seconds_after_sigcont_until_every_workflow_started: round(drainedS, 2),
+    backlog_started_per_second: round(backlogAtSigcont / drainedS),
     transactions_in_postgres: rows[0]!.n,
     transaction_workflows_in_temporal: workflows,
   };
@@ -213,13 +236,15 @@ async function main() {
     });
 
     say(`phase 1: bare loop, ${BARE_STARTS} no-op workflow starts from ${CLIENTS} clients`);
-    const bare = await loop(
-      CLIENTS,
-      async () => {
-        await client.workflow.start('noopWorkflow', { taskQueue: 'bench-noop', workflowId: `noop-${randomString(16)}` });
-      },
-      { total: BARE_STARTS },
-    );
+    const bareLoop = () =>
+      loop(
+        CLIENTS,
+        async () => {
+          await client.workflow.start('noopWorkflow', { taskQueue: 'bench-noop', workflowId: `noop-${randomString(16)}` });
+        },
+        { total: BARE_STARTS },
+      );
+    const bare = await bareLoop();
     say(`  ${round(bare.perSecond)} starts/s`);
 
     say(`phase 2: ${INTENTS} POST /intent from ${CLIENTS} clients`);
@@ -252,6 +277,8 @@ async function main() {
     say(`phase 3: ${FROZEN_WRITERS} writers, Temporal frozen (SIGSTOP) for ${FROZEN_S} s after ${FROZEN_BEFORE_S} s`);
     const frozen = await frozenPhase(dev.process, pool, client, post);
     say(`  ${JSON.stringify(frozen)}`);
+    say('phase 4: the bare loop again, on the server now holding every lifecycle (the baseline of the drain rate)');
+    const bareAfter = await bareLoop();
     const results = {
       bench: 'intake',
       cores: os.cpus().length,
@@ -261,6 +288,15 @@ async function main() {
         p99_ms: round(
           percentile(
             bare.samples.map((s) => s.ms),
+            99,
+          ),
+        ),
+      },
+      bare_noop_start_after: {
+        per_second: round(bareAfter.perSecond),
+        p99_ms: round(
+          percentile(
+            bareAfter.samples.map((s) => s.ms),
             99,
           ),
         ),

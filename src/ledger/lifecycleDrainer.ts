@@ -34,8 +34,14 @@ export const LIFECYCLE_DRAIN_LIMITS = {
   pollMs: 1_000,
   /** Between LISTEN reconnects. */
   listenReconnectMs: 1_000,
-  /** A pokes' coalescing window on the api side: at most one NOTIFY per window per process. */
-  pokeCoalesceMs: 2,
+  /**
+   * The api side sends at most one NOTIFY per this many ms per process: a drainer that just had rows runs its
+   * next pass without being told, so pokes only matter to an idle one (the first write after a quiet spell
+   * is poked at once).
+   */
+  pokeIntervalMs: 50,
+  /** After a pass that found rows but not a full batch, the drainer lets this long's writes gather first. */
+  gatherMs: 20,
 };
 
 export interface DrainDeps {
@@ -107,6 +113,7 @@ export async function drainLifecycleQueueOnce(deps: DrainDeps, limit = LIFECYCLE
 export class LifecyclePoke {
   private timer: NodeJS.Timeout | null = null;
   private sending: Promise<void> = Promise.resolve();
+  private sentAtMs = -Infinity;
 
   constructor(
     private readonly pool: Pool,
@@ -114,7 +121,8 @@ export class LifecyclePoke {
   ) {}
 
   poke(): void {
-    this.timer ??= setTimeout(() => this.send(), LIFECYCLE_DRAIN_LIMITS.pokeCoalesceMs);
+    const dueInMs = Math.max(0, this.sentAtMs + LIFECYCLE_DRAIN_LIMITS.pokeIntervalMs - performance.now());
+    this.timer ??= setTimeout(() => this.send(), dueInMs);
   }
 
   /** Sends what is pending and waits for it, so no NOTIFY outlives the pool it goes through. */
@@ -126,6 +134,7 @@ export class LifecyclePoke {
   private send(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    this.sentAtMs = performance.now();
     this.sending = this.pool
       .query(`SELECT pg_notify($1, '')`, [LIFECYCLE_QUEUE_CHANNEL])
       .then(() => undefined)
@@ -201,8 +210,9 @@ function pokeableWait() {
 }
 
 /**
- * Drains the lifecycle queue of `taskQueue` until stopped: a pass right after a productive one, else a wait
- * for a poke or the poll; after a failed pass, a backoff no poke shortens. `sweep`: also run the start-up
+ * Drains the lifecycle queue of `taskQueue` until stopped: a pass right after a full one, gatherMs after a
+ * partial one (a batch per pass, not a pass per write), else a wait for a poke or the poll; after a failed
+ * pass, a backoff no poke shortens. `sweep`: also run the start-up
  * sweep once (a Temporal server whose state can roll back). One per worker process; any number share a queue.
  */
 export function startLifecycleDrainer(deps: DrainDeps & { sweep?: boolean }): { stop(): Promise<void>; poke(): void } {
@@ -230,6 +240,7 @@ export function startLifecycleDrainer(deps: DrainDeps & { sweep?: boolean }): { 
       failures = pass !== null && pass.failed === 0 ? 0 : failures + 1;
       if (failures > 0) await backoff.pause(backoffDelayMs(failures, LIFECYCLE_DRAIN_LIMITS.retryMsMin, LIFECYCLE_DRAIN_LIMITS.retryMsMax));
       else if (pass!.claimed === 0) await signal.wait(LIFECYCLE_DRAIN_LIMITS.pollMs);
+      else if (pass!.claimed < LIFECYCLE_DRAIN_LIMITS.batchMax) await backoff.pause(LIFECYCLE_DRAIN_LIMITS.gatherMs);
     }
   })();
   return {
