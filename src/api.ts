@@ -29,6 +29,8 @@ export async function startApi(options: {
   clock?: Clock;
   /** More /readyz checks beside Postgres (`npm start` adds its supervised services); Temporal is named, never failing. */
   readiness?: Record<string, () => Promise<void>>;
+  /** More checks /readyz names without failing on them (`npm start`'s supervised Temporal dev server). */
+  informational?: Record<string, () => Promise<void>>;
 }): Promise<RunningApi> {
   const { config, pool, log, temporal } = options;
   const clock = options.clock ?? systemClock;
@@ -45,7 +47,7 @@ export async function startApi(options: {
         },
         ...options.readiness,
       },
-      informational: { temporal: () => temporalHealthy(temporal) },
+      informational: { temporal: () => temporalHealthy(temporal), ...options.informational },
     },
     allRoutes,
   );
