@@ -105,8 +105,8 @@ export async function drainLifecycleQueueOnce(deps: DrainDeps, limit = LIFECYCLE
 }
 
 /**
- * The api side: after a commit that queued rows, one NOTIFY on LIFECYCLE_QUEUE_CHANNEL, outside the write's
- * transaction and coalesced per process. Not from a trigger: a transaction that notifies takes a database-wide
+ * The api side: after a commit that queued rows, a NOTIFY on LIFECYCLE_QUEUE_CHANNEL, outside the write's
+ * transaction, at most one per pokeIntervalMs per process. Not from a trigger: a transaction that notifies takes a database-wide
  * lock through its commit, which serializes the commits of every concurrent write (pgbench on this project's
  * Postgres 15, 32 clients inserting one row: 3,977 tps, 514 with a NOTIFY in each transaction).
  */
@@ -212,8 +212,8 @@ function pokeableWait() {
 /**
  * Drains the lifecycle queue of `taskQueue` until stopped: a pass right after a full one, gatherMs after a
  * partial one (a batch per pass, not a pass per write), else a wait for a poke or the poll; after a failed
- * pass, a backoff no poke shortens. `sweep`: also run the start-up
- * sweep once (a Temporal server whose state can roll back). One per worker process; any number share a queue.
+ * pass, a backoff no poke shortens. `sweep`: also run the start-up sweep once (a Temporal server whose state
+ * can roll back). One per worker process; any number share a queue.
  */
 export function startLifecycleDrainer(deps: DrainDeps & { sweep?: boolean }): { stop(): Promise<void>; poke(): void } {
   let stopped = false;
