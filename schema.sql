@@ -932,6 +932,35 @@ CREATE TABLE public.journal_snapshots (
 );
 
 --
+-- Name: lifecycle_queue; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.lifecycle_queue (
+    id bigint NOT NULL,
+    transaction_id text NOT NULL,
+    kind text NOT NULL,
+    task_queue text,
+    created_at timestamp with time zone NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone DEFAULT '-infinity'::timestamp with time zone NOT NULL,
+    CONSTRAINT lifecycle_queue_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT lifecycle_queue_kind_check CHECK ((kind = ANY (ARRAY['start'::text, 'confirm_funds'::text])))
+);
+
+--
+-- Name: lifecycle_queue_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.lifecycle_queue ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.lifecycle_queue_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: organizations; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1072,15 +1101,6 @@ CREATE TABLE public.transaction_transitions (
     CONSTRAINT transaction_transitions_direction_check CHECK ((direction = ANY (ARRAY['cash_in'::text, 'cash_out'::text]))),
     CONSTRAINT transaction_transitions_from_status_check CHECK ((from_status = ANY (ARRAY['pending'::text, 'available'::text, 'in_transfer'::text]))),
     CONSTRAINT transaction_transitions_to_status_check CHECK ((to_status = ANY (ARRAY['available'::text, 'in_transfer'::text, 'settled'::text])))
-);
-
---
--- Name: transactions_awaiting_workflow; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.transactions_awaiting_workflow (
-    transaction_id text NOT NULL,
-    created_at timestamp with time zone NOT NULL
 );
 
 --
@@ -1375,6 +1395,13 @@ ALTER TABLE ONLY public.journal_snapshots
     ADD CONSTRAINT journal_snapshots_pkey PRIMARY KEY (account_id, at);
 
 --
+-- Name: lifecycle_queue lifecycle_queue_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.lifecycle_queue
+    ADD CONSTRAINT lifecycle_queue_pkey PRIMARY KEY (id);
+
+--
 -- Name: organizations organizations_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1422,13 +1449,6 @@ ALTER TABLE ONLY public.transaction_status_history
 
 ALTER TABLE ONLY public.transaction_transitions
     ADD CONSTRAINT transaction_transitions_pkey PRIMARY KEY (direction, from_status, to_status);
-
---
--- Name: transactions_awaiting_workflow transactions_awaiting_workflow_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.transactions_awaiting_workflow
-    ADD CONSTRAINT transactions_awaiting_workflow_pkey PRIMARY KEY (transaction_id);
 
 --
 -- Name: transactions transactions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1589,6 +1609,12 @@ CREATE UNIQUE INDEX journal_entries_of_transaction ON public.journal_entries USI
 CREATE UNIQUE INDEX journal_entries_of_transfer ON public.journal_entries USING btree (transfer_id, kind) WHERE (transfer_id IS NOT NULL);
 
 --
+-- Name: lifecycle_queue_one_start; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX lifecycle_queue_one_start ON public.lifecycle_queue USING btree (transaction_id) WHERE (kind = 'start'::text);
+
+--
 -- Name: payment_tokens_list; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1617,12 +1643,6 @@ CREATE INDEX refunds_list ON public.refunds USING btree (organization_id, create
 --
 
 CREATE INDEX refunds_metadata ON public.refunds USING gin (metadata jsonb_path_ops) WITH (fastupdate=off);
-
---
--- Name: transactions_awaiting_workflow_by_age; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX transactions_awaiting_workflow_by_age ON public.transactions_awaiting_workflow USING btree (created_at);
 
 --
 -- Name: transactions_by_source; Type: INDEX; Schema: public; Owner: -
@@ -1968,6 +1988,13 @@ ALTER TABLE ONLY public.ip_allowlist
     ADD CONSTRAINT ip_allowlist_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
 
 --
+-- Name: lifecycle_queue lifecycle_queue_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.lifecycle_queue
+    ADD CONSTRAINT lifecycle_queue_transaction_id_fkey FOREIGN KEY (transaction_id) REFERENCES public.transactions(id);
+
+--
 -- Name: payment_tokens payment_tokens_intent_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2022,13 +2049,6 @@ ALTER TABLE ONLY public.refunds
 
 ALTER TABLE ONLY public.transactions
     ADD CONSTRAINT transactions_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
-
---
--- Name: transactions_awaiting_workflow transactions_awaiting_workflow_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.transactions_awaiting_workflow
-    ADD CONSTRAINT transactions_awaiting_workflow_transaction_id_fkey FOREIGN KEY (transaction_id) REFERENCES public.transactions(id);
 
 --
 -- Name: transactions transactions_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

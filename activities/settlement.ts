@@ -132,8 +132,8 @@ export function createSettlementActivities(deps: ActivityDeps, rail: PaymentRail
      * Signals the members of a transfer, page by page (newest first), starting after `after`: `assigned` to
      * each cash_out (it is now in_transfer), `settled` to every member. Heartbeats its cursor after every page
      * so a retry resumes there. Stops after a bounded number of pages and returns where to continue, so one
-     * activity never runs unbounded. A member whose workflow is not running (finished, or not started yet: the
-     * reconciler starts it and it reads the row) is counted, not an error.
+     * activity never runs unbounded. A member whose workflow is not running (finished, or not started yet: a
+     * worker's lifecycle drainer starts it and it reads the row) is counted, not an error.
      */
     async notifyMembers(input: { transferId: string; kind: 'assigned' | 'settled'; after: MemberCursor }): Promise<{
       signalled: number;

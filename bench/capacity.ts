@@ -7,9 +7,9 @@
  * Starts `npm run cluster`'s Temporal server (1.29.1, persistence and SQL visibility on Postgres, 4 history
  * shards) in two fresh databases and the ledger in a third (test/support/scratch.ts; all three dropped at the
  * end), one worker process and one api process (ops/bin/worker.ts, ops/bin/api.ts, as deployed; the webhook
- * dispatcher and the reconciler on, as in production; no webhook endpoints registered), then:
+ * dispatcher and the lifecycle drainer on, as in production; no webhook endpoints registered), then:
  *   0. idle: the same counters over BENCH_CAPACITY_IDLE_SECONDS (30) with no traffic, subtracted from the phases
- *      below pro rata (pollers, the dispatcher and the reconciler cost something while idle);
+ *      below pro rata (pollers, the dispatcher and the drainer cost something while idle);
  *   1. to available: BENCH_CAPACITY_N cash_in intents POSTed from 32 clients (SANDBOX_CONFIRM_SECONDS=1), until
  *      every one is `available` in Postgres;
  *   2. to settled: POST /simulate/settlement closes the window (every transaction is in one account, so the
@@ -562,7 +562,7 @@ async function main() {
       cores: os.cpus().length,
       postgres: settings[0]!.version.split(' on ')[0],
       temporal: 'server 1.29.1 on Postgres, SQL visibility, 4 history shards (npm run cluster)',
-      processes: '1 api, 1 worker; webhook dispatcher and reconciler on; no webhook endpoints',
+      processes: '1 api, 1 worker; webhook dispatcher and lifecycle drainer on; no webhook endpoints',
       transactions,
       post_errors: errors,
       one_account: 'all transactions in one account, so one window settlement for all',

@@ -83,6 +83,8 @@ async function lifecycles(pool: Pool, org: { organizationId: string; accountId: 
           amountCents: 100 + i,
           date: WINDOW_DATE,
           createdAt: now,
+          // No worker here: no drainer serves this queue.
+          taskQueue: 'bench-undrained',
         }),
       );
       await withTransaction(pool, (tx) => applyTransition(tx, { transactionId: row.id, toStatus: 'available', now: new Date() }));

@@ -12,13 +12,13 @@ import { createTestUser } from '../test/support/harness';
  * 60 s, so a bench measures admission work, not 429s) and one real cash_in transaction, written by the ledger's
  * own service; its workflow is never started (no worker there).
  */
-export async function transactionToRead(pool: Pool, deps: ApiDeps, edge: Pick<Edge, 'startMarks'>) {
+export async function transactionToRead(pool: Pool, deps: ApiDeps, edge: Pick<Edge, 'lifecyclePoke'>) {
   const created = await createOrganization(pool, { name: 'Bench operator', kycRequired: true, environment: 'sandbox' });
   await setRateLimits(pool, created.organization.id, { read: 1_000_000 });
   const userId = await createTestUser(pool, created.organization.id);
   const intent = await withTransaction(pool, (db) =>
     createIntent(
-      { db, organizationId: created.organization.id, now: new Date(), deps, startMarks: edge.startMarks },
+      { db, organizationId: created.organization.id, now: new Date(), deps, lifecyclePoke: edge.lifecyclePoke },
       createIntentBody.parse({ direction: 'cash_in', user_id: userId, amount: 1250, currency: 'USD' }),
       { environment: 'sandbox', idempotencyKey: `bench-${randomString(8)}` },
     ),

@@ -28,7 +28,8 @@ import { RESULTS_DIR, writeResults } from './results';
  * (~55 connections under load) and several api/worker processes (up to DATABASE_POOL_MAX + 1 each) run out
  * of connections: point BENCH_DATABASE_URL at a Postgres with room (docs/production.md).
  * `npm run bench -- capacity` runs bench/capacity.ts, the per-transaction costs on the cluster topology
- * (docs/production.md); it is not part of the default run.
+ * (docs/production.md); it is not part of the default run, nor is `npm run bench -- intake` (bench/intake.ts, SPEC §20:
+ * POST /intent vs a bare start loop, and writes through a SIGSTOPped Temporal server).
  */
 const BENCHES = [
   'edge',
@@ -45,7 +46,7 @@ const BENCHES = [
   'batch',
   'console',
 ] as const;
-const OPTIONAL_BENCHES = ['capacity'] as const;
+const OPTIONAL_BENCHES = ['capacity', 'intake'] as const;
 const REPO_ROOT = path.resolve(__dirname, '..');
 
 interface BenchRun {

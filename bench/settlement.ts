@@ -13,7 +13,7 @@
  *      - time until every member lifecycle WORKFLOW has reached `settled`: for a sample of BENCH_SAMPLE
  *        (2,000) members that run real lifecycle workflows. Starting 100,000 workflows on a 2-core dev server
  *        alone takes longer than this bench may run, so the other members have no workflow (their rows carry
- *        workflow_started_at, so the reconciler leaves them alone); they still cost one signal each (answered
+ *        no lifecycle_queue row, so no drainer starts one); they still cost one signal each (answered
  *        "not found"), so the notification time is the full 100,000-member cost.
  * 1b. The floor of waking a window's members: BENCH_SAMPLE workflows of the lifecycle's shape without the ledger
  *    (bench/lifecycleShapeWorkflow.ts: same search attributes and steps, parked at `available`), each signalled

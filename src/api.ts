@@ -27,8 +27,10 @@ export async function startApi(options: {
   log: Logger;
   temporal: Client;
   clock?: Clock;
-  /** More /readyz checks beside Postgres and Temporal (`npm start` adds its supervised services). */
+  /** More /readyz checks beside Postgres (`npm start` adds its supervised services); Temporal is named, never failing. */
   readiness?: Record<string, () => Promise<void>>;
+  /** More checks /readyz names without failing on them (`npm start`'s supervised Temporal dev server). */
+  informational?: Record<string, () => Promise<void>>;
 }): Promise<RunningApi> {
   const { config, pool, log, temporal } = options;
   const clock = options.clock ?? systemClock;
@@ -43,9 +45,9 @@ export async function startApi(options: {
         postgres: async () => {
           await pool.query('SELECT 1');
         },
-        temporal: () => temporalHealthy(temporal),
         ...options.readiness,
       },
+      informational: { temporal: () => temporalHealthy(temporal), ...options.informational },
     },
     allRoutes,
   );

@@ -111,9 +111,12 @@ const fields = z.object({
   // is configurable so tests can run it in milliseconds; the secret key seals stored signing secrets (and
   // the stored answers that showed them), required in production.
   WEBHOOK_DISPATCHER: z.enum(['on', 'off']).default('on'),
-  // SPEC §9: the loop in every worker that starts the workflow of any transaction whose api died between
-  // its commit and the workflow start. Off only where another worker of the deployment runs it.
-  TRANSACTION_RECONCILER: z.enum(['on', 'off']).default('on'),
+  // SPEC §20: the drainer in every worker that starts queued lifecycle workflows and delivers queued
+  // confirmations (src/ledger/lifecycleDrainer.ts). Off only where other workers of the deployment run it.
+  LIFECYCLE_DRAINER: z.enum(['on', 'off']).default('on'),
+  // Lifecycle workflows a worker keeps in memory (its sticky cache); 0: the SDK's default for the heap
+  // (about 600 per GiB of heap above 200 MiB). docs/production.md has the memory each one costs.
+  WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(1_000_000).default(0),
   WEBHOOK_DISPATCH_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
   WEBHOOK_RETRY_INITIAL_MS: z.coerce.number().int().min(10).max(3_600_000).default(5_000),
   WEBHOOK_RETRY_MAX_MS: z.coerce.number().int().min(10).max(86_400_000).default(3_600_000),

@@ -1,4 +1,6 @@
 import client from 'prom-client';
+import type { Queryable } from './db/pool';
+import { lifecycleBacklog } from './ledger/lifecycleQueue';
 
 /**
  * The ledger's own Prometheus metrics, one registry per process. Each is incremented where the thing
@@ -9,7 +11,8 @@ import client from 'prom-client';
  * | metric | process |
  * |---|---|
  * | ledger_transactions_total | api (after the request's commit) |
-| ledger_events_deleted_total | api (its housekeeping's retention sweep) |
+ * | ledger_events_deleted_total | api (its housekeeping's retention sweep) |
+ * | ledger_lifecycle_start_backlog, ledger_lifecycle_start_lag_seconds | api (read from Postgres at each scrape: the whole deployment's queue) |
  * | ledger_transaction_transitions_total, ledger_transfers_total, ledger_webhook_deliveries_total, ledger_settlement_window_duration_seconds | worker (in its activities) |
  *
  * `npm start` runs both in one process and its api's /metrics shows them all; separate worker processes
@@ -54,3 +57,30 @@ export const ledgerMetrics = {
     registers: [ledgerRegistry],
   }),
 };
+
+/**
+ * SPEC §20's lifecycle queue gauges, on `registry` (an app's own): read from the queue at each scrape, so
+ * every api shows the deployment's one queue (do not sum them over processes). A scrape that cannot read it
+ * leaves the previous values.
+ */
+export function registerLifecycleQueueGauges(registry: client.Registry, db: Queryable): void {
+  let last: Promise<{ count: number; oldestAgeSeconds: number }> | null = null;
+  // Both gauges from one query per scrape.
+  const read = () => (last ??= lifecycleBacklog(db).finally(() => setImmediate(() => (last = null))));
+  new client.Gauge({
+    name: 'ledger_lifecycle_start_backlog',
+    help: 'Transactions recorded whose lifecycle workflow Temporal has not accepted yet (rows of lifecycle_queue)',
+    registers: [registry],
+    async collect() {
+      this.set((await read().catch(() => null))?.count ?? 0);
+    },
+  });
+  new client.Gauge({
+    name: 'ledger_lifecycle_start_lag_seconds',
+    help: 'Age of the oldest transaction still waiting for its lifecycle workflow to start (0 when none waits)',
+    registers: [registry],
+    async collect() {
+      this.set((await read().catch(() => null))?.oldestAgeSeconds ?? 0);
+    },
+  });
+}

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { Config } from './config';
 import type { Pool, Queryable } from './db/pool';
-import type { StartMarks } from './ledger/lifecycle';
+import type { LifecyclePoke } from './ledger/lifecycleDrainer';
 
 /** What domain operations reach beyond the database. */
 export interface Services {
@@ -30,13 +30,13 @@ export interface Op {
   organizationId: string;
   now: Date;
   deps: AppDeps;
-  /** Where the lifecycle workflows started after commit are noted: the app's own (its Edge). */
-  startMarks: StartMarks;
+  /** Wakes the drainers after a commit that queued lifecycle work (the app's own, its Edge); never waits. */
+  lifecyclePoke: Pick<LifecyclePoke, 'poke'>;
 }
 
 /** What a write operation hands back: its answer, and work that must wait for its transaction to commit. */
 export interface Outcome<T> {
   body: T;
-  /** Runs after the operation's transaction commits (e.g. starting a workflow); never inside it. */
+  /** Runs after the operation's transaction commits (e.g. starting a settlement workflow); never inside it. */
   afterCommit?: () => Promise<void>;
 }

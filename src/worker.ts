@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { createActivities } from '../activities';
 import type { Config } from './config';
 import type { Pool } from './db/pool';
-import { startReconciler } from './ledger/lifecycle';
+import { startLifecycleDrainer } from './ledger/lifecycleDrainer';
 import { temporalConnectionOptions } from './platform/temporal';
 import { settlementTaskQueue } from './settlement/contract';
 import { startWebhookDispatcher } from './webhooks/dispatcher';
@@ -22,25 +22,25 @@ export interface SidecarDeps {
 }
 
 /**
- * Loops that live as long as a worker does, beside its Temporal polling: the reconciler that starts the
- * workflows of transactions whose api died between commit and workflow start (SPEC §9), and the webhook
- * outbox dispatcher. Each answers null when configuration turns it off; `stop` resolves once its current
+ * Loops that live as long as a worker does, beside its Temporal polling: the lifecycle drainer that starts
+ * the workflows the writes queued and delivers their confirmations (SPEC §9, §20), and the webhook outbox
+ * dispatcher. Each answers null when configuration turns it off; `stop` resolves once its current
  * pass is finished.
  */
 export type WorkerSidecar = (deps: SidecarDeps) => { stop(): Promise<void> } | null;
-const transactionReconciler: WorkerSidecar = (deps) =>
-  deps.config.TRANSACTION_RECONCILER === 'off'
+const lifecycleDrainer: WorkerSidecar = (deps) =>
+  deps.config.LIFECYCLE_DRAINER === 'off'
     ? null
     : // No TEMPORAL_ADDRESS: the embedded dev server, whose SQLite state a power loss can roll back by a few
       // seconds (ops/devServer.ts); the start-up sweep starts whatever workflows it lost.
-      startReconciler({
+      startLifecycleDrainer({
         pool: deps.pool,
         client: deps.temporal,
         taskQueue: deps.taskQueue,
         log: deps.log,
         sweep: deps.config.TEMPORAL_ADDRESS === undefined,
       });
-export const workerSidecars: WorkerSidecar[] = [transactionReconciler, startWebhookDispatcher];
+export const workerSidecars: WorkerSidecar[] = [lifecycleDrainer, startWebhookDispatcher];
 
 /**
  * Workflow task pollers of the lifecycle queue. Every lifecycle's first workflow task arrives on the queue
@@ -109,7 +109,8 @@ export async function startWorker(options: {
   let worker: Worker;
   let settlementWorker: Worker;
   try {
-    worker = await create(taskQueue, LIFECYCLE_QUEUE_TUNING);
+    const cached = options.config.WORKER_MAX_CACHED_WORKFLOWS;
+    worker = await create(taskQueue, { ...LIFECYCLE_QUEUE_TUNING, ...(cached > 0 ? { maxCachedWorkflows: cached } : {}) });
     settlementWorker = await create(settlementTaskQueue(taskQueue));
   } catch (error) {
     // A namespace the credentials may not describe fails here; the connection must not outlive the start.

@@ -38,6 +38,8 @@ async function record(
       sourceId: null,
       amountCents,
       date: DAY,
+      // No workflow: no drainer serves this queue.
+      taskQueue: 'test-undrained',
       createdAt,
     }),
   );

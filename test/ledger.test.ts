@@ -7,7 +7,8 @@ import { createLogger } from '../src/logger';
 import { settlementDateOf } from '../src/ledger/dates';
 import fc from 'fast-check';
 import { getAccount, recomputeBalances } from '../src/ledger/accounts';
-import { applyTransition, awaitingWorkflowSince, insertTransaction, markWorkflowsStarted, statusHistory } from '../src/ledger/transactions';
+import { applyTransition, insertTransaction, statusHistory } from '../src/ledger/transactions';
+import { awaitingWorkflowSince } from '../src/ledger/lifecycleQueue';
 import { createAccount } from '../src/orgs/repo';
 import { createWindowTransfer, settleTransfer } from '../src/settlement/repo';
 import {
@@ -26,10 +27,12 @@ import { expectDocumented } from './support/openapi';
 
 const HISTORIES_DIR = path.join(__dirname, 'histories');
 
+/** A task queue no drainer serves: rows queued for it stay queued (tests of the database alone). */
+const UNDRAINED_TASK_QUEUE = 'test-undrained';
 let stack: Stack;
 beforeAll(async () => {
   // Confirmation only on demand here, so every test decides when funds arrive.
-  stack = await startStack({ env: { SANDBOX_CONFIRM_SECONDS: '3600', TRANSACTION_RECONCILER: 'on' } });
+  stack = await startStack({ env: { SANDBOX_CONFIRM_SECONDS: '3600' } });
 });
 afterAll(async () => {
   await stack.stop();
@@ -177,8 +180,9 @@ describe('SPEC §7 balance invariant', () => {
                 amountCents: step.amount,
                 date: settlementDateOf(now, '00:00'),
                 createdAt: now,
+                // No workflow here: this property is about the database alone, and no drainer serves this queue.
+                taskQueue: UNDRAINED_TASK_QUEUE,
               });
-              await markWorkflowsStarted(tx, [row.id]); // no workflow here: this property is about the database alone
               ids.push({ id: row.id, direction: step.direction });
               return;
             }
@@ -251,7 +255,6 @@ describe('SPEC §8 intents and transactions', () => {
     const fixed = await startStack({
       env: { SETTLEMENT_CUTOFF: '17:00' },
       clock: { now: () => new Date('2026-01-05T23:00:00Z') },
-      worker: false,
     });
     try {
       const org = await createTestOrg(fixed.pool);
@@ -538,9 +541,9 @@ describe('SPEC §9 transaction lifecycle', () => {
     expect(rows[0].n).toBe(1);
   });
 
-  test('a transaction committed by a process that died before starting its workflow gets one from the reconciler', async () => {
+  test('a transaction committed by a process that died right after its commit gets its workflow from the drainer', async () => {
     const { org } = await setup();
-    // The api's write path up to its commit, then "death": afterCommit never runs.
+    // The api's write path up to its commit, then "death": afterCommit (the poke) never runs; the drainer's poll finds it.
     const now = new Date();
     const row = await withTransaction(stack.pool, (tx) =>
       insertTransaction(tx, {
@@ -552,11 +555,10 @@ describe('SPEC §9 transaction lifecycle', () => {
         amountCents: 5,
         date: settlementDateOf(now, '00:00'),
         createdAt: now,
+        taskQueue: stack.config.TEMPORAL_TASK_QUEUE,
       }),
     );
     const handle = stack.temporal.workflow.getHandle(row.id);
-    await expect(handle.describe()).rejects.toThrow();
-    expect(await awaitingWorkflowSince(stack.pool, row.id)).toEqual(now);
     const description = await eventually(
       async () => {
         try {
@@ -567,7 +569,7 @@ describe('SPEC §9 transaction lifecycle', () => {
         }
       },
       45_000,
-      'the reconciler to start the workflow',
+      'the drainer to start the workflow',
     );
     expect(description.workflowId).toBe(row.id);
     await eventually(async () => ((await awaitingWorkflowSince(stack.pool, row.id)) === null ? true : undefined));
@@ -586,11 +588,13 @@ describe('SPEC §9 transaction lifecycle', () => {
         amountCents: 6,
         date: settlementDateOf(now, '00:00'),
         createdAt: now,
+        taskQueue: UNDRAINED_TASK_QUEUE,
       }),
     );
-    // Temporal accepted the start and the api marked it, then the server lost it (a dev server's SQLite rolled
-    // back to its last synced checkpoint): the ledger says started, Temporal has no such workflow.
-    await markWorkflowsStarted(stack.pool, [row.id]);
+    // Temporal accepted the start and the drainer dequeued it, then the server lost it (a dev server's SQLite
+    // rolled back to its last synced checkpoint): the ledger says started, Temporal has no such workflow.
+    expect(await awaitingWorkflowSince(stack.pool, row.id)).toEqual(now);
+    await stack.pool.query(`DELETE FROM lifecycle_queue WHERE transaction_id = $1`, [row.id]);
     const handle = stack.temporal.workflow.getHandle(row.id);
     await expect(handle.describe()).rejects.toThrow();
     const sweep = () =>

@@ -112,7 +112,7 @@ describe('SPEC §14 metrics and Temporal logs across api and worker processes', 
       'the worker process running',
     );
 
-    const config = loadConfig({ ...env, PORT: '0', LOG_LEVEL: 'silent', WEBHOOK_DISPATCHER: 'off', TRANSACTION_RECONCILER: 'off' });
+    const config = loadConfig({ ...env, PORT: '0', LOG_LEVEL: 'silent', WEBHOOK_DISPATCHER: 'off' });
     pool = createPool(scratch.databaseUrl, 4);
     cleanup.push(() => pool.end());
     const { connection, client } = await connectTemporal(temporal.server.address, 'default');

@@ -412,7 +412,7 @@ describe('SPEC §15 GET /transfer/{id}/report', () => {
     const account = await createAccount(stack.pool, org.organizationId, 'Statement');
     const windowDate = '2026-06-23';
     const n = 20_000;
-    // Seeded in bulk: this tests the statement, not the lifecycle (no workflows; the reconciler is off here).
+    // Seeded in bulk: this tests the statement, not the lifecycle (no workflows: no lifecycle_queue rows for a drainer).
     await stack.pool.query(
       `INSERT INTO transactions (id, organization_id, account_id, direction, type, source_id, amount_cents, status, date, created_at, updated_at, workflow_started_at)
        SELECT 'txn_' || substr(md5(random()::text || g::text), 1, 24), $1, $2, CASE WHEN g % 3 = 0 THEN 'cash_out' ELSE 'cash_in' END, 'intent',

@@ -1,3 +1,4 @@
+import { startLifecycleDrainer } from '../src/ledger/lifecycleDrainer';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -553,6 +554,13 @@ describe('SPEC §10 settlement has a task queue of its own', () => {
       activities: createActivities({ config: backlog.config, pool: backlog.pool, log: createLogger('silent'), temporal: backlog.temporal }),
     });
     const running = settlementOnly.run();
+    // The lifecycle queue's drainer (a worker's sidecar) alone: the workflows start, and wait unserved.
+    const drainer = startLifecycleDrainer({
+      pool: backlog.pool,
+      client: backlog.temporal,
+      taskQueue: backlog.config.TEMPORAL_TASK_QUEUE,
+      log: createLogger('silent'),
+    });
     try {
       const { org, userId, call } = await setup(backlog);
       const windowDate = '2026-06-09';
@@ -564,11 +572,14 @@ describe('SPEC §10 settlement has a task queue of its own', () => {
       for (const id of outIds) {
         expect((await call('GET', `/transaction/${id}`)).body.status).toBe('settled');
         // The members' own workflows have not run a single task: the settlement never waited for them.
-        const described = await backlog.temporal.workflow.getHandle(id).describe();
-        expect(described.status.name).toBe('RUNNING');
+        const described = await eventually(async () => {
+          const each = await backlog.temporal.workflow.getHandle(id).describe();
+          return each.status.name === 'RUNNING' ? each : undefined;
+        });
         expect(described.historyLength).toBeLessThanOrEqual(5);
       }
     } finally {
+      await drainer.stop();
       settlementOnly.shutdown();
       await running;
       await connection.close();
@@ -590,9 +601,8 @@ describe('SPEC §10 settlement survives killed workers', () => {
         TEMPORAL_TASK_QUEUE: taskQueue,
         LEDGER_WORKFLOW_BUNDLE: infra.workflowBundlePath,
         LOG_LEVEL: 'info',
-        // Other suites' events and transactions are not this worker's to take (it is killed mid-run).
+        // Other suites' events are not this worker's to take (it is killed mid-run).
         WEBHOOK_DISPATCHER: 'off',
-        TRANSACTION_RECONCILER: 'off',
         // Several workers run at once here: no metrics ports to collide on.
         TEMPORAL_METRICS_ADDRESS: 'off',
         WORKER_METRICS_PORT: '0',

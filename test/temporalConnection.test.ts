@@ -255,7 +255,7 @@ async function startTlsProxy(): Promise<{ address: string; forwarded: () => numb
 describe('TLS and mTLS on the wire (a TLS proxy in front of the dev server)', () => {
   let proxy: Awaited<ReturnType<typeof startTlsProxy>>;
   const configFor = (overrides: Record<string, string> = {}): Config =>
-    testConfig(mtls({ TEMPORAL_ADDRESS: proxy.address, WEBHOOK_DISPATCHER: 'off', TRANSACTION_RECONCILER: 'off', ...overrides }));
+    testConfig(mtls({ TEMPORAL_ADDRESS: proxy.address, WEBHOOK_DISPATCHER: 'off', ...overrides }));
 
   beforeAll(async () => {
     proxy = await startTlsProxy();

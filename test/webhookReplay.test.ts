@@ -350,7 +350,6 @@ describe('SPEC §17 webhooks: a replay survives a killed worker', () => {
         TEMPORAL_ADDRESS: infra.temporalAddress,
         TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
         LOG_LEVEL: 'silent',
-        TRANSACTION_RECONCILER: 'off',
         WEBHOOK_DISPATCHER: 'off',
         WEBHOOK_SECRET_KEY: SECRET_KEY,
       },

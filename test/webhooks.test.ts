@@ -466,7 +466,6 @@ describe('SPEC §12 webhooks: a killed worker', () => {
       TEMPORAL_ADDRESS: infra.temporalAddress,
       TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
       LOG_LEVEL: 'silent',
-      TRANSACTION_RECONCILER: 'off',
       ...DELIVERY_ENV,
     });
 

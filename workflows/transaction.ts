@@ -156,7 +156,7 @@ async function lifecycleV1(input: TransactionWorkflowInput): Promise<Status> {
   };
 
   // Hand the payment to the rail; it says how confirmation will come. Also reports the row's status, which
-  // is ahead of `pending` when this run starts late (the reconciler) after the settlement moved it.
+  // is ahead of `pending` when this run starts late (a queued start) after the settlement moved it.
   const submitted = await submitPayment({ transactionId: input.transactionId });
   status = submitted.status;
   upsertSearchAttributes([{ key: TransactionStatusKey, value: status }]);

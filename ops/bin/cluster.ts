@@ -68,12 +68,13 @@ async function assertConnectionBudget(databaseUrl: string, config: Config): Prom
     .finally(() => client.end());
   const available = rows[0]!.max - rows[0]!.reserved;
   const temporal = config.TEMPORAL_ADDRESS ? 0 : TEMPORAL_SERVER_CONNECTIONS.total;
-  // An api process holds one more than its pool: the edge's LISTEN connection (key and rate-limit invalidation).
-  const processes = config.API_PROCESSES * (config.DATABASE_POOL_MAX + 1) + config.WORKER_PROCESSES * config.DATABASE_POOL_MAX;
+  // Each process holds one more than its pool: an api the edge's LISTEN connection (key and rate-limit
+  // invalidation), a worker its lifecycle drainer's (pokes for the lifecycle queue).
+  const processes = (config.API_PROCESSES + config.WORKER_PROCESSES) * (config.DATABASE_POOL_MAX + 1);
   const needed = processes + PRIMARY_POOL + temporal + SPARE_CONNECTIONS;
   if (needed > available) {
     throw new StartupError(
-      `API_PROCESSES ${config.API_PROCESSES} × (DATABASE_POOL_MAX ${config.DATABASE_POOL_MAX} + 1) + WORKER_PROCESSES ${config.WORKER_PROCESSES} × ${config.DATABASE_POOL_MAX} ` +
+      `(API_PROCESSES ${config.API_PROCESSES} + WORKER_PROCESSES ${config.WORKER_PROCESSES}) × (DATABASE_POOL_MAX ${config.DATABASE_POOL_MAX} + 1) ` +
         `+ ${PRIMARY_POOL + temporal + SPARE_CONNECTIONS} (this process, the Temporal server, spare) = ${needed} Postgres connections, ` +
         `but the server allows ${available}. Lower DATABASE_POOL_MAX or the process counts, or raise max_connections.`,
     );

@@ -54,7 +54,17 @@ runMain(async () => {
     host.onStop('worker', () => worker.shutdown());
     // The daily window close (SPEC §10), created or updated at every start.
     await ensureSettlementSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE, cutoff: config.SETTLEMENT_CUTOFF });
-    const api = await startApi({ config, pool, log, temporal: client, readiness: host.readiness });
+    // SPEC §20: the API serves reads and writes while Temporal is away, so the dev server's supervision is
+    // named by /readyz without failing it; Postgres's fails it.
+    const { temporal_dev_server: temporalDevServer, ...required } = host.readiness;
+    const api = await startApi({
+      config,
+      pool,
+      log,
+      temporal: client,
+      readiness: required,
+      ...(temporalDevServer ? { informational: { temporal_dev_server: temporalDevServer } } : {}),
+    });
     host.onStop('api', () => api.close());
     await announceReady({ say, config, pool, startedAt, apiUrl: api.url, temporalUi, temporalAddress: address });
   } catch (error) {

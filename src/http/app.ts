@@ -9,15 +9,20 @@ import type { AnyRoute, EdgeDeps } from './route';
 import { edgeFallback, edgeHandler } from './runners';
 import { consoleRouter } from '../console/serve';
 import { ApiError, errors } from '../errors';
-import { ledgerRegistry } from '../metrics';
+import { ledgerRegistry, registerLifecycleQueueGauges } from '../metrics';
 import { parseQueryString, rejectUnknownQuery } from './input';
 import { allowedMethodsOf } from './methods';
 import { buildOpenApiDocument, expressPath, OPERATIONAL_PATHS } from './openapi';
 import { requireHost } from './parserErrors';
 
 export interface ApiDeps extends EdgeDeps {
-  /** Checks behind /readyz; each resolves when its dependency answers. */
+  /** Checks behind /readyz; each resolves when its dependency answers. One failing makes /readyz 503. */
   readiness: Record<string, () => Promise<void>>;
+  /**
+   * Checks /readyz names in its body without failing on them: Temporal (SPEC §20), since the API serves
+   * reads and writes without it (the lifecycle queue waits for it).
+   */
+  informational?: Record<string, () => Promise<void>>;
 }
 
 const READINESS_TIMEOUT_MS = 2_000;
@@ -59,6 +64,7 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[]): { app: express.Exp
     registers: [registry],
   });
 
+  registerLifecycleQueueGauges(registry, deps.pool);
   // The ledger's own counters (src/metrics.ts) beside this process's defaults and request durations.
   const exposed = client.Registry.merge([registry, ledgerRegistry]);
 
@@ -105,7 +111,7 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[]): { app: express.Exp
   app.get('/readyz', noQuery, async (_req, res) => {
     const checks: Record<string, string> = {};
     await Promise.all(
-      Object.entries(deps.readiness).map(async ([name, check]) => {
+      Object.entries({ ...deps.informational, ...deps.readiness }).map(async ([name, check]) => {
         try {
           await withTimeout(check(), READINESS_TIMEOUT_MS);
           checks[name] = 'ok';
@@ -114,7 +120,7 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[]): { app: express.Exp
         }
       }),
     );
-    const failing = Object.entries(checks).filter(([, state]) => state !== 'ok');
+    const failing = Object.entries(checks).filter(([name, state]) => state !== 'ok' && name in deps.readiness);
     if (failing.length === 0) {
       res.json({ status: 'ready', checks });
       return;

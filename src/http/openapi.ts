@@ -276,12 +276,15 @@ function registerOperationalDocs(registry: OpenAPIRegistry): void {
     method: 'get',
     path: '/readyz',
     operationId: 'getReadiness',
-    summary: 'Readiness: Postgres and Temporal answer',
-    description: 'A load balancer sends traffic only while this is 200.',
+    summary: 'Readiness: Postgres answers; Temporal is named',
+    description:
+      'A load balancer sends traffic only while this is 200. 200 while Postgres answers: reads and writes need ' +
+      'nothing else (SPEC §20: writes queue their workflow starts until Temporal answers), so `checks.temporal` ' +
+      'says `ok` or `unavailable: <reason>` without failing the check.',
     responses: {
-      200: ok('Ready to serve.', z.object({ status: z.literal('ready'), checks })),
+      200: ok('Ready to serve; `checks.temporal` may name Temporal unavailable.', z.object({ status: z.literal('ready'), checks })),
       503: {
-        description: 'A dependency is unreachable: the error object plus `checks`.',
+        description: 'Postgres (or a supervised service of `npm start`) is unreachable: the error object plus `checks`.',
         headers: { ...REQUEST_ID_HEADER, ...RETRY_AFTER_HEADER },
         content: { 'application/json': { schema: z.object({ error: errorBodySchema.shape.error, checks }) } },
       },

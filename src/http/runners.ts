@@ -35,7 +35,7 @@ function contextOf<B, P, Q>(
   idempotencyKey: string | null,
 ): RouteContext<B, P, Q> {
   const { caller, requestId, now, deps } = run;
-  const op = { db, organizationId: caller.organization.id, now, deps, startMarks: run.edge.startMarks };
+  const op = { db, organizationId: caller.organization.id, now, deps, lifecyclePoke: run.edge.lifecyclePoke };
   return { caller, db, ...input, requestId, idempotencyKey, now, deps, op };
 }
 

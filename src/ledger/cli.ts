@@ -2,12 +2,14 @@ import type { CommandRegistrar } from '../cli/registrar';
 import { connectTemporal, temporalConnectionOptions } from '../platform/temporal';
 import { temporalAddressOf } from '../config';
 import { NotFoundError } from '../orgs/repo';
-import { reconcileOnce } from './lifecycle';
+import { createLogger } from '../logger';
+import { drainLifecycleQueueOnce, LIFECYCLE_DRAIN_LIMITS } from './lifecycleDrainer';
+import { awaitingWorkflowSince } from './lifecycleQueue';
 import { journalViolations } from '../journal/invariants';
 import { journalChecks } from '../journal/repo';
 import { listAccounts, recomputeBalances, type Balances } from './accounts';
 import { getIntent } from './intents';
-import { awaitingWorkflowSince, getTransactionRow, statusHistory } from './transactions';
+import { getTransactionRow, statusHistory } from './transactions';
 
 /**
  * Operator commands for the ledger: inspect a transaction with its status history, an intent, an
@@ -47,7 +49,9 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
     });
   transaction
     .command('reconcile')
-    .description('start the lifecycle workflow of every transaction left without one (the worker also does this every few seconds)')
+    .description(
+      'drain the lifecycle queue now: start every queued workflow, deliver every queued confirmation (the workers do this continuously)',
+    )
     .action(async () => {
       const { config, pool, out } = ctx();
       const { connection, client } = await connectTemporal(
@@ -56,7 +60,14 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
         temporalConnectionOptions(config),
       );
       try {
-        const started = await reconcileOnce({ pool, client, taskQueue: config.TEMPORAL_TASK_QUEUE, now: new Date() });
+        const deps = { pool, client, taskQueue: config.TEMPORAL_TASK_QUEUE, log: createLogger('warn', 'admin') };
+        let started = 0;
+        for (;;) {
+          const pass = await drainLifecycleQueueOnce(deps);
+          started += pass.started;
+          if (pass.failed > 0) throw new Error(`Temporal refused ${pass.failed} call(s); they stay queued`);
+          if (pass.claimed < LIFECYCLE_DRAIN_LIMITS.batchMax) break;
+        }
         out(`started ${started} workflow(s)`, { started });
       } finally {
         await connection.close();

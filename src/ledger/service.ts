@@ -8,18 +8,21 @@ import { getUserStatus } from '../users/repo';
 import { lookupIntentParties, type IntentParties } from './accounts';
 import { settlementDateOf } from './dates';
 import { decideIntent, getIntentRow, insertIntent, renderIntent, renderIntents, updateIntentMetadata, type IntentRow } from './intents';
-import { afterCommitStart, signalConfirmFunds } from './lifecycle';
+import { ledgerMetrics } from '../metrics';
+import { enqueueConfirmFunds } from './lifecycleQueue';
 import type { CreateIntentBody, DeclineCategory, Intent, Transaction, TransactionType } from './schemas';
 import { getTransactionRow, insertTransactions, type TransactionRow } from './transactions';
 
 /**
  * The ledger's operations (SPEC §8, §9) behind POST /intent, /authorize, refunds and disputes. Each runs inside
- * the caller's database transaction (op.db); workflows start only after it commits.
+ * the caller's database transaction (op.db) and never waits on Temporal (SPEC §20): what Temporal must do
+ * (start a lifecycle, deliver a confirmation) is queued in that transaction and drained by the workers.
  */
 
 /**
- * The one way transactions come to exist: the rows in `pending` with their transaction.created events now,
- * their lifecycle workflows after commit (and by the reconciler should a start be lost). In the order given.
+ * The one way transactions come to exist: the rows in `pending`, their transaction.created events and their
+ * queued workflow starts, all in the caller's transaction, in the order given. `afterCommit` only counts them
+ * and wakes the drainers (no Temporal call, nothing to await).
  */
 export async function recordTransactions(
   op: Op,
@@ -34,14 +37,21 @@ export async function recordTransactions(
   const date = settlementDateOf(op.now, op.deps.config.SETTLEMENT_CUTOFF);
   const rows = await insertTransactions(
     op.db,
-    inputs.map((input) => ({ ...input, organizationId: op.organizationId, date, createdAt: op.now })),
+    inputs.map((input) => ({
+      ...input,
+      organizationId: op.organizationId,
+      date,
+      createdAt: op.now,
+      taskQueue: op.deps.services.taskQueue,
+    })),
   );
-  const { services, log } = op.deps;
-  const starts = rows.map((row) =>
-    afterCommitStart({ client: services.temporal, taskQueue: services.taskQueue, log, marks: op.startMarks, row }),
-  );
-  // Each start has its own deadline and never throws (a lost start is the reconciler's): they run side by side.
-  return { rows, afterCommit: async () => void (await Promise.all(starts.map((start) => start()))) };
+  const afterCommit = () => {
+    // Counted after the request's commit, which runs once per executed request (a replay does not).
+    for (const row of rows) ledgerMetrics.transactionsTotal.inc({ direction: row.direction, type: row.type });
+    if (rows.length > 0) op.lifecyclePoke.poke();
+    return Promise.resolve();
+  };
+  return { rows, afterCommit };
 }
 
 /** recordTransactions of one. */
@@ -165,13 +175,23 @@ export async function updateIntent(op: Op, intentId: string, body: MetadataUpdat
   return { body: rendered! };
 }
 
-/** Sandbox: the network confirms a pending cash_in now; the move to `available` happens in its workflow. */
+/**
+ * Sandbox: the network confirms a pending cash_in now; the move to `available` happens in its workflow. The
+ * confirmation is queued with the request's commit and delivered by a drainer (signalWithStart), so it is not
+ * lost while the workflow has not started yet or Temporal is down.
+ */
 export async function confirmCashIn(op: Op, transactionId: string): Promise<Outcome<Transaction>> {
   const row = await getTransactionRow(op.db, transactionId, op.organizationId);
   if (!row) throw errors.notFound('transaction', transactionId);
   if (row.direction !== 'cash_in' || row.status !== 'pending') {
     throw errors.invalidState(`Only a pending cash_in can be confirmed; this is a ${row.status} ${row.direction}.`);
   }
-  const { temporal, taskQueue } = op.deps.services;
-  return { body: row.json, afterCommit: () => signalConfirmFunds(temporal, taskQueue, row) };
+  await enqueueConfirmFunds(op.db, { transactionId: row.id, taskQueue: op.deps.services.taskQueue, now: op.now });
+  return {
+    body: row.json,
+    afterCommit: () => {
+      op.lifecyclePoke.poke();
+      return Promise.resolve();
+    },
+  };
 }

@@ -30,9 +30,10 @@ export interface TransactionRow {
   json: Transaction;
 }
 
-/** Every query reads transactions as `t`. */
-const COLUMNS = `t.id, t.organization_id, t.account_id, t.direction, t.type, t.source_id, t.amount_cents, t.status,
+/** Every query reads transactions as `t` (the lifecycle queue's claim too). */
+export const TRANSACTION_COLUMNS = `t.id, t.organization_id, t.account_id, t.direction, t.type, t.source_id, t.amount_cents, t.status,
   to_char(t.date, 'YYYY-MM-DD') AS date, t.transfer_id, t.created_at, transaction_json(t) AS json`;
+const COLUMNS = TRANSACTION_COLUMNS;
 
 /** What a window picks up (SPEC §10): confirmed cash_in and unbatched cash_out, recorded on or before D (`$2`). */
 export const ELIGIBLE_FOR_WINDOW = `t.transfer_id IS NULL AND t.date <= $2::date
@@ -47,13 +48,15 @@ export interface NewTransaction {
   amountCents: number;
   date: string;
   createdAt: Date;
+  /** The task queue its lifecycle workflow runs on: the drainers of that queue start it (lifecycle_queue, 0023). */
+  taskQueue: string;
 }
 
 /**
- * Records transactions in `pending`, each with its transaction.created event and its place among the
- * transactions awaiting a workflow (0012), in one statement inside the caller's database transaction, and
- * returns them in the order given. Their workflows are started after commit (src/ledger/service.ts), and by
- * the reconciler if that never happens.
+ * Records transactions in `pending`, each with its transaction.created event and its `start` row in the
+ * lifecycle queue (0023), in one statement inside the caller's database transaction, and returns them in the
+ * order given: each workflow's start commits with its transaction, and a worker's drainer has Temporal start
+ * it (src/ledger/lifecycleDrainer.ts).
  */
 export async function insertTransactions(db: Queryable, inputs: readonly NewTransaction[]): Promise<TransactionRow[]> {
   if (inputs.length === 0) return [];
@@ -70,8 +73,11 @@ export async function insertTransactions(db: Queryable, inputs: readonly NewTran
      ), created AS (
        INSERT INTO events (organization_id, type, data, created_at)
        SELECT organization_id, 'transaction.created', json::jsonb, created_at FROM t ORDER BY array_position($1::text[], id)
-     ), awaiting AS (
-       INSERT INTO transactions_awaiting_workflow (transaction_id, created_at) SELECT id, created_at FROM t
+     ), queued AS (
+       INSERT INTO lifecycle_queue (transaction_id, kind, task_queue, created_at)
+       SELECT t.id, 'start', q.task_queue, t.created_at
+         FROM t JOIN unnest($1::text[], $10::text[]) WITH ORDINALITY AS q (id, task_queue, ord) USING (id)
+        ORDER BY q.ord
      )
      SELECT * FROM t`,
     [
@@ -84,6 +90,7 @@ export async function insertTransactions(db: Queryable, inputs: readonly NewTran
       column('amountCents'),
       column('date'),
       column('createdAt'),
+      column('taskQueue'),
     ],
   );
   const stored = new Map(rows.map((row) => [row.id, row]));
@@ -310,33 +317,6 @@ export async function memberIdsPage(
 }
 
 /**
- * Temporal accepted (or already had) these transactions' workflows: they leave the queue the reconciler
- * reads. One statement for a batch; deleting a row twice is a no-op.
- */
-export async function markWorkflowsStarted(db: Queryable, transactionIds: readonly string[]): Promise<void> {
-  if (transactionIds.length === 0) return;
-  await db.query(`DELETE FROM transactions_awaiting_workflow WHERE transaction_id = ANY($1::text[])`, [transactionIds]);
-}
-
-/** Transactions whose workflow may never have started (the api died between commit and start), oldest first. */
-export async function transactionsWithoutWorkflow(db: Queryable, olderThan: Date, limit: number): Promise<TransactionRow[]> {
-  const { rows } = await db.query<TransactionRow>(
-    `SELECT ${COLUMNS} FROM transactions_awaiting_workflow a JOIN transactions t ON t.id = a.transaction_id
-      WHERE a.created_at < $1 ORDER BY a.created_at LIMIT $2`,
-    [olderThan, limit],
-  );
-  return rows;
-}
-
-/** Whether a transaction still waits for Temporal to accept its workflow (null: no such wait recorded). */
-export async function awaitingWorkflowSince(db: Queryable, transactionId: string): Promise<Date | null> {
-  const { rows } = await db.query<{ created_at: Date }>(`SELECT created_at FROM transactions_awaiting_workflow WHERE transaction_id = $1`, [
-    transactionId,
-  ]);
-  return rows[0]?.created_at ?? null;
-}
-
-/**
  * One page (keyset on id) of the transactions not yet settled and not awaiting a first start: the ones whose
  * workflow Temporal has accepted and should still be running. The start-up sweep walks them.
  */
@@ -347,7 +327,7 @@ export async function unsettledTransactionsPage(
   const { rows } = await db.query<TransactionRow>(
     `SELECT ${COLUMNS} FROM transactions t
       WHERE t.status <> 'settled' AND ($1::text IS NULL OR t.id > $1) AND ($3::text IS NULL OR t.organization_id = $3)
-        AND NOT EXISTS (SELECT 1 FROM transactions_awaiting_workflow a WHERE a.transaction_id = t.id)
+        AND NOT EXISTS (SELECT 1 FROM lifecycle_queue q WHERE q.transaction_id = t.id AND q.kind = 'start')
       ORDER BY t.id LIMIT $2`,
     [input.afterId, input.limit, input.organizationId ?? null],
   );

@@ -3,7 +3,6 @@ import type { CliContext, CommandRegistrar } from '../cli/registrar';
 import { temporalAddressOf } from '../config';
 import { withTransaction, type Pool } from '../db/pool';
 import { ApiError } from '../errors';
-import { StartMarks } from '../ledger/lifecycle';
 import { createLogger } from '../logger';
 import { connectTemporal, temporalConnectionOptions } from '../platform/temporal';
 import { startReplay } from './redelivery';
@@ -60,12 +59,12 @@ const registerReplayCommand = (webhook: Command, ctx: () => CliContext) => {
         temporalConnectionOptions(config),
       );
       const log = createLogger('warn', 'admin');
-      // A replay records no transaction, so nothing is ever noted here; an operation still carries the notes.
-      const startMarks = new StartMarks(pool, log);
+      // A replay records no transaction, so nothing is ever queued for the drainers to hear of.
+      const lifecyclePoke = { poke: () => undefined };
       try {
         const deps = { config, pool, log, services: { temporal: client, taskQueue: config.TEMPORAL_TASK_QUEUE } };
         const started = await withTransaction(pool, (tx) =>
-          startReplay({ db: tx, organizationId: options.org, now: new Date(), deps, startMarks }, options.endpoint, parsed.data),
+          startReplay({ db: tx, organizationId: options.org, now: new Date(), deps, lifecyclePoke }, options.endpoint, parsed.data),
         ).catch((error: unknown) => {
           throw cliError(error);
         });

@@ -38,11 +38,10 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     TEMPORAL_TASK_QUEUE: `test-${randomString(10)}`,
     PORT: '0',
     LOG_LEVEL: 'silent',
-    // Suites share one database: only a suite that asks for it runs the webhook outbox dispatcher or the
-    // transaction reconciler, so no other suite's worker claims its events or transactions onto a task
-    // queue that may stop before they are done.
+    // Suites share one database: only a suite that asks for it runs the webhook outbox dispatcher, so no
+    // other suite's worker claims its events onto a task queue that may stop before they are done. The
+    // lifecycle drainers need no such care: each drains only its own task queue's rows.
     WEBHOOK_DISPATCHER: 'off',
-    TRANSACTION_RECONCILER: 'off',
     // Production refuses to start without it; a key of this run's own keeps production suites starting.
     ...(overrides.LEDGER_ENVIRONMENT === 'production' ? { WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY } : {}),
     ...overrides,
@@ -71,14 +70,15 @@ export function startTestWorker(
     pool: stack.pool,
     log,
     temporal: stack.temporal,
-    address: infra.temporalAddress,
+    address: stack.config.TEMPORAL_ADDRESS ?? infra.temporalAddress,
     workflowBundlePath: infra.workflowBundlePath,
   });
 }
 
 /**
  * The api (and, unless `worker: false`, a worker) in this process against the real Postgres and Temporal;
- * `log` replaces the logger of LOG_LEVEL (a suite that reads what was logged).
+ * `log` replaces the logger of LOG_LEVEL (a suite that reads what was logged). `env.TEMPORAL_ADDRESS` points
+ * both at a Temporal server of the suite's own (one it stops or freezes).
  */
 export async function startStack(
   options: { env?: Record<string, string>; clock?: Clock; worker?: boolean; log?: Logger } = {},
@@ -87,7 +87,7 @@ export async function startStack(
   const config = testConfig(options.env);
   const log = options.log ?? createLogger(config.LOG_LEVEL);
   const pool = createPool(infra.databaseUrl, config.DATABASE_POOL_MAX);
-  const { connection, client } = await connectTemporal(infra.temporalAddress, config.TEMPORAL_NAMESPACE);
+  const { connection, client } = await connectTemporal(config.TEMPORAL_ADDRESS ?? infra.temporalAddress, config.TEMPORAL_NAMESPACE);
   const worker = options.worker === false ? null : await startTestWorker({ config, pool, temporal: client }, log);
   const api = await startApi({ config, pool, log, temporal: client, clock: options.clock ?? systemClock });
   return {

@@ -1,0 +1,317 @@
+/**
+ * Intake bench (SPEC §20): writes never wait on Temporal. On `npm start`'s Temporal server (the dev server
+ * keeping its state in a SQLite file), with one api and one worker process (ops/bin/api.ts, ops/bin/worker.ts):
+ *
+ *   npx tsx bench/intake.ts          (npm run bench -- intake)
+ *
+ * 1. Baseline: a bare loop starting a no-op workflow (bench/noopWorkflow.ts, its own worker in this process)
+ *    from 32 concurrent clients, BENCH_BARE_STARTS (2,000) starts.
+ * 2. BENCH_INTENTS (2,000) cash_in POST /intent from 32 clients: accepted/s ÷ the bare loop's starts/s (goal
+ *    ≥ 1.0), and the seconds from the first POST until the drainer has every workflow started (queue empty).
+ * 3. Frozen Temporal: 16 writers POST /intent without pause for BENCH_FROZEN_BEFORE_SECONDS (10) with Temporal
+ *    running, then the server is stopped with SIGSTOP for BENCH_FROZEN_SECONDS (30), then SIGCONT and
+ *    BENCH_FROZEN_AFTER_SECONDS (5) more. Every write must answer 200; p99 while frozen vs before; seconds from
+ *    SIGCONT until every accepted transaction has its workflow (lifecycle_queue empty: a row leaves it only once
+ *    Temporal accepted the start; goal ≤ 10 s); and the transaction workflows Temporal counts (visibility) =
+ *    the transactions in Postgres (none started twice, none missing).
+ * 4. The bare loop again, on the server now holding every lifecycle: the baseline the backlog's drain rate
+ *    compares with (a dev server holding thousands of workflows starts new ones more slowly).
+ * SANDBOX_CONFIRM_SECONDS is an hour: the lifecycles park after their start, as most do in a window.
+ * Results: stdout and bench/results/intake-<time>.json.
+ */
+import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { REPO_ROOT } from '../src/config';
+import { createPool, type Pool } from '../src/db/pool';
+import { randomString } from '../src/ids';
+import { TRANSACTION_WORKFLOW_TYPE } from '../src/ledger/contract';
+import { createOrganization, setRateLimits } from '../src/orgs/repo';
+import { createTestUser } from '../test/support/harness';
+import { freePort } from '../test/support/ports';
+import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
+import { startProcess, stopProcess } from './processes';
+import { writeResults } from './results';
+
+const INTENTS = Number(process.env.BENCH_INTENTS ?? 2_000);
+const BARE_STARTS = Number(process.env.BENCH_BARE_STARTS ?? 2_000);
+const FROZEN_BEFORE_S = Number(process.env.BENCH_FROZEN_BEFORE_SECONDS ?? 10);
+const FROZEN_S = Number(process.env.BENCH_FROZEN_SECONDS ?? 30);
+const FROZEN_AFTER_S = Number(process.env.BENCH_FROZEN_AFTER_SECONDS ?? 5);
+const CLIENTS = 32;
+const FROZEN_WRITERS = 16;
+const CLI = process.env.TEMPORAL_CLI_PATH ?? path.join(REPO_ROOT, '.tools', 'bin', 'temporal');
+const PG_BASE = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+const say = (line: string) => process.stdout.write(`${line}\n`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const round = (value: number, digits = 1) => Number(value.toFixed(digits));
+
+function percentile(values: number[], p: number): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+/** Runs `op` from `clients` loops until `total` ops are done (or `until()` says stop); latencies by start time. */
+async function loop(clients: number, op: () => Promise<void>, stop: { total?: number; until?: () => boolean }) {
+  const samples: Array<{ atMs: number; ms: number }> = [];
+  let errors = 0;
+  let issued = 0;
+  const started = performance.now();
+  const more = () => (stop.total !== undefined ? issued < stop.total : !stop.until!());
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (more()) {
+        issued += 1;
+        const t0 = performance.now();
+        try {
+          await op();
+          samples.push({ atMs: t0, ms: performance.now() - t0 });
+        } catch (error) {
+          errors += 1;
+          if (errors <= 3) say(`  error: ${(error as Error).message}`);
+        }
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  return { samples, errors, seconds, perSecond: samples.length / seconds };
+}
+
+/** The oldest row still queued (null: none). */
+async function queueHead(pool: Pool): Promise<string | null> {
+  const { rows } = await pool.query<{ id: string | null }>(`SELECT min(id)::text AS id FROM lifecycle_queue`);
+  return rows[0]!.id;
+}
+
+/** Seconds until the queue's oldest row is no longer `head` (the first start Temporal accepted). */
+async function secondsUntilHeadMoves(pool: Pool, head: string | null): Promise<number> {
+  const t0 = performance.now();
+  while (head !== null && (await queueHead(pool)) === head) await sleep(20);
+  return (performance.now() - t0) / 1000;
+}
+
+async function queueLength(pool: Pool): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM lifecycle_queue`);
+  return rows[0]!.n;
+}
+
+/** Seconds from now until the lifecycle queue is empty. */
+async function secondsUntilDrained(pool: Pool, limitS = 600): Promise<number> {
+  const t0 = performance.now();
+  while ((await queueLength(pool)) > 0) {
+    if (performance.now() - t0 > limitS * 1000) throw new Error(`queue not drained in ${limitS} s`);
+    await sleep(50);
+  }
+  return (performance.now() - t0) / 1000;
+}
+
+function postIntent(apiUrl: string, apiKey: string, userId: string) {
+  const headers = { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' };
+  return async () => {
+    const response = await fetch(`${apiUrl}/intent`, {
+      method: 'POST',
+      headers: { ...headers, 'X-Idempotency-Key': randomString(24) },
+      body: JSON.stringify({ direction: 'cash_in', user_id: userId, amount: 100, currency: 'USD' }),
+    });
+    await response.arrayBuffer();
+    if (response.status !== 200) throw new Error(`POST /intent answered ${response.status}`);
+  };
+}
+
+/** Phase 3: 16 writers through a SIGSTOP of the Temporal server. */
+async function frozenPhase(server: ChildProcess, pool: Pool, client: Client, post: () => Promise<void>) {
+  const t0 = performance.now();
+  const at = (s: number) => t0 + s * 1000;
+  let thawedAt = 0;
+  let firstStartS = 0;
+  let backlogAtSigcont = 0;
+  const freezer = (async () => {
+    await sleep(FROZEN_BEFORE_S * 1000);
+    server.kill('SIGSTOP');
+    say(`  SIGSTOP, ${await queueLength(pool)} rows queued`);
+    await sleep(FROZEN_S * 1000);
+    const head = await queueHead(pool);
+    backlogAtSigcont = await queueLength(pool);
+    server.kill('SIGCONT');
+    thawedAt = performance.now();
+    firstStartS = await secondsUntilHeadMoves(pool, head);
+    say(`  SIGCONT with ${backlogAtSigcont} rows queued; the oldest started after ${firstStartS.toFixed(2)} s`);
+  })();
+  const writes = await loop(FROZEN_WRITERS, post, { until: () => performance.now() > at(FROZEN_BEFORE_S + FROZEN_S + FROZEN_AFTER_S) });
+  await freezer;
+  const drainedS = (performance.now() - thawedAt) / 1000 + (await secondsUntilDrained(pool));
+  const window = (from: number, to: number) => writes.samples.filter((s) => s.atMs >= at(from) && s.atMs < at(to)).map((s) => s.ms);
+  const before = window(0, FROZEN_BEFORE_S);
+  const frozen = window(FROZEN_BEFORE_S, FROZEN_BEFORE_S + FROZEN_S);
+  const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM transactions`);
+  let workflows = -1;
+  for (let attempt = 0; attempt < 100 && workflows !== rows[0]!.n; attempt += 1) {
+    workflows = (await client.workflow.count(`WorkflowType = '${TRANSACTION_WORKFLOW_TYPE}'`)).count;
+    if (workflows !== rows[0]!.n) await sleep(200);
+  }
+  return {
+    writers: FROZEN_WRITERS,
+    frozen_seconds: FROZEN_S,
+    writes: writes.samples.length,
+    write_errors: writes.errors,
+    writes_while_frozen: frozen.length,
+    p50_ms_before: round(percentile(before, 50)),
+    p99_ms_before: round(percentile(before, 99)),
+    p50_ms_frozen: round(percentile(frozen, 50)),
+    p99_ms_frozen: round(percentile(frozen, 99)),
+    max_ms_frozen: round(Math.max(0, ...frozen)),
+    backlog_at_sigcont: backlogAtSigcont,
+    seconds_after_sigcont_until_oldest_started: round(firstStartS, 2),
+    seconds_after_sigcont_until_every_workflow_started: round(drainedS, 2),
+    backlog_started_per_second: round(backlogAtSigcont / drainedS),
+    transactions_in_postgres: rows[0]!.n,
+    transaction_workflows_in_temporal: workflows,
+  };
+}
+
+async function main() {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const cleanup: Array<() => unknown> = [];
+  try {
+    say(`intake bench: ${os.cpus().length} cores, ${INTENTS} intents and ${BARE_STARTS} bare starts from ${CLIENTS} clients`);
+    const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-intake-'));
+    cleanup.push(() => fs.rmSync(workDir, { recursive: true, force: true }));
+    const temporal = await startScratchTemporal(CLI, path.join(workDir, 'temporal.log'), { dbFile: path.join(workDir, 'temporal.db') });
+    cleanup.push(() => temporal.stop());
+    const { server: dev, client } = temporal;
+    const database = `ledger_intake_${Date.now()}_${randomString(6)
+      .toLowerCase()
+      .replace(/[^a-z0-9]/g, 'x')}`;
+    const scratch = await createScratchDatabase(PG_BASE, database);
+    cleanup.push(() => scratch.drop());
+    const pool = createPool(scratch.databaseUrl, 4);
+    cleanup.push(() => pool.end());
+    const env = {
+      DATABASE_URL: scratch.databaseUrl,
+      TEMPORAL_ADDRESS: dev.address,
+      TEMPORAL_TASK_QUEUE: 'ledger-intake',
+      LOG_LEVEL: 'warn',
+      SANDBOX_CONFIRM_SECONDS: '3600',
+      WEBHOOK_DISPATCHER: 'off',
+      TEMPORAL_METRICS_ADDRESS: 'off',
+      WORKER_METRICS_PORT: '0',
+    };
+    const worker = await startProcess('worker', 'ops/bin/worker.ts', { ...env, LOG_LEVEL: 'info' }, /worker running/);
+    cleanup.push(() => stopProcess(worker));
+    const org = await createOrganization(pool, { name: 'Bench operator', kycRequired: true, environment: 'sandbox' });
+    await setRateLimits(pool, org.organization.id, { write: 1_000_000, read: 1_000_000 });
+    const userId = await createTestUser(pool, org.organization.id, 'enabled');
+    const apiPort = await freePort();
+    const api = await startProcess('api', 'ops/bin/api.ts', { ...env, PORT: String(apiPort) }, null);
+    cleanup.push(() => stopProcess(api));
+    const apiUrl = `http://127.0.0.1:${apiPort}`;
+    for (
+      let attempt = 0;
+      !(await fetch(`${apiUrl}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      ));
+      attempt += 1
+    ) {
+      if (attempt > 600) throw new Error('api did not answer /healthz in 60 s');
+      await sleep(100);
+    }
+    const noopConnection = await NativeConnection.connect({ address: dev.address });
+    const noopWorker = await Worker.create({
+      connection: noopConnection,
+      namespace: 'default',
+      taskQueue: 'bench-noop',
+      workflowsPath: path.join(__dirname, 'noopWorkflow.ts'),
+    });
+    const noopRunning = noopWorker.run();
+    cleanup.push(async () => {
+      noopWorker.shutdown();
+      await noopRunning;
+      await noopConnection.close();
+    });
+
+    say(`phase 1: bare loop, ${BARE_STARTS} no-op workflow starts from ${CLIENTS} clients`);
+    const bareLoop = () =>
+      loop(
+        CLIENTS,
+        async () => {
+          await client.workflow.start('noopWorkflow', { taskQueue: 'bench-noop', workflowId: `noop-${randomString(16)}` });
+        },
+        { total: BARE_STARTS },
+      );
+    const bare = await bareLoop();
+    say(`  ${round(bare.perSecond)} starts/s`);
+
+    say(`phase 2: ${INTENTS} POST /intent from ${CLIENTS} clients`);
+    const post = postIntent(apiUrl, org.key.api_key, userId);
+    const t0 = performance.now();
+    const intents = await loop(CLIENTS, post, { total: INTENTS });
+    const startedAllS = (performance.now() - t0) / 1000 + (await secondsUntilDrained(pool));
+    const intake = {
+      accepted: intents.samples.length,
+      errors: intents.errors,
+      per_second: round(intents.perSecond),
+      p50_ms: round(
+        percentile(
+          intents.samples.map((s) => s.ms),
+          50,
+        ),
+      ),
+      p99_ms: round(
+        percentile(
+          intents.samples.map((s) => s.ms),
+          99,
+        ),
+      ),
+      ratio_to_bare_loop: round(intents.perSecond / bare.perSecond, 2),
+      seconds_until_every_workflow_started: round(startedAllS, 2),
+      workflows_started_per_second: round(intents.samples.length / startedAllS),
+    };
+    say(`  ${JSON.stringify(intake)}`);
+
+    say(`phase 3: ${FROZEN_WRITERS} writers, Temporal frozen (SIGSTOP) for ${FROZEN_S} s after ${FROZEN_BEFORE_S} s`);
+    const frozen = await frozenPhase(dev.process, pool, client, post);
+    say(`  ${JSON.stringify(frozen)}`);
+    say('phase 4: the bare loop again, on the server now holding every lifecycle (the baseline of the drain rate)');
+    const bareAfter = await bareLoop();
+    const results = {
+      bench: 'intake',
+      cores: os.cpus().length,
+      bare_noop_start: {
+        count: bare.samples.length,
+        per_second: round(bare.perSecond),
+        p99_ms: round(
+          percentile(
+            bare.samples.map((s) => s.ms),
+            99,
+          ),
+        ),
+      },
+      bare_noop_start_after: {
+        per_second: round(bareAfter.perSecond),
+        p99_ms: round(
+          percentile(
+            bareAfter.samples.map((s) => s.ms),
+            99,
+          ),
+        ),
+      },
+      post_intent: intake,
+      frozen_temporal: frozen,
+    };
+    say(JSON.stringify(results, null, 2));
+    writeResults('intake', results);
+  } finally {
+    for (const step of cleanup.reverse()) await Promise.resolve(step()).catch(() => undefined);
+  }
+}
+
+main().catch((error: unknown) => {
+  say(`intake bench failed: ${(error as Error).stack ?? String(error)}`);
+  process.exit(1);
+});

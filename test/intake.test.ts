@@ -1,0 +1,210 @@
+import path from 'node:path';
+import { randomString } from '../src/ids';
+import { startTemporalDevServer, type DevServer } from '../ops/devServer';
+import { withTransaction } from '../src/db/pool';
+import { settlementDateOf } from '../src/ledger/dates';
+import { drainLifecycleQueueOnce } from '../src/ledger/lifecycleDrainer';
+import { awaitingWorkflowSince } from '../src/ledger/lifecycleQueue';
+import { insertTransaction } from '../src/ledger/transactions';
+import { createLogger } from '../src/logger';
+import { apiClient, createTestOrg, createTestUser, eventually, startStack, testInfra, type Stack } from './support/harness';
+import { freePort } from './support/ports';
+
+/**
+ * SPEC §20: writes answer once Postgres commits; the worker processes' drainers start the queued workflows
+ * (and deliver queued confirmations) in creation order, once each, whenever Temporal answers.
+ */
+
+async function workflowRunning(stack: Stack, transactionId: string): Promise<boolean> {
+  try {
+    return (await stack.temporal.workflow.getHandle(transactionId).describe()).status.name === 'RUNNING';
+  } catch {
+    return false;
+  }
+}
+
+/** The value of an unlabelled gauge in a Prometheus text exposition. */
+function gauge(text: string, name: string): number {
+  const line = text.split('\n').find((each) => each.startsWith(`${name} `));
+  if (!line) throw new Error(`no ${name} in /metrics`);
+  return Number(line.slice(name.length + 1));
+}
+
+describe('SPEC §20 intake that never waits on Temporal: a frozen Temporal server', () => {
+  let server: DevServer;
+  let stack: Stack;
+  let frozen = false;
+  const freeze = () => {
+    server.process.kill('SIGSTOP');
+    frozen = true;
+  };
+  const thaw = () => {
+    if (frozen) server.process.kill('SIGCONT');
+    frozen = false;
+  };
+
+  beforeAll(async () => {
+    server = await startTemporalDevServer({
+      cliPath: testInfra().cliPath,
+      port: await freePort(),
+      uiPort: null,
+      dbFile: null,
+      namespace: 'default',
+      logFile: path.join(testInfra().workDir, 'temporal-intake.log'),
+    });
+    stack = await startStack({ env: { TEMPORAL_ADDRESS: server.address, SANDBOX_CONFIRM_SECONDS: '3600' } });
+  }, 120_000);
+
+  afterAll(async () => {
+    thaw();
+    await stack?.stop();
+    await server?.stop();
+  });
+
+  afterEach(() => thaw());
+
+  test('writes answer 200 while Temporal is frozen, /readyz says so, the backlog counts them, and every workflow starts once Temporal answers', async () => {
+    const org = await createTestOrg(stack.pool, { kycRequired: false });
+    const userId = await createTestUser(stack.pool, org.organizationId);
+    const call = apiClient(stack.url, org.apiKey);
+    freeze();
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        call(
+          'POST',
+          '/intent',
+          { direction: i % 2 ? 'cash_out' : 'cash_in', user_id: userId, amount: 100 + i, currency: 'USD' },
+          {
+            'X-Idempotency-Key': `frozen-${randomString(8)}`,
+          },
+        ),
+      ),
+    );
+    expect(answers.map((answer) => answer.status)).toEqual(Array(6).fill(200));
+    const ids = answers.map((answer) => answer.body.transactions[0].id as string);
+    for (const id of ids) expect(await awaitingWorkflowSince(stack.pool, id)).not.toBeNull();
+
+    const ready = await fetch(`${stack.url}/readyz`);
+    expect(ready.status).toBe(200);
+    const readiness = (await ready.json()) as { status: string; checks: Record<string, string> };
+    expect(readiness.status).toBe('ready');
+    expect(readiness.checks.postgres).toBe('ok');
+    expect(readiness.checks.temporal).toMatch(/^unavailable: /);
+
+    const metrics = await (await fetch(`${stack.url}/metrics`)).text();
+    expect(gauge(metrics, 'ledger_lifecycle_start_backlog')).toBeGreaterThanOrEqual(ids.length);
+    expect(gauge(metrics, 'ledger_lifecycle_start_lag_seconds')).toBeGreaterThan(0);
+
+    thaw();
+    for (const id of ids) await eventually(async () => ((await workflowRunning(stack, id)) ? true : undefined), 30_000, `workflow ${id}`);
+    for (const id of ids) expect(await awaitingWorkflowSince(stack.pool, id)).toBeNull();
+    const ok = await fetch(`${stack.url}/readyz`);
+    expect(((await ok.json()) as { checks: Record<string, string> }).checks.temporal).toBe('ok');
+  });
+
+  test('a confirmation that arrives before its workflow started (Temporal frozen) is delivered once it answers', async () => {
+    const org = await createTestOrg(stack.pool, { kycRequired: false });
+    const userId = await createTestUser(stack.pool, org.organizationId);
+    const call = apiClient(stack.url, org.apiKey);
+    freeze();
+    const intent = await call(
+      'POST',
+      '/intent',
+      { direction: 'cash_in', user_id: userId, amount: 777, currency: 'USD' },
+      {
+        'X-Idempotency-Key': `confirm-${randomString(8)}`,
+      },
+    );
+    expect(intent.status).toBe(200);
+    const id = intent.body.transactions[0].id as string;
+    const confirmed = await call('POST', `/simulate/transaction/${id}/confirm`, undefined, { 'X-Idempotency-Key': `c-${randomString(8)}` });
+    expect(confirmed.status).toBe(200);
+    expect(confirmed.body.status).toBe('pending');
+    thaw();
+    // SANDBOX_CONFIRM_SECONDS is an hour here: only the queued confirmation can make it available.
+    await eventually(
+      async () => ((await call('GET', `/transaction/${id}`)).body.status === 'available' ? true : undefined),
+      30_000,
+      'the queued confirmation to make the cash_in available',
+    );
+  });
+});
+
+describe('SPEC §20 the lifecycle queue drainers', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    // No worker: the test drives the drainer passes itself, on task queues of its own.
+    stack = await startStack({ worker: false });
+  });
+  afterAll(async () => {
+    await stack.stop();
+  });
+
+  /** `n` transactions queued for `taskQueue` (no worker serves it: their workflows only need to exist). */
+  async function queued(taskQueue: string, n: number): Promise<string[]> {
+    const org = await createTestOrg(stack.pool);
+    const ids: string[] = [];
+    for (let i = 0; i < n; i += 1) {
+      const now = new Date();
+      const row = await withTransaction(stack.pool, (tx) =>
+        insertTransaction(tx, {
+          organizationId: org.organizationId,
+          accountId: org.accountId,
+          direction: 'cash_in',
+          type: 'intent',
+          sourceId: null,
+          amountCents: 1 + i,
+          date: settlementDateOf(now, '00:00'),
+          createdAt: now,
+          taskQueue,
+        }),
+      );
+      ids.push(row.id);
+    }
+    return ids;
+  }
+
+  const drainer = (taskQueue: string) => ({ pool: stack.pool, client: stack.temporal, taskQueue, log: createLogger('silent') });
+
+  test('two drainers over one queue start every workflow exactly once', async () => {
+    const taskQueue = `test-two-drainers-${randomString(8)}`;
+    const ids = await queued(taskQueue, 40);
+    let started = 0;
+    let done = 0;
+    const drain = async () => {
+      for (;;) {
+        const pass = await drainLifecycleQueueOnce(drainer(taskQueue), 7);
+        started += pass.started;
+        done += pass.done;
+        expect(pass.failed).toBe(0);
+        if (pass.claimed === 0) return;
+      }
+    };
+    await Promise.all([drain(), drain()]);
+    // A second start of one workflow would be answered already_started: done but not started.
+    expect(started).toBe(ids.length);
+    expect(done).toBe(ids.length);
+    for (const id of ids) expect(await awaitingWorkflowSince(stack.pool, id)).toBeNull();
+    for (const id of ids) expect((await stack.temporal.workflow.getHandle(id).describe()).taskQueue).toBe(taskQueue);
+  });
+
+  test('rows are drained in creation order, a batch at a time; a queue drains only its own rows', async () => {
+    const taskQueue = `test-order-${randomString(8)}`;
+    const other = `test-order-other-${randomString(8)}`;
+    const ids = await queued(taskQueue, 9);
+    const others = await queued(other, 2);
+    const first = await drainLifecycleQueueOnce(drainer(taskQueue), 4);
+    expect(first).toMatchObject({ claimed: 4, started: 4, failed: 0 });
+    const waiting = async () => {
+      const still: string[] = [];
+      for (const id of ids) if ((await awaitingWorkflowSince(stack.pool, id)) !== null) still.push(id);
+      return still;
+    };
+    expect(await waiting()).toEqual(ids.slice(4));
+    await drainLifecycleQueueOnce(drainer(taskQueue), 4);
+    expect(await waiting()).toEqual(ids.slice(8));
+    await drainLifecycleQueueOnce(drainer(taskQueue), 4);
+    expect(await waiting()).toEqual([]);
+    for (const id of others) expect(await awaitingWorkflowSince(stack.pool, id)).not.toBeNull();
+  });
+});
