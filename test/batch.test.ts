@@ -11,8 +11,8 @@ let enabledUser: string;
 let suspendedUser: string;
 
 beforeAll(async () => {
-  // No worker: the lifecycle only needs its workflows started, not run.
-  stack = await startStack({ worker: false });
+  // With a worker: its drainer starts the lifecycle workflows the batch queued (SPEC §20).
+  stack = await startStack();
   org = await createTestOrg(stack.pool, { write: 100_000, read: 100_000 });
   call = apiClient(stack.url, org.apiKey);
   enabledUser = await createTestUser(stack.pool, org.organizationId);

@@ -873,8 +873,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Readiness: Postgres and Temporal answer
-         * @description A load balancer sends traffic only while this is 200.
+         * Readiness: Postgres answers; Temporal is named
+         * @description A load balancer sends traffic only while this is 200. 200 while Postgres answers: reads and writes need nothing else (SPEC §20: writes queue their workflow starts until Temporal answers), so `checks.temporal` says `ok` or `unavailable: <reason>` without failing the check.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -8252,7 +8252,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Ready to serve. */
+            /** @description Ready to serve; `checks.temporal` may name Temporal unavailable. */
             200: {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
@@ -8276,7 +8276,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description A dependency is unreachable: the error object plus `checks`. */
+            /** @description Postgres (or a supervised service of `npm start`) is unreachable: the error object plus `checks`. */
             503: {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
