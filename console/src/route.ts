@@ -36,6 +36,15 @@ export function formText(form: FormData, name: string): string {
   return typeof value === 'string' ? value.trim() : '';
 }
 
+/** A filter form's submit: the page again with the form's fields `names` as its query (empty ones left out). */
+export function submitFilters(path: string, names: readonly string[]): (event: SubmitEvent) => void {
+  return (event) => {
+    event.preventDefault();
+    const form = new FormData(event.currentTarget as HTMLFormElement);
+    location.hash = href(path, Object.fromEntries(names.map((name) => [name, formText(form, name)])));
+  };
+}
+
 const PAGE_OF_PREFIX: [string, string][] = [
   ['txn_', 'transactions'],
   ['user_', 'users'],

@@ -147,6 +147,20 @@ export function PagedTable<T>({
   );
 }
 
+/** A detail page's heading: the way back to its list, then what it shows, with its id. */
+export function DetailHeading({ list, listTitle, title, id }: { list: string; listTitle: string; title: string; id: string }) {
+  return (
+    <>
+      <p>
+        <a href={`#/${list}`}>← {listTitle}</a>
+      </p>
+      <h1>
+        {title} <code class="id">{id}</code>
+      </h1>
+    </>
+  );
+}
+
 export function Fields({ rows }: { rows: [string, ComponentChildren][] }) {
   return (
     <dl class="fields">

@@ -1,6 +1,6 @@
 import { api, useLoad, usePaged, type Schemas } from '../api';
-import { formText, href, pageOf } from '../route';
-import { Fields, Id, Json, PagedTable, Show, Time } from '../ui';
+import { href, pageOf, submitFilters } from '../route';
+import { DetailHeading, Fields, Id, Json, PagedTable, Show, Time } from '../ui';
 import { ResendForm } from './webhooks';
 
 type Event = Schemas['WebhookEvent'];
@@ -38,11 +38,7 @@ function EventList({ query }: { query: URLSearchParams }) {
       ),
     [type, objectId],
   );
-  const submit = (event: SubmitEvent) => {
-    event.preventDefault();
-    const form = new FormData(event.currentTarget as HTMLFormElement);
-    location.hash = href('events', { type: formText(form, 'type'), object_id: formText(form, 'object_id') });
-  };
+  const submit = submitFilters('events', ['type', 'object_id']);
   return (
     <>
       <h1>Events</h1>
@@ -92,12 +88,7 @@ function EventDetail({ id }: { id: string }) {
   const [state, retry] = useLoad(() => api((ledger) => ledger.events.retrieve(id)), [id]);
   return (
     <>
-      <p>
-        <a href="#/events">← Events</a>
-      </p>
-      <h1>
-        Event <code class="id">{id}</code>
-      </h1>
+      <DetailHeading list="events" listTitle="Events" title="Event" id={id} />
       <Show state={state} what="the event" retry={retry}>
         {(event) => (
           <>

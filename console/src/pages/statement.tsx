@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, asLedgerError, download, useLoad, type LedgerError, type Schemas } from '../api';
 import { addDays, label } from '../format';
-import { formText, href } from '../route';
+import { submitFilters } from '../route';
 import { ErrorBox, Money, Show, Table, useSettings } from '../ui';
 
 type Statement = Schemas['Statement'];
@@ -96,12 +96,7 @@ export function StatementPage({ query }: { query: URLSearchParams }) {
   const today = settings?.open_window.date ?? new Date().toISOString().slice(0, 10);
   const to = query.get('to') ?? today;
   const from = query.get('from') ?? addDays(to, -6);
-  const submit = (event: SubmitEvent) => {
-    event.preventDefault();
-    const form = new FormData(event.currentTarget as HTMLFormElement);
-    const read = (name: string) => formText(form, name);
-    location.hash = href('statement', { account: read('account'), from: read('from'), to: read('to') });
-  };
+  const submit = submitFilters('statement', ['account', 'from', 'to']);
   return (
     <>
       <h1>Statement</h1>

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, useLoad, usePaged, type Schemas } from '../api';
 import { label } from '../format';
 import { formText, href } from '../route';
-import { Badge, Empty, Fields, Id, Json, Money, Show, Table, Time, useSettings, PagedTable } from '../ui';
+import { Badge, DetailHeading, Empty, Fields, Id, Json, Money, PagedTable, Show, Table, Time, useSettings } from '../ui';
 
 type Transaction = Schemas['Transaction'];
 
@@ -248,12 +248,7 @@ function TransactionDetail({ id }: { id: string }) {
   const [source] = useLoad(async () => (state.status === 'ok' ? sourceOf(state.data) : null), [state.status]);
   return (
     <>
-      <p>
-        <a href="#/transactions">← Transactions</a>
-      </p>
-      <h1>
-        Transaction <code class="id">{id}</code>
-      </h1>
+      <DetailHeading list="transactions" listTitle="Transactions" title="Transaction" id={id} />
       <Show state={state} what="the transaction" retry={retry}>
         {(t) => (
           <>

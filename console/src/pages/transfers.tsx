@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, asLedgerError, download, useLoad, usePaged, type LedgerError, type Schemas } from '../api';
-import { formText, href } from '../route';
-import { Badge, ErrorBox, Fields, Id, Money, PagedTable, Show, Table, Time } from '../ui';
+import { submitFilters } from '../route';
+import { Badge, DetailHeading, ErrorBox, Fields, Id, Money, PagedTable, Show, Table, Time } from '../ui';
 import { TRANSACTION_HEAD, TransactionRow } from './transactions';
 
 type Transfer = Schemas['Transfer'];
@@ -24,11 +24,7 @@ function TransferList({ query }: { query: URLSearchParams }) {
       ),
     [status, date],
   );
-  const submit = (event: SubmitEvent) => {
-    event.preventDefault();
-    const form = new FormData(event.currentTarget as HTMLFormElement);
-    location.hash = href('transfers', { status: formText(form, 'status'), date: formText(form, 'date') });
-  };
+  const submit = submitFilters('transfers', ['status', 'date']);
   return (
     <>
       <h1>Transfers</h1>
@@ -153,12 +149,7 @@ function TransferDetail({ id }: { id: string }) {
   );
   return (
     <>
-      <p>
-        <a href="#/transfers">← Transfers</a>
-      </p>
-      <h1>
-        Transfer <code class="id">{id}</code>
-      </h1>
+      <DetailHeading list="transfers" listTitle="Transfers" title="Transfer" id={id} />
       <Show state={report} what="the transfer" retry={retry}>
         {({ transfer, totals }) => (
           <>

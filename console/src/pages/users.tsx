@@ -1,6 +1,6 @@
 import { api, useLoad, usePaged, type Schemas } from '../api';
-import { formText, href } from '../route';
-import { Badge, Fields, Id, Json, PagedTable, Show, Time } from '../ui';
+import { href, submitFilters } from '../route';
+import { Badge, DetailHeading, Fields, Id, Json, PagedTable, Show, Time } from '../ui';
 
 type User = Schemas['User'];
 
@@ -20,12 +20,7 @@ function UserList({ query }: { query: URLSearchParams }) {
       ),
     [status, key, value],
   );
-  const submit = (event: SubmitEvent) => {
-    event.preventDefault();
-    const form = new FormData(event.currentTarget as HTMLFormElement);
-    const read = (name: string) => formText(form, name);
-    location.hash = href('users', { status: read('status'), key: read('key'), value: read('value') });
-  };
+  const submit = submitFilters('users', ['status', 'key', 'value']);
   return (
     <>
       <h1>Users</h1>
@@ -82,12 +77,7 @@ function UserDetail({ id }: { id: string }) {
   const [state, retry] = useLoad(() => api((ledger) => ledger.users.retrieve(id)), [id]);
   return (
     <>
-      <p>
-        <a href="#/users">← Users</a>
-      </p>
-      <h1>
-        User <code class="id">{id}</code>
-      </h1>
+      <DetailHeading list="users" listTitle="Users" title="User" id={id} />
       <Show state={state} what="the user" retry={retry}>
         {(user) => (
           <>

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, asLedgerError, idempotencyKey, useLoad, usePaged, type LedgerError, type Schemas } from '../api';
 import { formText } from '../route';
-import { Badge, Empty, ErrorBox, Fields, Id, PagedTable, Show, Time } from '../ui';
+import { Badge, DetailHeading, Empty, ErrorBox, Fields, Id, PagedTable, Show, Time } from '../ui';
 
 type Endpoint = Schemas['WebhookEndpoint'];
 type Delivery = Schemas['WebhookDeliveryAttempt'];
@@ -166,12 +166,7 @@ function EndpointDetail({ id }: { id: string }) {
   );
   return (
     <>
-      <p>
-        <a href="#/webhooks">← Webhooks</a>
-      </p>
-      <h1>
-        Endpoint <code class="id">{id}</code>
-      </h1>
+      <DetailHeading list="webhooks" listTitle="Webhooks" title="Endpoint" id={id} />
       <Show state={state} what="the endpoint" retry={retry}>
         {(endpoint) => (
           <>
