@@ -12,6 +12,9 @@ import { systemClock, type Clock } from './http/route';
 import { temporalHealthy } from './platform/temporal';
 import { allRoutes } from './routes';
 
+/** How long closing the api waits for requests in flight before it cuts their connections. */
+const SHUTDOWN_GRACE_MS = 5_000;
+
 const HOUSEKEEPING_INTERVAL_MS = 10 * 60_000;
 
 export interface RunningApi {
@@ -73,7 +76,14 @@ export async function startApi(options: {
     async close() {
       clearInterval(housekeeping);
       await new Promise<void>((resolve) => {
-        server.close(() => resolve());
+        // In-flight requests get SHUTDOWN_GRACE_MS to finish; then whatever is still open is cut: a client that
+        // stopped reading, or a connection opened ahead of a request that never came (a browser's preconnect),
+        // which Node counts as active until its headersTimeout (60 s).
+        const cut = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+        server.close(() => {
+          clearTimeout(cut);
+          resolve();
+        });
         server.closeIdleConnections();
       });
       await edge.close();

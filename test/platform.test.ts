@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -334,6 +335,29 @@ describe('SPEC §14, §20 readiness: 503 only without Postgres, Temporal named',
       await server.stop();
     }
   });
+});
+
+describe('closing the api', () => {
+  test('cuts a connection that never sent a request once its grace is over, instead of waiting for its headers timeout', async () => {
+    const pool = createPool(testInfra().databaseUrl, 2);
+    const { connection, client } = await connectTemporal(testInfra().temporalAddress, 'default');
+    const api = await startApi({ config: testConfig(), pool, log: createLogger('silent'), temporal: client });
+    // As a browser's preconnect: a socket opened ahead of a request that never comes. Node counts it active
+    // (not idle) until its 60 s headersTimeout.
+    const socket = net.connect(Number(new URL(api.url).port), '127.0.0.1');
+    const socketClosed = new Promise((resolve) => socket.on('close', resolve));
+    socket.on('error', () => undefined);
+    try {
+      await new Promise((resolve) => socket.once('connect', resolve));
+      await api.close();
+      await socketClosed;
+      expect(socket.destroyed).toBe(true);
+    } finally {
+      socket.destroy();
+      await connection.close();
+      await pool.end();
+    }
+  }, 20_000);
 });
 
 describe('database connections', () => {
