@@ -13,7 +13,10 @@
  *    BENCH_FROZEN_AFTER_SECONDS (5) more. Every write must answer 200; p99 while frozen vs before; seconds from
  *    SIGCONT until every accepted transaction has its workflow (lifecycle_queue empty: a row leaves it only once
  *    Temporal accepted the start; goal ≤ 10 s); and the transaction workflows Temporal counts (visibility) =
- *    the transactions in Postgres (none started twice, none missing).
+ *    the transactions in Postgres (none started twice, none missing). Once the oldest row has started, the
+ *    worker process is SIGKILLed mid-drain and a new one started (its start-up time is reported): a pass killed
+ *    before its commit leaves its rows queued, and the new drainer starts them (REJECT_DUPLICATE for any the
+ *    killed one had already started).
  * 4. The bare loop again, on the server now holding every lifecycle: the baseline the backlog's drain rate
  *    compares with (a dev server holding thousands of workflows starts new ones more slowly).
  * SANDBOX_CONFIRM_SECONDS is an hour: the lifecycles park after their start, as most do in a window.
@@ -124,12 +127,20 @@ function postIntent(apiUrl: string, apiKey: string, userId: string) {
 }
 
 /** Phase 3: 16 writers through a SIGSTOP of the Temporal server. */
-async function frozenPhase(server: ChildProcess, pool: Pool, client: Client, post: () => Promise<void>) {
+async function frozenPhase(
+  server: ChildProcess,
+  pool: Pool,
+  client: Client,
+  post: () => Promise<void>,
+  replaceWorker: () => Promise<void>,
+) {
   const t0 = performance.now();
   const at = (s: number) => t0 + s * 1000;
   let thawedAt = 0;
   let firstStartS = 0;
   let backlogAtSigcont = 0;
+  let backlogAtKill = 0;
+  let workerRestartS = 0;
   const freezer = (async () => {
     await sleep(FROZEN_BEFORE_S * 1000);
     server.kill('SIGSTOP');
@@ -141,6 +152,11 @@ async function frozenPhase(server: ChildProcess, pool: Pool, client: Client, pos
     thawedAt = performance.now();
     firstStartS = await secondsUntilHeadMoves(pool, head);
     say(`  SIGCONT with ${backlogAtSigcont} rows queued; the oldest started after ${firstStartS.toFixed(2)} s`);
+    const killedAt = performance.now();
+    backlogAtKill = await queueLength(pool);
+    await replaceWorker();
+    workerRestartS = (performance.now() - killedAt) / 1000;
+    say(`  worker SIGKILLed mid-drain with ${backlogAtKill} rows queued; its successor ran after ${workerRestartS.toFixed(2)} s`);
   })();
   const writes = await loop(FROZEN_WRITERS, post, { until: () => performance.now() > at(FROZEN_BEFORE_S + FROZEN_S + FROZEN_AFTER_S) });
   await freezer;
@@ -168,6 +184,8 @@ async function frozenPhase(server: ChildProcess, pool: Pool, client: Client, pos
     backlog_at_sigcont: backlogAtSigcont,
     seconds_after_sigcont_until_oldest_started: round(firstStartS, 2),
     seconds_after_sigcont_until_every_workflow_started: round(drainedS, 2),
+    backlog_when_the_worker_was_killed: backlogAtKill,
+    seconds_until_the_next_worker_ran: round(workerRestartS, 2),
     backlog_started_per_second: round(backlogAtSigcont / drainedS),
     transactions_in_postgres: rows[0]!.n,
     transaction_workflows_in_temporal: workflows,
@@ -201,8 +219,15 @@ async function main() {
       TEMPORAL_METRICS_ADDRESS: 'off',
       WORKER_METRICS_PORT: '0',
     };
-    const worker = await startProcess('worker', 'ops/bin/worker.ts', { ...env, LOG_LEVEL: 'info' }, /worker running/);
+    const startWorker = (name: string) => startProcess(name, 'ops/bin/worker.ts', { ...env, LOG_LEVEL: 'info' }, /worker running/);
+    let worker = await startWorker('worker');
     cleanup.push(() => stopProcess(worker));
+    const replaceWorker = async () => {
+      const exited = new Promise((resolve) => worker.once('exit', resolve));
+      worker.kill('SIGKILL');
+      await exited;
+      worker = await startWorker('worker 2');
+    };
     const org = await createOrganization(pool, { name: 'Bench operator', kycRequired: true, environment: 'sandbox' });
     await setRateLimits(pool, org.organization.id, { write: 1_000_000, read: 1_000_000 });
     const userId = await createTestUser(pool, org.organization.id, 'enabled');
@@ -275,7 +300,7 @@ async function main() {
     say(`  ${JSON.stringify(intake)}`);
 
     say(`phase 3: ${FROZEN_WRITERS} writers, Temporal frozen (SIGSTOP) for ${FROZEN_S} s after ${FROZEN_BEFORE_S} s`);
-    const frozen = await frozenPhase(dev.process, pool, client, post);
+    const frozen = await frozenPhase(dev.process, pool, client, post, replaceWorker);
     say(`  ${JSON.stringify(frozen)}`);
     say('phase 4: the bare loop again, on the server now holding every lifecycle (the baseline of the drain rate)');
     const bareAfter = await bareLoop();
