@@ -4,7 +4,7 @@ import { TRANSACTION_COLUMNS, type TransactionRow } from './transactions';
 /**
  * The lifecycle queue's SQL (migrations/0023): what a committed write asks of Temporal — start a
  * transaction's workflow, or signal it that the network confirmed its funds — kept in Postgres until a
- * worker's drainer (src/ledger/lifecycle.ts) has had Temporal accept it. Start rows are written by
+ * worker's drainer (src/ledger/lifecycleDrainer.ts) has had Temporal accept it. Start rows are written by
  * insertTransaction in the statement that records the transaction.
  */
 
