@@ -73,30 +73,15 @@ export interface IntentParties {
  * SPEC §7's rule, given the organization's accounts that match the body (`accountId` itself when it exists,
  * else up to two of all): exactly one is the intent's; none named is missing; several unnamed is required.
  */
-export function intentAccountOf(accountId: string | undefined, matchingIds: readonly string[]): IntentParties['account'] {
+function intentAccountOf(accountId: string | undefined, matchingIds: readonly string[]): IntentParties['account'] {
   if (matchingIds.length === 1) return { ok: true, accountId: matchingIds[0]! };
   return { ok: false, reason: accountId !== undefined ? 'missing' : 'required' };
 }
 
-/** The user's status and the account an intent would use, in one round trip (SPEC §6, §7). */
-export async function lookupIntentParties(
-  db: Queryable,
-  organizationId: string,
-  userId: string,
-  accountId: string | undefined,
-): Promise<IntentParties> {
-  const { rows } = await db.query<{ user_status: string | null; account_ids: string[] }>(
-    `SELECT (SELECT status FROM users WHERE id = $2 AND organization_id = $1) AS user_status,
-            ARRAY(SELECT id FROM accounts WHERE organization_id = $1 AND ($3::text IS NULL OR id = $3) ORDER BY id LIMIT 2) AS account_ids`,
-    [organizationId, userId, accountId ?? null],
-  );
-  const { user_status: userStatus, account_ids: accountIds } = rows[0]!;
-  return { userStatus, account: intentAccountOf(accountId, accountIds) };
-}
-
 /**
- * lookupIntentParties for many intents in one round trip: every named user's status, and the accounts the
- * intents name (those that exist) with up to two of the organization's for the intents that name none.
+ * The user's status and the account each intent would use, for many intents in one round trip (SPEC §6, §7):
+ * every named user's status, and the accounts the intents name (those that exist) with up to two of the
+ * organization's for the intents that name none.
  */
 export async function lookupIntentPartiesOfMany(
   db: Queryable,
@@ -119,6 +104,16 @@ export async function lookupIntentPartiesOfMany(
       intent.account_id === undefined ? defaultIds : existing.has(intent.account_id) ? [intent.account_id] : [],
     ),
   }));
+}
+
+/** lookupIntentPartiesOfMany of one intent. */
+export async function lookupIntentParties(
+  db: Queryable,
+  organizationId: string,
+  userId: string,
+  accountId: string | undefined,
+): Promise<IntentParties> {
+  return (await lookupIntentPartiesOfMany(db, organizationId, [{ user_id: userId, account_id: accountId }]))[0]!;
 }
 
 export interface Balances {
