@@ -183,28 +183,16 @@ function listenForPokes(pool: Pool, log: Logger, heard: () => void): { close(): 
 
 /** A wait that a poke ends early; a poke that arrives while the loop is busy ends the next wait at once. */
 function pokeableWait() {
+  const pause = interruptiblePause();
   let poked = false;
-  let wake: (() => void) | null = null;
   return {
     poke() {
       poked = true;
-      wake?.();
+      pause.wake();
     },
-    wait(ms: number): Promise<void> {
-      if (poked) {
-        poked = false;
-        return Promise.resolve();
-      }
-      return new Promise<void>((resolve) => {
-        const timer = setTimeout(done, ms);
-        function done() {
-          clearTimeout(timer);
-          wake = null;
-          poked = false;
-          resolve();
-        }
-        wake = done;
-      });
+    async wait(ms: number): Promise<void> {
+      if (!poked) await pause.pause(ms);
+      poked = false;
     },
   };
 }
