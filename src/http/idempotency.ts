@@ -104,15 +104,6 @@ export async function storedResponsesOf(
   return rows;
 }
 
-export async function storedResponses(
-  db: Queryable,
-  organizationId: string,
-  request: IdempotencyRequest,
-  now: Date,
-): Promise<StoredResponse[]> {
-  return storedResponsesOf(db, organizationId, request.identities, now);
-}
-
 /**
  * The stored answer this request replays, by precedence header → body field → exact body; 422 on key reuse
  * with another endpoint or body; the route's own error when a single-use body field comes with another body.
@@ -164,6 +155,22 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/**
+ * A duplicate's wait for the request that holds its key: idempotencyWaitMs in all, tries spaced by
+ * idempotencyPollMsMin doubling to idempotencyPollMsMax (never past the deadline).
+ */
+function duplicateWait(): { remainingMs(): number; pause(): Promise<void> } {
+  const deadlineMs = Date.now() + EDGE_LIMITS.idempotencyWaitMs;
+  let pauseMs = EDGE_LIMITS.idempotencyPollMsMin;
+  return {
+    remainingMs: () => deadlineMs - Date.now(),
+    async pause() {
+      await sleep(Math.min(pauseMs, deadlineMs - Date.now()));
+      pauseMs = Math.min(pauseMs * 2, EDGE_LIMITS.idempotencyPollMsMax);
+    },
+  };
+}
+
 async function settledWithin(promise: Promise<void>, ms: number): Promise<void> {
   if (ms <= 0) return;
   let timer: NodeJS.Timeout | undefined;
@@ -190,19 +197,18 @@ export async function lockOrReplay(input: {
   now: Date;
 }): Promise<{ tx: WriteTransaction } | { stored: StoredResponse[] }> {
   const { pool, inflight, organizationId, request, lockIds, now } = input;
-  const deadlineMs = Date.now() + EDGE_LIMITS.idempotencyWaitMs;
+  const wait = duplicateWait();
   const locks = lockIds.length > 0 ? lockIds.map((id, i) => `pg_try_advisory_xact_lock(${id}) AS l${i}`).join(', ') : 'true AS unlocked';
   const lockSql = `SELECT ${locks}`;
-  let pauseMs = EDGE_LIMITS.idempotencyPollMsMin;
   for (let attempt = 0; ; attempt++) {
     if (attempt > 0) {
       // Usually the original has finished by now: its stored answer is read without taking any lock.
-      const stored = await storedResponses(pool, organizationId, request, now);
+      const stored = await storedResponsesOf(pool, organizationId, request.identities, now);
       if (stored.length > 0) return { stored };
     }
     const local = inflight.holder(lockIds);
     if (local) {
-      await settledWithin(local, deadlineMs - Date.now());
+      await settledWithin(local, wait.remainingMs());
     } else {
       const tx = await WriteTransaction.checkout(pool);
       let locked = false;
@@ -217,12 +223,8 @@ export async function lockOrReplay(input: {
       if (locked) return { tx };
       await tx.abandon();
     }
-    const remainingMs = deadlineMs - Date.now();
-    if (remainingMs <= 0) throw errors.idempotencyInProgress();
-    if (!local) {
-      await sleep(Math.min(pauseMs, remainingMs));
-      pauseMs = Math.min(pauseMs * 2, EDGE_LIMITS.idempotencyPollMsMax);
-    }
+    if (wait.remainingMs() <= 0) throw errors.idempotencyInProgress();
+    if (!local) await wait.pause();
   }
 }
 
@@ -309,8 +311,7 @@ export async function storeResponse(
 export async function takeLocksWithin(db: Queryable, lockIds: readonly string[]): Promise<Set<string>> {
   const wanted = new Set(lockIds);
   const taken = new Set<string>();
-  const deadlineMs = Date.now() + EDGE_LIMITS.idempotencyWaitMs;
-  let pauseMs = EDGE_LIMITS.idempotencyPollMsMin;
+  const wait = duplicateWait();
   for (;;) {
     const missing = [...wanted].filter((id) => !taken.has(id));
     const { rows } = await db.query<{ id: string; locked: boolean }>(
@@ -318,9 +319,7 @@ export async function takeLocksWithin(db: Queryable, lockIds: readonly string[])
       [missing],
     );
     for (const row of rows) if (row.locked) taken.add(row.id);
-    const remainingMs = deadlineMs - Date.now();
-    if (taken.size === wanted.size || remainingMs <= 0) return taken;
-    await sleep(Math.min(pauseMs, remainingMs));
-    pauseMs = Math.min(pauseMs * 2, EDGE_LIMITS.idempotencyPollMsMax);
+    if (taken.size === wanted.size || wait.remainingMs() <= 0) return taken;
+    await wait.pause();
   }
 }

@@ -3,7 +3,15 @@ import type { Queryable } from '../db/pool';
 import { errors } from '../errors';
 import { admit, isWrite } from './admission';
 import type { Edge } from './edge';
-import { advisoryLockId, executeOrRefuse, idempotencyRequest, lockOrReplay, replayOf, storedResponses, storeResponse } from './idempotency';
+import {
+  advisoryLockId,
+  executeOrRefuse,
+  idempotencyRequest,
+  lockOrReplay,
+  replayOf,
+  storedResponsesOf,
+  storeResponse,
+} from './idempotency';
 import { parseJsonBody, parseWith, rejectUnknownQuery } from './input';
 import { replayedAnswerText, storedAnswerText } from './sealedAnswers';
 import type { AnyRoute, Caller, EdgeDeps, RouteContext, RouteResult } from './route';
@@ -63,7 +71,7 @@ async function runWrite(run: Run) {
   let text: string;
   let afterCommit: RouteResult['afterCommit'];
   try {
-    const replay = replayOf(route, request, await storedResponses(tx.client, organizationId, request, now));
+    const replay = replayOf(route, request, await storedResponsesOf(tx.client, organizationId, request.identities, now));
     if (replay) {
       res.set('Idempotent-Replayed', 'true');
       status = replay.status_code;
