@@ -72,7 +72,8 @@ export function registerLifecycleQueueGauges(registry: client.Registry, db: Quer
     help: 'Transactions recorded whose lifecycle workflow Temporal has not accepted yet (rows of lifecycle_queue)',
     registers: [registry],
     async collect() {
-      this.set((await read().catch(() => null))?.count ?? 0);
+      const backlog = await read().catch(() => null);
+      if (backlog) this.set(backlog.count);
     },
   });
   new client.Gauge({
@@ -80,7 +81,8 @@ export function registerLifecycleQueueGauges(registry: client.Registry, db: Quer
     help: 'Age of the oldest transaction still waiting for its lifecycle workflow to start (0 when none waits)',
     registers: [registry],
     async collect() {
-      this.set((await read().catch(() => null))?.oldestAgeSeconds ?? 0);
+      const backlog = await read().catch(() => null);
+      if (backlog) this.set(backlog.oldestAgeSeconds);
     },
   });
 }
