@@ -301,6 +301,9 @@ describe('SPEC §23 operator console: pages', () => {
       await page.getByRole('button', { name: 'Search' }).click();
       await page.waitForFunction(() => location.hash.includes('metadata'));
       await settled(page);
+      // The hash changes before the list re-renders for it: wait for the filtered list itself, not just a page
+      // without a loading line (which the unfiltered list, or a render before the fetch starts, also is).
+      await page.locator('.paging', { hasText: '1 shown' }).waitFor({ timeout: 30_000 });
       const rows = page.locator('tbody tr');
       expect(await rows.count()).toBe(1);
       await rows.first().getByRole('link').click();
