@@ -70,7 +70,7 @@ describe('SPEC §17 webhooks: resend', () => {
       type: 'user.created',
       data: { id: 'user_resend' },
     });
-    await eventually(async () => (receiver.for(eventId).length === 1 ? true : undefined), 20_000, 'the first delivery');
+    await eventually(async () => (receiver.for(eventId).length === 1 ? true : undefined), 45_000, 'the first delivery');
     const resent = await call('POST', `/webhook/${hook.id}/resend`, { event_id: eventId });
     expect(resent.status).toBe(200);
     expect(resent.body).toMatchObject({
