@@ -22,7 +22,7 @@ import { transactionStatusQuery, transferAssignedSignal, transferSettledSignal }
 import type { WorkflowHandle } from '@temporalio/client';
 import { sweepLifecycles } from '../src/ledger/lifecycle';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
-import { statusOf } from './support/payments';
+import { statusOf, workflowRunning } from './support/payments';
 import { expectDocumented } from './support/openapi';
 
 const HISTORIES_DIR = path.join(__dirname, 'histories');
@@ -529,7 +529,9 @@ describe('SPEC §9 transaction lifecycle', () => {
     await expect(
       activities.transitionTransaction({ transactionId: txnId, toStatus: 'in_transfer', transferId: 'transfer_x000000000000000003' }),
     ).rejects.toMatchObject({ type: 'InvalidTransition', nonRetryable: true });
-    // The workflow, confirmed later, finds the row already available and carries on.
+    // The workflow, confirmed later, finds the row already available and carries on. The drainer starts it
+    // after the commit, so wait for it to run before signalling it directly.
+    await workflowRunning(stack, txnId);
     await stack.temporal.workflow.getHandle(txnId).signal('confirmFunds');
     await eventually(async () =>
       (await stack.temporal.workflow.getHandle(txnId).query(transactionStatusQuery)) === 'available' ? true : undefined,
