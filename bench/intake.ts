@@ -8,16 +8,22 @@
  *    from 32 concurrent clients, BENCH_BARE_STARTS (2,000) starts.
  * 2. BENCH_INTENTS (2,000) cash_in POST /intent from 32 clients: accepted/s ÷ the bare loop's starts/s (goal
  *    ≥ 1.0), and the seconds from the first POST until the drainer has every workflow started (queue empty).
- * 3. Frozen Temporal: 16 writers POST /intent without pause for BENCH_FROZEN_BEFORE_SECONDS (10) with Temporal
- *    running, then the server is stopped with SIGSTOP for BENCH_FROZEN_SECONDS (30), then SIGCONT and
- *    BENCH_FROZEN_AFTER_SECONDS (5) more. Every write must answer 200; p99 while frozen vs before; seconds from
- *    SIGCONT until every accepted transaction has its workflow (lifecycle_queue empty: a row leaves it only once
- *    Temporal accepted the start; goal ≤ 10 s); and the transaction workflows Temporal counts (visibility) =
- *    the transactions in Postgres (none started twice, none missing). Once the oldest row has started, the
- *    worker process is SIGKILLed mid-drain and a new one started (its start-up time is reported): a pass killed
- *    before its commit leaves its rows queued, and the new drainer starts them (REJECT_DUPLICATE for any the
- *    killed one had already started).
- * 4. The bare loop again, on the server now holding every lifecycle: the baseline the backlog's drain rate
+ *    2b: the same with no worker process running (the drain, its starts and the lifecycles' first workflow
+ *    tasks off the shared cores), then a worker started to drain them: the api and Postgres alone.
+ * 3. Frozen Temporal at the seed's rate limit: 16 writers, each its own organization writing 95 times a
+ *    minute (the limit is 100 a minute), BENCH_FROZEN_BEFORE_SECONDS (10) with Temporal running, then the
+ *    server stopped with SIGSTOP for BENCH_FROZEN_SECONDS (30), then SIGCONT and BENCH_FROZEN_AFTER_SECONDS (5)
+ *    more. Every write must answer 200; p99 while frozen vs before; seconds from SIGCONT until a bare no-op
+ *    start is accepted (Temporal's own recovery, the floor), until the oldest queued row has started, and
+ *    until every transaction accepted before SIGCONT has its workflow (a row leaves lifecycle_queue only once
+ *    Temporal accepted the start; goal ≤ 10 s); the transaction workflows Temporal counts (visibility) = the
+ *    transactions in Postgres (none started twice, none missing).
+ * 4. The same with 16 writers without pause (limits lifted): the backlog is then what 30 s of the api's full
+ *    rate queued, drained at Temporal's start rate. Once the oldest row has started, the worker process is
+ *    SIGKILLed mid-drain and a new one started (its start-up time is reported): a pass killed before its
+ *    commit leaves its rows queued, and the new drainer starts them (REJECT_DUPLICATE for any the killed one
+ *    had already started).
+ * 5. The bare loop again, on the server now holding every lifecycle: the baseline the backlog's drain rate
  *    compares with (a dev server holding thousands of workflows starts new ones more slowly).
  * SANDBOX_CONFIRM_SECONDS is an hour: the lifecycles park after their start, as most do in a window.
  * Results: stdout and bench/results/intake-<time>.json.
@@ -46,6 +52,8 @@ const FROZEN_S = Number(process.env.BENCH_FROZEN_SECONDS ?? 30);
 const FROZEN_AFTER_S = Number(process.env.BENCH_FROZEN_AFTER_SECONDS ?? 5);
 const CLIENTS = 32;
 const FROZEN_WRITERS = 16;
+/** Phase 3's writers: 95 % of the seed's 100 writes a minute per organization, so no write meets the limit. */
+const PACED_PER_MINUTE = Number(process.env.BENCH_PACED_PER_MINUTE ?? 95);
 const CLI = process.env.TEMPORAL_CLI_PATH ?? path.join(REPO_ROOT, '.tools', 'bin', 'temporal');
 const PG_BASE = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -59,20 +67,33 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
-/** Runs `op` from `clients` loops until `total` ops are done (or `until()` says stop); latencies by start time. */
-async function loop(clients: number, op: () => Promise<void>, stop: { total?: number; until?: () => boolean }) {
+/**
+ * Runs `op` (given the loop's index) from `clients` loops until `total` ops are done (or `until()` says stop);
+ * latencies by start time. `paceMs`: each loop starts an op at most every paceMs (a writer at a set rate).
+ */
+async function loop(
+  clients: number,
+  op: (client: number) => Promise<void>,
+  stop: { total?: number; until?: () => boolean; paceMs?: number },
+) {
   const samples: Array<{ atMs: number; ms: number }> = [];
   let errors = 0;
   let issued = 0;
   const started = performance.now();
   const more = () => (stop.total !== undefined ? issued < stop.total : !stop.until!());
   await Promise.all(
-    Array.from({ length: clients }, async () => {
+    Array.from({ length: clients }, async (_, client) => {
+      let due = performance.now() + (stop.paceMs ?? 0) * (client / clients);
       while (more()) {
+        if (stop.paceMs !== undefined) {
+          await sleep(Math.max(0, due - performance.now()));
+          due += stop.paceMs;
+          if (!more()) break;
+        }
         issued += 1;
         const t0 = performance.now();
         try {
-          await op();
+          await op(client);
           samples.push({ atMs: t0, ms: performance.now() - t0 });
         } catch (error) {
           errors += 1;
@@ -126,21 +147,73 @@ function postIntent(apiUrl: string, apiKey: string, userId: string) {
   };
 }
 
-/** Phase 3: 16 writers through a SIGSTOP of the Temporal server. */
-async function frozenPhase(
-  server: ChildProcess,
-  pool: Pool,
-  client: Client,
-  post: () => Promise<void>,
-  replaceWorker: () => Promise<void>,
-) {
+/**
+ * INTENTS POST /intent from CLIENTS clients against the bare loop's rate; then `beforeDrain` (if given) and the
+ * seconds from the first POST until every workflow has started (the queue empty).
+ */
+async function intakePhase(pool: Pool, post: () => Promise<void>, bareRate: number, beforeDrain?: () => Promise<void>) {
+  const t0 = performance.now();
+  const intents = await loop(CLIENTS, post, { total: INTENTS });
+  if (beforeDrain) await beforeDrain();
+  const startedAllS = (performance.now() - t0) / 1000 + (await secondsUntilDrained(pool));
+  const latencies = intents.samples.map((s) => s.ms);
+  return {
+    accepted: intents.samples.length,
+    errors: intents.errors,
+    per_second: round(intents.perSecond),
+    p50_ms: round(percentile(latencies, 50)),
+    p99_ms: round(percentile(latencies, 99)),
+    ratio_to_bare_loop: round(intents.perSecond / bareRate, 2),
+    seconds_until_every_workflow_started: round(startedAllS, 2),
+    workflows_started_per_second: round(intents.samples.length / startedAllS),
+  };
+}
+
+/** Seconds until a bare no-op start is accepted: Temporal's own recovery after SIGCONT, the drain's floor. */
+async function secondsUntilBareStart(client: Client): Promise<number> {
+  const t0 = performance.now();
+  for (;;) {
+    try {
+      await client.withDeadline(Date.now() + 2_000, () =>
+        client.workflow.start('noopWorkflow', { taskQueue: 'bench-noop', workflowId: `noop-${randomString(16)}` }),
+      );
+      return (performance.now() - t0) / 1000;
+    } catch {
+      await sleep(20);
+    }
+  }
+}
+
+/** Seconds until no row queued at or before `instant` (the database's clock) is left. */
+async function secondsUntilDrainedUpTo(pool: Pool, instant: Date, limitS = 600): Promise<number> {
+  const t0 = performance.now();
+  for (;;) {
+    const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM lifecycle_queue WHERE created_at <= $1`, [instant]);
+    if (rows[0]!.n === 0) return (performance.now() - t0) / 1000;
+    if (performance.now() - t0 > limitS * 1000) throw new Error(`queue not drained in ${limitS} s`);
+    await sleep(20);
+  }
+}
+
+interface FrozenCase {
+  /** One writer per entry, each with its own POST. */
+  writers: Array<() => Promise<void>>;
+  /** Each writer writes at most once per paceMs (undefined: without pause). */
+  paceMs?: number;
+  /** Kills the worker process once the oldest row has started and starts another (null: no kill). */
+  replaceWorker: (() => Promise<void>) | null;
+}
+
+/** Writers through a SIGSTOP of the Temporal server. */
+async function frozenPhase(server: ChildProcess, pool: Pool, client: Client, frozenCase: FrozenCase) {
   const t0 = performance.now();
   const at = (s: number) => t0 + s * 1000;
-  let thawedAt = 0;
   let firstStartS = 0;
+  let bareStartS = 0;
   let backlogAtSigcont = 0;
   let backlogAtKill = 0;
   let workerRestartS = 0;
+  let drainedS = 0;
   const freezer = (async () => {
     await sleep(FROZEN_BEFORE_S * 1000);
     server.kill('SIGSTOP');
@@ -148,22 +221,31 @@ async function frozenPhase(
     await sleep(FROZEN_S * 1000);
     const head = await queueHead(pool);
     backlogAtSigcont = await queueLength(pool);
+    const { rows } = await pool.query<{ now: Date }>(`SELECT clock_timestamp() AS now`);
     server.kill('SIGCONT');
-    thawedAt = performance.now();
-    firstStartS = await secondsUntilHeadMoves(pool, head);
-    say(`  SIGCONT with ${backlogAtSigcont} rows queued; the oldest started after ${firstStartS.toFixed(2)} s`);
-    const killedAt = performance.now();
-    backlogAtKill = await queueLength(pool);
-    await replaceWorker();
-    workerRestartS = (performance.now() - killedAt) / 1000;
-    say(`  worker SIGKILLed mid-drain with ${backlogAtKill} rows queued; its successor ran after ${workerRestartS.toFixed(2)} s`);
+    const drained = secondsUntilDrainedUpTo(pool, rows[0]!.now);
+    [firstStartS, bareStartS] = await Promise.all([secondsUntilHeadMoves(pool, head), secondsUntilBareStart(client)]);
+    say(
+      `  SIGCONT with ${backlogAtSigcont} rows queued; the oldest started after ${firstStartS.toFixed(2)} s, a bare start after ${bareStartS.toFixed(2)} s`,
+    );
+    if (frozenCase.replaceWorker) {
+      const killedAt = performance.now();
+      backlogAtKill = await queueLength(pool);
+      await frozenCase.replaceWorker();
+      workerRestartS = (performance.now() - killedAt) / 1000;
+      say(`  worker SIGKILLed mid-drain with ${backlogAtKill} rows queued; its successor ran after ${workerRestartS.toFixed(2)} s`);
+    }
+    drainedS = await drained;
   })();
-  const writes = await loop(FROZEN_WRITERS, post, { until: () => performance.now() > at(FROZEN_BEFORE_S + FROZEN_S + FROZEN_AFTER_S) });
+  const writes = await loop(frozenCase.writers.length, (writer) => frozenCase.writers[writer]!(), {
+    until: () => performance.now() > at(FROZEN_BEFORE_S + FROZEN_S + FROZEN_AFTER_S),
+    paceMs: frozenCase.paceMs,
+  });
   await freezer;
-  const drainedS = (performance.now() - thawedAt) / 1000 + (await secondsUntilDrained(pool));
   const window = (from: number, to: number) => writes.samples.filter((s) => s.atMs >= at(from) && s.atMs < at(to)).map((s) => s.ms);
   const before = window(0, FROZEN_BEFORE_S);
   const frozen = window(FROZEN_BEFORE_S, FROZEN_BEFORE_S + FROZEN_S);
+  await secondsUntilDrained(pool);
   const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM transactions`);
   let workflows = -1;
   for (let attempt = 0; attempt < 100 && workflows !== rows[0]!.n; attempt += 1) {
@@ -171,7 +253,8 @@ async function frozenPhase(
     if (workflows !== rows[0]!.n) await sleep(200);
   }
   return {
-    writers: FROZEN_WRITERS,
+    writers: frozenCase.writers.length,
+    writes_per_writer_per_minute: frozenCase.paceMs ? round(60_000 / frozenCase.paceMs) : 'unpaced',
     frozen_seconds: FROZEN_S,
     writes: writes.samples.length,
     write_errors: writes.errors,
@@ -182,10 +265,11 @@ async function frozenPhase(
     p99_ms_frozen: round(percentile(frozen, 99)),
     max_ms_frozen: round(Math.max(0, ...frozen)),
     backlog_at_sigcont: backlogAtSigcont,
+    seconds_after_sigcont_until_a_bare_start: round(bareStartS, 2),
     seconds_after_sigcont_until_oldest_started: round(firstStartS, 2),
     seconds_after_sigcont_until_every_workflow_started: round(drainedS, 2),
-    backlog_when_the_worker_was_killed: backlogAtKill,
-    seconds_until_the_next_worker_ran: round(workerRestartS, 2),
+    backlog_when_the_worker_was_killed: frozenCase.replaceWorker ? backlogAtKill : null,
+    seconds_until_the_next_worker_ran: frozenCase.replaceWorker ? round(workerRestartS, 2) : null,
     backlog_started_per_second: round(backlogAtSigcont / drainedS),
     transactions_in_postgres: rows[0]!.n,
     transaction_workflows_in_temporal: workflows,
@@ -272,37 +356,34 @@ async function main() {
     const bare = await bareLoop();
     say(`  ${round(bare.perSecond)} starts/s`);
 
-    say(`phase 2: ${INTENTS} POST /intent from ${CLIENTS} clients`);
+    say(`phase 2: ${INTENTS} POST /intent from ${CLIENTS} clients, the worker draining meanwhile`);
     const post = postIntent(apiUrl, org.key.api_key, userId);
-    const t0 = performance.now();
-    const intents = await loop(CLIENTS, post, { total: INTENTS });
-    const startedAllS = (performance.now() - t0) / 1000 + (await secondsUntilDrained(pool));
-    const intake = {
-      accepted: intents.samples.length,
-      errors: intents.errors,
-      per_second: round(intents.perSecond),
-      p50_ms: round(
-        percentile(
-          intents.samples.map((s) => s.ms),
-          50,
-        ),
-      ),
-      p99_ms: round(
-        percentile(
-          intents.samples.map((s) => s.ms),
-          99,
-        ),
-      ),
-      ratio_to_bare_loop: round(intents.perSecond / bare.perSecond, 2),
-      seconds_until_every_workflow_started: round(startedAllS, 2),
-      workflows_started_per_second: round(intents.samples.length / startedAllS),
-    };
+    const intake = await intakePhase(pool, post, bare.perSecond);
     say(`  ${JSON.stringify(intake)}`);
-
-    say(`phase 3: ${FROZEN_WRITERS} writers, Temporal frozen (SIGSTOP) for ${FROZEN_S} s after ${FROZEN_BEFORE_S} s`);
-    const frozen = await frozenPhase(dev.process, pool, client, post, replaceWorker);
+    say(`phase 2b: ${INTENTS} POST /intent from ${CLIENTS} clients with no worker running, then a worker drains them`);
+    await stopProcess(worker);
+    const intakeAlone = await intakePhase(pool, post, bare.perSecond, async () => {
+      worker = await startWorker('worker');
+    });
+    say(`  ${JSON.stringify(intakeAlone)}`);
+    say(
+      `phase 3: ${FROZEN_WRITERS} writers, each an organization at ${PACED_PER_MINUTE} writes a minute (the seed's limit is 100), Temporal frozen for ${FROZEN_S} s after ${FROZEN_BEFORE_S} s`,
+    );
+    const pacedWriters = [];
+    for (let i = 0; i < FROZEN_WRITERS; i += 1) {
+      const each = await createOrganization(pool, { name: `Bench operator ${i}`, kycRequired: true, environment: 'sandbox' });
+      pacedWriters.push(postIntent(apiUrl, each.key.api_key, await createTestUser(pool, each.organization.id, 'enabled')));
+    }
+    const paced = await frozenPhase(dev.process, pool, client, {
+      writers: pacedWriters,
+      paceMs: 60_000 / PACED_PER_MINUTE,
+      replaceWorker: null,
+    });
+    say(`  ${JSON.stringify(paced)}`);
+    say(`phase 4: ${FROZEN_WRITERS} writers without pause (limits lifted), Temporal frozen for ${FROZEN_S} s, a worker killed mid-drain`);
+    const frozen = await frozenPhase(dev.process, pool, client, { writers: Array(FROZEN_WRITERS).fill(post), replaceWorker });
     say(`  ${JSON.stringify(frozen)}`);
-    say('phase 4: the bare loop again, on the server now holding every lifecycle (the baseline of the drain rate)');
+    say('phase 5: the bare loop again, on the server now holding every lifecycle (the baseline of the drain rate)');
     const bareAfter = await bareLoop();
     const results = {
       bench: 'intake',
@@ -327,6 +408,8 @@ async function main() {
         ),
       },
       post_intent: intake,
+      post_intent_no_worker_running: intakeAlone,
+      frozen_temporal_paced: paced,
       frozen_temporal: frozen,
     };
     say(JSON.stringify(results, null, 2));

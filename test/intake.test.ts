@@ -95,6 +95,21 @@ describe('SPEC §20 intake that never waits on Temporal: a frozen Temporal serve
     expect(gauge(metrics, 'ledger_lifecycle_start_backlog')).toBeGreaterThanOrEqual(ids.length);
     expect(gauge(metrics, 'ledger_lifecycle_start_lag_seconds')).toBeGreaterThan(0);
 
+    // The drainer's pass gets no answer (its calls' deadline passes): the rows stay queued, due again at once,
+    // and the drainer probes Temporal instead of backing off row by row.
+    const attempted = await eventually(
+      async () => {
+        const { rows } = await stack.pool.query<{ attempts: number; due: boolean }>(
+          `SELECT attempts, next_attempt_at <= now() AS due FROM lifecycle_queue WHERE transaction_id = ANY($1)`,
+          [ids],
+        );
+        return rows.length === ids.length && rows.some((row) => row.attempts > 0) ? rows : undefined;
+      },
+      30_000,
+      'a drain pass that Temporal did not answer',
+    );
+    expect(attempted.every((row) => row.due)).toBe(true);
+
     thaw();
     for (const id of ids) await eventually(async () => ((await workflowRunning(stack, id)) ? true : undefined), 30_000, `workflow ${id}`);
     for (const id of ids) expect(await awaitingWorkflowSince(stack.pool, id)).toBeNull();

@@ -1,4 +1,5 @@
-import type { Client } from '@temporalio/client';
+import { status } from '@grpc/grpc-js';
+import { isGrpcServiceError, type Client } from '@temporalio/client';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { backoffDelayMs, forEachBounded, interruptiblePause } from '../concurrency';
@@ -27,9 +28,19 @@ export const LIFECYCLE_DRAIN_LIMITS = {
   concurrency: 32,
   /** How long one start or signal may take before its row is given back with backoff. */
   callDeadlineMs: 5_000,
-  /** A failed row's wait before its next attempt: 250 ms doubling to 2 s (Temporal back ⇒ started within ~2 s). */
+  /**
+   * A row Temporal refused (an answer about that row, not silence) waits 250 ms doubling to 2 s before its next
+   * attempt. A row Temporal did not answer in time is due again at once: the drainer waits for Temporal itself.
+   */
   retryMsMin: 250,
   retryMsMax: 2_000,
+  /**
+   * After a pass that Temporal did not answer, a probe (GetSystemInfo, answered by the frontend alone) goes out
+   * every probeEveryMs, each living probeDeadlineMs, so that several are always in flight: a server that
+   * resumes (a SIGSTOP ends, a network partition heals) answers the newest at once and the drain goes on.
+   */
+  probeEveryMs: 250,
+  probeDeadlineMs: 2_000,
   /** The fallback when no poke arrives (a lost NOTIFY, a row due after backoff). */
   pollMs: 1_000,
   /** Between LISTEN reconnects. */
@@ -57,6 +68,38 @@ export interface DrainPass {
   started: number;
   done: number;
   failed: number;
+  /** The pass stopped because Temporal did not answer (a deadline passed, the server unreachable). */
+  unanswered: boolean;
+}
+
+/** Whether a call failed for want of an answer (Temporal away), not because Temporal refused it. */
+function unanswered(error: unknown): boolean {
+  const cause = (error as Error | null)?.cause;
+  const grpc = isGrpcServiceError(error) ? error : isGrpcServiceError(cause) ? cause : null;
+  return grpc !== null && (grpc.code === status.DEADLINE_EXCEEDED || grpc.code === status.UNAVAILABLE);
+}
+
+/**
+ * Resolves once Temporal answers a probe (or `stopped()`): overlapping probes, one every probeEveryMs, each
+ * with probeDeadlineMs to live.
+ */
+function temporalAnswers(client: Client, stopped: () => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    let timer: NodeJS.Timeout | null = null;
+    const done = () => {
+      if (timer) clearInterval(timer);
+      timer = null;
+      resolve();
+    };
+    const probe = () => {
+      if (stopped()) return done();
+      client
+        .withDeadline(Date.now() + LIFECYCLE_DRAIN_LIMITS.probeDeadlineMs, () => client.workflowService.getSystemInfo({}))
+        .then(done, () => undefined);
+    };
+    timer = setInterval(probe, LIFECYCLE_DRAIN_LIMITS.probeEveryMs);
+    probe();
+  });
 }
 
 type CallResult = 'started' | 'already_started' | 'signalled' | 'already_closed';
@@ -90,7 +133,9 @@ export async function drainLifecycleQueueOnce(deps: DrainDeps, limit = LIFECYCLE
         doneIds.push(row.queue_id);
       } catch (error) {
         firstError ??= error;
-        const retryAfterMs = backoffDelayMs(row.attempts + 1, LIFECYCLE_DRAIN_LIMITS.retryMsMin, LIFECYCLE_DRAIN_LIMITS.retryMsMax);
+        const retryAfterMs = unanswered(error)
+          ? 0
+          : backoffDelayMs(row.attempts + 1, LIFECYCLE_DRAIN_LIMITS.retryMsMin, LIFECYCLE_DRAIN_LIMITS.retryMsMax);
         failed.push({ id: row.queue_id, retryAfterMs });
       }
     });
@@ -100,7 +145,7 @@ export async function drainLifecycleQueueOnce(deps: DrainDeps, limit = LIFECYCLE
         { err: firstError, failed: failed.length, done: doneIds.length },
         'Temporal refused lifecycle starts; they stay queued',
       );
-    return { claimed: rows.length, started, done: doneIds.length, failed: failed.length };
+    return { claimed: rows.length, started, done: doneIds.length, failed: failed.length, unanswered: unanswered(firstError) };
   });
 }
 
@@ -226,7 +271,11 @@ export function startLifecycleDrainer(deps: DrainDeps & { sweep?: boolean }): { 
       }
       if (stopped) break;
       failures = pass !== null && pass.failed === 0 ? 0 : failures + 1;
-      if (failures > 0) await backoff.pause(backoffDelayMs(failures, LIFECYCLE_DRAIN_LIMITS.retryMsMin, LIFECYCLE_DRAIN_LIMITS.retryMsMax));
+      if (pass?.unanswered) {
+        await temporalAnswers(deps.client, () => stopped);
+        await backoff.pause(LIFECYCLE_DRAIN_LIMITS.gatherMs);
+      } else if (failures > 0)
+        await backoff.pause(backoffDelayMs(failures, LIFECYCLE_DRAIN_LIMITS.retryMsMin, LIFECYCLE_DRAIN_LIMITS.retryMsMax));
       else if (pass!.claimed === 0) await signal.wait(LIFECYCLE_DRAIN_LIMITS.pollMs);
       else if (pass!.claimed < LIFECYCLE_DRAIN_LIMITS.batchMax) await backoff.pause(LIFECYCLE_DRAIN_LIMITS.gatherMs);
     }
