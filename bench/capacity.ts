@@ -45,6 +45,7 @@ import { createOrganization, setRateLimits } from '../src/orgs/repo';
 import { createTestUser } from '../test/support/harness';
 import { freePort } from '../test/support/ports';
 import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
+import { cpuSeconds, localPostmaster, postgresCpuSeconds } from './cpu';
 import { startProcess, stopProcess } from './processes';
 import { writeResults } from './results';
 
@@ -60,36 +61,6 @@ const TASK_QUEUE = 'ledger-capacity';
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const round = (value: number, digits = 1) => Number(value.toFixed(digits));
-
-/** CPU seconds of a process and, with `children`, of its children it has reaped (Linux /proc; null elsewhere). */
-function cpuSeconds(pid: number, children = false): number | null {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const own = Number(fields[11]) + Number(fields[12]);
-    return (children ? own + Number(fields[13]) + Number(fields[14]) : own) / 100;
-  } catch {
-    return null;
-  }
-}
-
-/** CPU seconds of a local Postgres server: the postmaster (with the backends it reaped) and its live children. */
-function postgresCpuSeconds(postmaster: number | null): number | null {
-  if (postmaster === null) return null;
-  let total = cpuSeconds(postmaster, true);
-  if (total === null) return null;
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === postmaster) total += cpuSeconds(Number(entry)) ?? 0;
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return total;
-}
 
 interface DatabaseCounters {
   bytes: number;
@@ -346,15 +317,7 @@ async function main() {
     const hasStatements =
       (await admin.query(`SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'`)).rowCount === 1 &&
       (await admin.query(`SELECT current_setting('shared_preload_libraries') LIKE '%pg_stat_statements%' AS on`)).rows[0].on === true;
-    // The postmaster: the parent of our backend, if it runs on this machine.
-    const { rows: backend } = await admin.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`);
-    let postmaster: number | null = null;
-    try {
-      const stat = fs.readFileSync(`/proc/${backend[0]!.pid}/stat`, 'utf8');
-      if (stat.includes('(postgres)')) postmaster = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    } catch {
-      postmaster = null;
-    }
+    const postmaster = await localPostmaster(admin);
     const { rows: settings } = await admin.query<{ version: string; max_connections: string }>(
       `SELECT version() AS version, current_setting('max_connections') AS max_connections`,
     );

@@ -42,6 +42,7 @@ import { createOrganization, setRateLimits } from '../src/orgs/repo';
 import { createTestUser } from '../test/support/harness';
 import { freePort } from '../test/support/ports';
 import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
+import { cpuMeter, cpuSeconds, localPostmaster, postgresCpuSeconds } from './cpu';
 import { startProcess, stopProcess } from './processes';
 import { writeResults } from './results';
 
@@ -147,13 +148,30 @@ function postIntent(apiUrl: string, apiKey: string, userId: string) {
   };
 }
 
+/** The box's CPU by part: the api, the worker, Postgres, the Temporal server and this process (client, no-op worker). */
+type BoxCpu = () => () => Record<string, number>;
+
+/** CPU ms per item of each part, and their sum. */
+function perItem(used: Record<string, number>, items: number): Record<string, number> {
+  const each = Object.fromEntries(Object.entries(used).map(([name, seconds]) => [name, round((seconds * 1000) / items, 2)]));
+  return { ...each, all: round((Object.values(used).reduce((sum, s) => sum + s, 0) * 1000) / items, 2) };
+}
+
 /**
  * INTENTS POST /intent from CLIENTS clients against the bare loop's rate; then `beforeDrain` (if given) and the
  * seconds from the first POST until every workflow has started (the queue empty).
  */
-async function intakePhase(pool: Pool, post: () => Promise<void>, bareRate: number, beforeDrain?: () => Promise<void>) {
+async function intakePhase(
+  pool: Pool,
+  post: () => Promise<void>,
+  bare: { perSecond: number },
+  box: BoxCpu,
+  beforeDrain?: () => Promise<void>,
+) {
   const t0 = performance.now();
+  const cpu = box();
   const intents = await loop(CLIENTS, post, { total: INTENTS });
+  const used = cpu();
   if (beforeDrain) await beforeDrain();
   const startedAllS = (performance.now() - t0) / 1000 + (await secondsUntilDrained(pool));
   const latencies = intents.samples.map((s) => s.ms);
@@ -163,7 +181,8 @@ async function intakePhase(pool: Pool, post: () => Promise<void>, bareRate: numb
     per_second: round(intents.perSecond),
     p50_ms: round(percentile(latencies, 50)),
     p99_ms: round(percentile(latencies, 99)),
-    ratio_to_bare_loop: round(intents.perSecond / bareRate, 2),
+    ratio_to_bare_loop: round(intents.perSecond / bare.perSecond, 2),
+    cpu_ms_per_intent: perItem(used, intents.samples.length),
     seconds_until_every_workflow_started: round(startedAllS, 2),
     workflows_started_per_second: round(intents.samples.length / startedAllS),
   };
@@ -353,16 +372,27 @@ async function main() {
         },
         { total: BARE_STARTS },
       );
+    const postmaster = await localPostmaster(pool);
+    const box: BoxCpu = () =>
+      cpuMeter({
+        api: () => cpuSeconds(api.pid!),
+        worker: () => cpuSeconds(worker.pid!),
+        postgres: () => postgresCpuSeconds(postmaster),
+        temporal: () => cpuSeconds(dev.process.pid!),
+        bench: () => cpuSeconds(process.pid),
+      });
+    const bareCpu = box();
     const bare = await bareLoop();
-    say(`  ${round(bare.perSecond)} starts/s`);
+    const bareUsed = perItem(bareCpu(), bare.samples.length);
+    say(`  ${round(bare.perSecond)} starts/s; CPU ms per start ${JSON.stringify(bareUsed)}`);
 
     say(`phase 2: ${INTENTS} POST /intent from ${CLIENTS} clients, the worker draining meanwhile`);
     const post = postIntent(apiUrl, org.key.api_key, userId);
-    const intake = await intakePhase(pool, post, bare.perSecond);
+    const intake = await intakePhase(pool, post, bare, box);
     say(`  ${JSON.stringify(intake)}`);
     say(`phase 2b: ${INTENTS} POST /intent from ${CLIENTS} clients with no worker running, then a worker drains them`);
     await stopProcess(worker);
-    const intakeAlone = await intakePhase(pool, post, bare.perSecond, async () => {
+    const intakeAlone = await intakePhase(pool, post, bare, box, async () => {
       worker = await startWorker('worker');
     });
     say(`  ${JSON.stringify(intakeAlone)}`);
@@ -397,6 +427,7 @@ async function main() {
             99,
           ),
         ),
+        cpu_ms_per_start: bareUsed,
       },
       bare_noop_start_after: {
         per_second: round(bareAfter.perSecond),

@@ -43,6 +43,7 @@ import { freePort } from '../test/support/ports';
 import { createTestUser } from '../test/support/harness';
 import { createScratchDatabase, startScratchTemporal, topologyFrom } from '../test/support/scratch';
 import { shapeStart, startShapeWorker } from './lifecycleShape';
+import { cpuSeconds, localPostmaster, postgresCpuSeconds, writeBytes } from './cpu';
 import { startProcess, stopProcess } from './processes';
 import { writeResults } from './results';
 
@@ -67,54 +68,17 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-/** The fields of /proc/<pid>/stat after the command name: [11] utime, [12] stime, [13] cutime, [14] cstime (ticks). */
-function statFields(pid: number): number[] {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return stat
-    .slice(stat.lastIndexOf(')') + 2)
-    .split(' ')
-    .map(Number);
-}
-
 /** CPU seconds and bytes written so far by a process (Linux /proc; zeros elsewhere). */
 function processUsage(pid: number): { cpuSeconds: number; writeBytes: number } {
-  try {
-    const fields = statFields(pid);
-    const ticks = fields[11]! + fields[12]!; // utime + stime
-    const io = fs.readFileSync(`/proc/${pid}/io`, 'utf8');
-    return { cpuSeconds: ticks / 100, writeBytes: Number(/write_bytes:\s+(\d+)/.exec(io)?.[1] ?? 0) };
-  } catch {
-    return { cpuSeconds: 0, writeBytes: 0 };
-  }
+  return { cpuSeconds: cpuSeconds(pid) ?? 0, writeBytes: writeBytes(pid) };
 }
 
 /**
  * CPU seconds of the whole Postgres server the ledger runs on, when it runs on this machine: its postmaster
  * (with the children it already reaped) and every live child: backends, WAL writer, checkpointer, autovacuum.
- * Found from one backend's parent; null when that is not a local postgres process (a remote DATABASE_URL).
  */
 async function postgresUsage(pool: Pool): Promise<number | null> {
-  try {
-    const { rows } = await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-    const parentOf = (pid: number) => Number(/PPid:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
-    const postmaster = parentOf(rows[0]!.pid);
-    if (!fs.readFileSync(`/proc/${postmaster}/comm`, 'utf8').startsWith('postgres')) return null;
-    const own = statFields(postmaster);
-    let ticks = own[11]! + own[12]! + own[13]! + own[14]!; // utime, stime, and its reaped children's
-    for (const entry of fs.readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      try {
-        if (parentOf(Number(entry)) !== postmaster) continue;
-        const child = statFields(Number(entry));
-        ticks += child[11]! + child[12]!;
-      } catch {
-        // Gone between the listing and the read: its time is now in the postmaster's reaped children.
-      }
-    }
-    return ticks / 100;
-  } catch {
-    return null;
-  }
+  return postgresCpuSeconds(await localPostmaster(pool));
 }
 
 /** Summed CPU seconds and bytes written of several processes, and each one's CPU seconds. */

@@ -19,6 +19,7 @@ import { settlementDateOf } from '../src/ledger/dates';
 import { insertTransaction } from '../src/ledger/transactions';
 import { createOrganization } from '../src/orgs/repo';
 import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
+import { cpuSeconds } from './cpu';
 import { startProcess, stopProcess } from './processes';
 import { writeResults } from './results';
 
@@ -39,17 +40,12 @@ function rssKiB(pid: number): number {
   return Number(line.split(/\s+/)[1]);
 }
 
-function cpuTicks(pid: number): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return Number(fields[11]) + Number(fields[12]);
-}
-
 /** Waits until the process used under 2 % of a core over 3 s. */
 async function quiet(pid: number): Promise<void> {
   for (;;) {
-    const before = cpuTicks(pid);
+    const before = cpuSeconds(pid) ?? 0;
     await sleep(3_000);
-    if (cpuTicks(pid) - before < 6) return;
+    if ((cpuSeconds(pid) ?? 0) - before < 0.06) return;
   }
 }
 

@@ -262,15 +262,17 @@ export async function storeAnswers(
   const { organizationId, records, now } = stored;
   if (records.length === 0) return;
   const column = <T>(pick: (record: AnswerRecord) => T) => records.map(pick);
-  await db.query(
-    `INSERT INTO idempotency_keys (organization_id, scope, key, endpoint, request_hash, status_code, response_body, created_at)
+  await db.query({
+    // Named, as the other inserts of a write (src/events/outbox.ts says why).
+    name: 'idempotency_store',
+    text: `INSERT INTO idempotency_keys (organization_id, scope, key, endpoint, request_hash, status_code, response_body, created_at)
      SELECT $1, scope, key, endpoint, request_hash, status_code, response_body, $8
        FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[])
             AS i (scope, key, endpoint, request_hash, status_code, response_body)
      ON CONFLICT (organization_id, scope, key) DO UPDATE
        SET endpoint = EXCLUDED.endpoint, request_hash = EXCLUDED.request_hash, status_code = EXCLUDED.status_code,
            response_body = EXCLUDED.response_body, created_at = EXCLUDED.created_at`,
-    [
+    values: [
       organizationId,
       column((r) => r.identity.scope),
       column((r) => r.identity.key),
@@ -280,7 +282,7 @@ export async function storeAnswers(
       column((r) => r.text),
       now,
     ],
-  );
+  });
 }
 
 /** Stores the answer under every identity of the request, in the request's own transaction. */

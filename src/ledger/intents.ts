@@ -49,8 +49,10 @@ export function renderIntent(row: IntentRow, transactions: Transaction[]): Inten
  */
 export async function insertIntents(db: Queryable, intents: readonly IntentRow[]): Promise<IntentRow[]> {
   if (intents.length === 0) return [];
-  const { rows } = await db.query<IntentRow>(
-    `INSERT INTO intents (id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, approval_mode,
+  const { rows } = await db.query<IntentRow>({
+    // Named: src/events/outbox.ts says why.
+    name: 'intents_insert',
+    text: `INSERT INTO intents (id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, approval_mode,
                           status, decline_category, metadata, created_at, updated_at)
      SELECT id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, approval_mode,
             status, decline_category, metadata, created_at, created_at
@@ -58,8 +60,8 @@ export async function insertIntents(db: Queryable, intents: readonly IntentRow[]
             direction text, amount_cents bigint, approval_mode text, status text, decline_category text, metadata jsonb,
             created_at timestamptz)
      RETURNING *`,
-    [JSON.stringify(intents)],
-  );
+    values: [JSON.stringify(intents)],
+  });
   const stored = new Map(rows.map((row) => [row.id, row]));
   return intents.map((intent) => stored.get(intent.id)!);
 }

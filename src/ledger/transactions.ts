@@ -62,8 +62,10 @@ export async function insertTransactions(db: Queryable, inputs: readonly NewTran
   if (inputs.length === 0) return [];
   const ids = inputs.map(() => newId('txn'));
   const column = <K extends keyof NewTransaction>(key: K) => inputs.map((input) => input[key]);
-  const { rows } = await db.query<TransactionRow>(
-    `WITH t AS (
+  const { rows } = await db.query<TransactionRow>({
+    // Named: src/events/outbox.ts says why.
+    name: 'transactions_insert',
+    text: `WITH t AS (
        INSERT INTO transactions AS t (id, organization_id, account_id, direction, type, source_id, amount_cents, status, date, created_at, updated_at)
        SELECT id, organization_id, account_id, direction, type, source_id, amount_cents, 'pending', date, created_at, created_at
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::date[], $9::timestamptz[])
@@ -80,7 +82,7 @@ export async function insertTransactions(db: Queryable, inputs: readonly NewTran
         ORDER BY q.ord
      )
      SELECT * FROM t`,
-    [
+    values: [
       ids,
       column('organizationId'),
       column('accountId'),
@@ -92,7 +94,7 @@ export async function insertTransactions(db: Queryable, inputs: readonly NewTran
       column('createdAt'),
       column('taskQueue'),
     ],
-  );
+  });
   const stored = new Map(rows.map((row) => [row.id, row]));
   return ids.map((id) => stored.get(id)!);
 }
