@@ -77,7 +77,7 @@ async function loop(
   op: (client: number) => Promise<void>,
   stop: { total?: number; until?: () => boolean; paceMs?: number },
 ) {
-  const samples: Array<{ atMs: number; ms: number }> = [];
+  const samples: Array<{ atMs: number; ms: number; client: number }> = [];
   let errors = 0;
   let issued = 0;
   const started = performance.now();
@@ -95,7 +95,7 @@ async function loop(
         const t0 = performance.now();
         try {
           await op(client);
-          samples.push({ atMs: t0, ms: performance.now() - t0 });
+          samples.push({ atMs: t0, ms: performance.now() - t0, client });
         } catch (error) {
           errors += 1;
           if (errors <= 3) say(`  error: ${(error as Error).message}`);
@@ -283,6 +283,11 @@ async function frozenPhase(server: ChildProcess, pool: Pool, client: Client, fro
     p50_ms_frozen: round(percentile(frozen, 50)),
     p99_ms_frozen: round(percentile(frozen, 99)),
     max_ms_frozen: round(Math.max(0, ...frozen)),
+    // The slowest writes of the whole phase: seconds from its start (SIGSTOP at FROZEN_BEFORE_S), writer, ms.
+    slowest_writes: [...writes.samples]
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 8)
+      .map((s) => ({ at_s: round((s.atMs - t0) / 1000, 2), writer: s.client, ms: round(s.ms) })),
     backlog_at_sigcont: backlogAtSigcont,
     seconds_after_sigcont_until_a_bare_start: round(bareStartS, 2),
     seconds_after_sigcont_until_oldest_started: round(firstStartS, 2),

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { randomString } from '../src/ids';
 import { startTemporalDevServer, type DevServer } from '../ops/devServer';
-import { withTransaction } from '../src/db/pool';
+import { createPool, withTransaction } from '../src/db/pool';
 import { settlementDateOf } from '../src/ledger/dates';
 import { drainLifecycleQueueOnce } from '../src/ledger/lifecycleDrainer';
 import { awaitingWorkflowSince } from '../src/ledger/lifecycleQueue';
@@ -201,6 +201,41 @@ describe('SPEC §20 the lifecycle queue drainers', () => {
     expect(done).toBe(ids.length);
     for (const id of ids) expect(await awaitingWorkflowSince(stack.pool, id)).toBeNull();
     for (const id of ids) expect((await stack.temporal.workflow.getHandle(id).describe()).taskQueue).toBe(taskQueue);
+  });
+
+  test('a drainer whose database connection dies after Temporal accepted its starts leaves the rows; the next pass starts none twice', async () => {
+    const taskQueue = `test-dying-drainer-${randomString(8)}`;
+    const ids = await queued(taskQueue, 6);
+    // The dying drainer's one connection: killed once Temporal has accepted its first start, before the pass's
+    // commit (as a SIGKILL of its process would end it).
+    const dying = createPool(stack.config.DATABASE_URL!, 1);
+    dying.on('error', () => undefined);
+    const { rows } = await dying.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    let accepted = 0;
+    const killing = new Proxy(stack.temporal, {
+      get(target, property, receiver) {
+        if (property !== 'withDeadline') return Reflect.get(target, property, receiver);
+        return async <R>(deadline: number, fn: () => Promise<R>): Promise<R> => {
+          const result = await target.withDeadline(deadline, fn);
+          accepted += 1;
+          if (accepted === 1) await stack.pool.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+          return result;
+        };
+      },
+    });
+    await expect(drainLifecycleQueueOnce({ ...drainer(taskQueue), pool: dying, client: killing })).rejects.toThrow();
+    await dying.end().catch(() => undefined);
+    expect(accepted).toBeGreaterThan(0);
+    for (const id of ids) expect(await awaitingWorkflowSince(stack.pool, id)).not.toBeNull();
+    // The next pass finds what the dead one started already started (done, not started again) and starts the rest.
+    const next = await drainLifecycleQueueOnce(drainer(taskQueue));
+    expect(next).toMatchObject({ claimed: ids.length, done: ids.length, failed: 0 });
+    expect(next.started).toBe(ids.length - accepted);
+    for (const id of ids) expect(await awaitingWorkflowSince(stack.pool, id)).toBeNull();
+    // Visibility catches up with the starts a moment later.
+    await eventually(async () =>
+      (await stack.temporal.workflow.count(`TaskQueue = '${taskQueue}'`)).count === ids.length ? true : undefined,
+    );
   });
 
   test('rows are drained in creation order, a batch at a time; a queue drains only its own rows', async () => {
