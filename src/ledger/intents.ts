@@ -24,6 +24,13 @@ export interface IntentRow {
   created_at: Date;
 }
 
+/**
+ * The columns of IntentRow by name, never `*`: a named statement's result type is fixed once planned, so a
+ * column a later migration adds would make every connection that prepared `RETURNING *` fail until it closes.
+ */
+const INTENT_COLUMNS = `id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, currency, approval_mode,
+  status, decline_category, metadata, created_at`;
+
 export function renderIntent(row: IntentRow, transactions: Transaction[]): Intent {
   return {
     id: row.id,
@@ -59,7 +66,7 @@ export async function insertIntents(db: Queryable, intents: readonly IntentRow[]
        FROM jsonb_to_recordset($1::jsonb) AS i (id text, organization_id text, account_id text, user_id text, idempotency_key text,
             direction text, amount_cents bigint, approval_mode text, status text, decline_category text, metadata jsonb,
             created_at timestamptz)
-     RETURNING *`,
+     RETURNING ${INTENT_COLUMNS}`,
     values: [JSON.stringify(intents)],
   });
   const stored = new Map(rows.map((row) => [row.id, row]));

@@ -26,7 +26,7 @@ export const LIFECYCLE_DRAIN_LIMITS = {
   batchMax: 200,
   /** Temporal calls in flight per pass. */
   concurrency: 32,
-  /** How long one start or signal may take before its row is given back with backoff. */
+  /** How long one start or signal may take before its row is given back (unanswered: due again at once). */
   callDeadlineMs: 5_000,
   /**
    * A row Temporal refused (an answer about that row, not silence) waits 250 ms doubling to 2 s before its next
