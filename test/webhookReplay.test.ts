@@ -346,7 +346,7 @@ describe('SPEC §17 webhooks: a replay survives a killed worker', () => {
     const infra = testInfra();
     child = await spawnWorkerProcess(
       {
-        DATABASE_URL: infra.databaseUrl,
+        DATABASE_URL: stack.config.DATABASE_URL!,
         TEMPORAL_ADDRESS: infra.temporalAddress,
         TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
         LOG_LEVEL: 'silent',

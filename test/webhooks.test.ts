@@ -462,7 +462,7 @@ describe('SPEC §12 webhooks: a killed worker', () => {
     receiver.answer = (_request, sameEvent) => (sameEvent.length === 1 ? 'hold' : 200);
     const infra = testInfra();
     child = await spawnWorkerProcess({
-      DATABASE_URL: infra.databaseUrl,
+      DATABASE_URL: stack.config.DATABASE_URL!,
       TEMPORAL_ADDRESS: infra.temporalAddress,
       TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
       LOG_LEVEL: 'silent',

@@ -10,6 +10,7 @@ import { startApi, type RunningApi } from '../../src/api';
 import { addAllowlistEntry, createOrganization, setRateLimits } from '../../src/orgs/repo';
 import { connectTemporal } from '../../src/platform/temporal';
 import { startWorker, type LedgerWorker } from '../../src/worker';
+import { createScratchDatabase } from './scratch';
 
 /** The real Postgres database and Temporal server that globalSetup started for this run. */
 export function testInfra() {
@@ -38,9 +39,10 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     TEMPORAL_TASK_QUEUE: `test-${randomString(10)}`,
     PORT: '0',
     LOG_LEVEL: 'silent',
-    // Suites share one database: only a suite that asks for it runs the webhook outbox dispatcher, so no
-    // other suite's worker claims its events onto a task queue that may stop before they are done. The
-    // lifecycle drainers need no such care: each drains only its own task queue's rows.
+    // Suites share one database: only a suite that asks for it runs the webhook outbox dispatcher, and its
+    // stack gets a database of its own (startStack), so no other suite's worker claims its events onto a task
+    // queue that may stop before they are done. The lifecycle drainers need no such care: each drains only its
+    // own task queue's rows.
     WEBHOOK_DISPATCHER: 'off',
     // Production refuses to start without it; a key of this run's own keeps production suites starting.
     ...(overrides.LEDGER_ENVIRONMENT === 'production' ? { WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY } : {}),
@@ -84,9 +86,10 @@ export async function startStack(
   options: { env?: Record<string, string>; clock?: Clock; worker?: boolean; log?: Logger } = {},
 ): Promise<Stack> {
   const infra = testInfra();
-  const config = testConfig(options.env);
+  const own = testConfig(options.env).WEBHOOK_DISPATCHER === 'on' && !options.env?.DATABASE_URL ? await ownDatabase() : null;
+  const config = testConfig({ ...options.env, ...(own ? { DATABASE_URL: own.databaseUrl } : {}) });
   const log = options.log ?? createLogger(config.LOG_LEVEL);
-  const pool = createPool(infra.databaseUrl, config.DATABASE_POOL_MAX);
+  const pool = createPool(config.DATABASE_URL!, config.DATABASE_POOL_MAX);
   const { connection, client } = await connectTemporal(config.TEMPORAL_ADDRESS ?? infra.temporalAddress, config.TEMPORAL_NAMESPACE);
   const worker = options.worker === false ? null : await startTestWorker({ config, pool, temporal: client }, log);
   const api = await startApi({ config, pool, log, temporal: client, clock: options.clock ?? systemClock });
@@ -103,8 +106,25 @@ export async function startStack(
       await worker?.shutdown();
       await connection.close();
       await pool.end();
+      await own?.drop();
     },
   };
+}
+
+/**
+ * A migrated database of a stack's own, named after the run's (so globalSetup sweeps it if a run dies first).
+ * The webhook outbox dispatcher claims every organization's events, onto its own stack's task queue: in the
+ * shared database, one suite's dispatcher would start another's deliveries on a queue whose worker may stop
+ * before they run. So a stack that runs the dispatcher gets a database no other stack dispatches from.
+ */
+async function ownDatabase(): Promise<{ databaseUrl: string; drop(): Promise<void> }> {
+  const shared = new URL(testInfra().databaseUrl);
+  const name = `${shared.pathname.slice(1)}_own_${randomString(8)
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, 'x')}`;
+  const admin = new URL(shared);
+  admin.pathname = '/postgres';
+  return createScratchDatabase(admin.toString(), name);
 }
 
 export interface TestOrg {
