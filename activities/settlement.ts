@@ -107,8 +107,12 @@ export function createSettlementActivities(deps: ActivityDeps, rail: PaymentRail
       const transferDate = transferDateOf(input.windowDate, deps.config.SETTLEMENT_CUTOFF, deps.config.SETTLEMENT_CALENDAR);
       const started = Date.now();
       const result = await keepAlive(() =>
-        withTransaction(deps.pool, (tx) =>
-          repo.createWindowTransfer(tx, { accountId: input.accountId, windowDate: input.windowDate, transferDate, now: new Date() }),
+        withTransaction(
+          deps.pool,
+          (tx) =>
+            repo.createWindowTransfer(tx, { accountId: input.accountId, windowDate: input.windowDate, transferDate, now: new Date() }),
+          // Its triggers' plans, made for the whole window, must not serve the small writes after it.
+          { discardConnection: true },
         ),
       );
       if (result?.created) {
@@ -202,7 +206,9 @@ export function createSettlementActivities(deps: ActivityDeps, rail: PaymentRail
     /** The network settled it: the transfer and every member become settled in one database transaction. */
     async settleTransfer(input: { transferId: string }): Promise<{ changed: boolean }> {
       const started = Date.now();
-      const result = await keepAlive(() => withTransaction(deps.pool, (tx) => repo.settleTransfer(tx, input.transferId, new Date())));
+      const result = await keepAlive(() =>
+        withTransaction(deps.pool, (tx) => repo.settleTransfer(tx, input.transferId, new Date()), { discardConnection: true }),
+      );
       if (result.changed) {
         ledgerMetrics.transitionsTotal.inc({ to_status: 'settled' }, result.transfer.transaction_count);
         deps.log.info(

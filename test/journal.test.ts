@@ -350,3 +350,31 @@ describe('SPEC §21 the backfill', () => {
     }
   });
 });
+
+describe('SPEC §21 journal triggers and pooled connections', () => {
+  test('the transaction that builds or settles a window runs on a connection closed afterwards, never pooled again', async () => {
+    // Postgres caches the trigger plans a statement over a whole window makes on its connection; a small write
+    // reusing them ran 16× slower (docs/settlement.md, "The connection a window's transaction ran on"). The activities run those transactions with
+    // discardConnection, which this checks on a pool of one connection.
+    const pool = createPool(stack.config.DATABASE_URL!, 1);
+    try {
+      const pidOf = async () => (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      const before = await pidOf();
+      const inside = await withTransaction(
+        pool,
+        async (tx) => (await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid,
+        {
+          discardConnection: true,
+        },
+      );
+      expect(inside).toBe(before);
+      const after = await pidOf();
+      expect(after).not.toBe(before);
+      // Without the option the connection goes back to the pool.
+      await withTransaction(pool, async () => undefined);
+      expect(await pidOf()).toBe(after);
+    } finally {
+      await pool.end();
+    }
+  });
+});

@@ -29,8 +29,19 @@ export function createPool(databaseUrl: string, max = 20, onIdleError: (error: E
   return pool;
 }
 
-/** Runs `work` in one database transaction; any throw rolls everything back. */
-export async function withTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+/**
+ * Runs `work` in one database transaction; any throw rolls everything back.
+ *
+ * `discardConnection`: close the connection afterwards instead of giving it back to the pool. For the
+ * statements over a whole window (thousands of rows): Postgres caches the plans of the triggers they fire, on
+ * the connection, shaped for that many rows, and every small write that later ran there used them (a lifecycle
+ * took 60 ms instead of 3.8 ms on a connection that had settled a 20,000-member window).
+ */
+export async function withTransaction<T>(
+  pool: pg.Pool,
+  work: (client: pg.PoolClient) => Promise<T>,
+  options: { discardConnection?: boolean } = {},
+): Promise<T> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
@@ -41,7 +52,7 @@ export async function withTransaction<T>(pool: pg.Pool, work: (client: pg.PoolCl
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
   } finally {
-    client.release();
+    client.release(options.discardConnection === true);
   }
 }
 
