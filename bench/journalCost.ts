@@ -115,12 +115,15 @@ async function windowOf(pool: Pool, organizationId: string, round: number): Prom
   await pool.query('VACUUM ANALYZE transactions');
   let transferId = '';
   const build = await timed(async () => {
-    const built = await withTransaction(pool, (tx) =>
-      createWindowTransfer(tx, { accountId: account.id, windowDate: WINDOW_DATE, transferDate: WINDOW_DATE, now: new Date() }),
+    // On a connection closed afterwards, as the settlement activities run it (docs/settlement.md).
+    const built = await withTransaction(
+      pool,
+      (tx) => createWindowTransfer(tx, { accountId: account.id, windowDate: WINDOW_DATE, transferDate: WINDOW_DATE, now: new Date() }),
+      { discardConnection: true },
     );
     transferId = built!.transfer.id;
   });
-  const settle = await timed(() => withTransaction(pool, (tx) => settleTransfer(tx, transferId, new Date())));
+  const settle = await timed(() => withTransaction(pool, (tx) => settleTransfer(tx, transferId, new Date()), { discardConnection: true }));
   return { build, settle };
 }
 
