@@ -120,17 +120,21 @@ async function secondsUntilHeadMoves(pool: Pool, head: string | null): Promise<n
   return (performance.now() - t0) / 1000;
 }
 
-async function queueLength(pool: Pool): Promise<number> {
-  const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM lifecycle_queue`);
+/** Rows queued (only those queued at or before `upTo`, the database's clock, when given). */
+async function queueLength(pool: Pool, upTo: Date | null = null): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM lifecycle_queue WHERE created_at <= coalesce($1::timestamptz, 'infinity')`,
+    [upTo],
+  );
   return rows[0]!.n;
 }
 
-/** Seconds from now until the lifecycle queue is empty. */
-async function secondsUntilDrained(pool: Pool, limitS = 600): Promise<number> {
+/** Seconds from now until the lifecycle queue is empty (of rows queued at or before `upTo`, when given). */
+async function secondsUntilDrained(pool: Pool, upTo: Date | null = null, limitS = 600): Promise<number> {
   const t0 = performance.now();
-  while ((await queueLength(pool)) > 0) {
+  while ((await queueLength(pool, upTo)) > 0) {
     if (performance.now() - t0 > limitS * 1000) throw new Error(`queue not drained in ${limitS} s`);
-    await sleep(50);
+    await sleep(20);
   }
   return (performance.now() - t0) / 1000;
 }
@@ -203,17 +207,6 @@ async function secondsUntilBareStart(client: Client): Promise<number> {
   }
 }
 
-/** Seconds until no row queued at or before `instant` (the database's clock) is left. */
-async function secondsUntilDrainedUpTo(pool: Pool, instant: Date, limitS = 600): Promise<number> {
-  const t0 = performance.now();
-  for (;;) {
-    const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM lifecycle_queue WHERE created_at <= $1`, [instant]);
-    if (rows[0]!.n === 0) return (performance.now() - t0) / 1000;
-    if (performance.now() - t0 > limitS * 1000) throw new Error(`queue not drained in ${limitS} s`);
-    await sleep(20);
-  }
-}
-
 interface FrozenCase {
   /** One writer per entry, each with its own POST. */
   writers: Array<() => Promise<void>>;
@@ -242,7 +235,7 @@ async function frozenPhase(server: ChildProcess, pool: Pool, client: Client, fro
     backlogAtSigcont = await queueLength(pool);
     const { rows } = await pool.query<{ now: Date }>(`SELECT clock_timestamp() AS now`);
     server.kill('SIGCONT');
-    const drained = secondsUntilDrainedUpTo(pool, rows[0]!.now);
+    const drained = secondsUntilDrained(pool, rows[0]!.now);
     [firstStartS, bareStartS] = await Promise.all([secondsUntilHeadMoves(pool, head), secondsUntilBareStart(client)]);
     say(
       `  SIGCONT with ${backlogAtSigcont} rows queued; the oldest started after ${firstStartS.toFixed(2)} s, a bare start after ${bareStartS.toFixed(2)} s`,

@@ -4,6 +4,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { backoffDelayMs, forEachBounded, interruptiblePause } from '../concurrency';
 import { withTransaction, type Pool } from '../db/pool';
+import { temporalHealthy } from '../platform/temporal';
 import { signalConfirmFunds, startTransactionWorkflow, sweepLifecycles } from './lifecycle';
 import { claimLifecycleRows, LIFECYCLE_QUEUE_CHANNEL, settleLifecycleRows, type LifecycleQueueRow } from './lifecycleQueue';
 
@@ -93,9 +94,7 @@ function temporalAnswers(client: Client, stopped: () => boolean): Promise<void> 
     };
     const probe = () => {
       if (stopped()) return done();
-      client
-        .withDeadline(Date.now() + LIFECYCLE_DRAIN_LIMITS.probeDeadlineMs, () => client.workflowService.getSystemInfo({}))
-        .then(done, () => undefined);
+      temporalHealthy(client, LIFECYCLE_DRAIN_LIMITS.probeDeadlineMs).then(done, () => undefined);
     };
     timer = setInterval(probe, LIFECYCLE_DRAIN_LIMITS.probeEveryMs);
     probe();

@@ -86,7 +86,8 @@ export async function startStack(
   options: { env?: Record<string, string>; clock?: Clock; worker?: boolean; log?: Logger } = {},
 ): Promise<Stack> {
   const infra = testInfra();
-  const own = testConfig(options.env).WEBHOOK_DISPATCHER === 'on' && !options.env?.DATABASE_URL ? await ownDatabase() : null;
+  // testConfig turns the dispatcher off unless the suite's env turns it on.
+  const own = options.env?.WEBHOOK_DISPATCHER === 'on' && !options.env.DATABASE_URL ? await ownDatabase() : null;
   const config = testConfig({ ...options.env, ...(own ? { DATABASE_URL: own.databaseUrl } : {}) });
   const log = options.log ?? createLogger(config.LOG_LEVEL);
   const pool = createPool(config.DATABASE_URL!, config.DATABASE_POOL_MAX);
