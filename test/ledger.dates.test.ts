@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { settlementDateOf, windowBounds } from '../src/ledger/dates';
 
 // 2026 DST in America/New_York: spring forward Sunday 8 March (23-hour day), fall back Sunday 1 November
@@ -64,5 +65,23 @@ describe('SPEC §8 transaction date: the Eastern-time settlement window', () => 
         day = new Date(day.getTime() + 86_400_000);
       }
     }
+  });
+
+  // settlementDateOf remembers the last window it answered and answers from its bounds: moments close together
+  // (hours apart, across window edges and DST days), in any order and with the cutoff changing between them.
+  test('every moment is inside the bounds of the window it is given, whatever was asked before', () => {
+    const moment = fc.date({ min: at('2025-01-01T00:00:00Z'), max: at('2028-12-31T00:00:00Z'), noInvalidDate: true });
+    const cutoff = fc.constantFrom('00:00', '17:00', '02:30', '23:59');
+    const hours = fc.integer({ min: -40 * 3_600_000, max: 40 * 3_600_000 });
+    fc.assert(
+      fc.property(moment, fc.array(fc.tuple(hours, cutoff), { minLength: 1, maxLength: 40 }), (base, asks) => {
+        for (const [offsetMs, each] of asks) {
+          const when = new Date(base.getTime() + offsetMs);
+          const { start, end } = windowBounds(settlementDateOf(when, each), each);
+          expect(start.getTime() <= when.getTime() && when.getTime() < end.getTime()).toBe(true);
+        }
+      }),
+      { numRuns: 500 },
+    );
   });
 });

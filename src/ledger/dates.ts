@@ -22,6 +22,20 @@ function parseCutoff(cutoff: string): { hour: number; minute: number } {
  * it (luxon's rule), on that day only.
  */
 export function settlementDateOf(createdAt: Date, cutoff: string): string {
+  // Every write asks, nearly always about the window of the one before: its bounds answer without luxon.
+  const at = createdAt.getTime();
+  const last = lastWindow;
+  if (last !== null && last.cutoff === cutoff && at >= last.start && at < last.end) return last.date;
+  const date = windowOf(createdAt, cutoff);
+  const { start, end } = windowBounds(date, cutoff);
+  if (at >= start.getTime() && at < end.getTime()) lastWindow = { cutoff, date, start: start.getTime(), end: end.getTime() };
+  return date;
+}
+
+/** The window settlementDateOf answered last, with its bounds in epoch ms. */
+let lastWindow: { cutoff: string; date: string; start: number; end: number } | null = null;
+
+function windowOf(createdAt: Date, cutoff: string): string {
   const { hour, minute } = parseCutoff(cutoff);
   const local = DateTime.fromJSDate(createdAt, { zone: SETTLEMENT_ZONE });
   if (!local.isValid) throw new Error(`not a valid moment: ${String(createdAt)}`);
