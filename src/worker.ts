@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { Client } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { createActivities } from '../activities';
@@ -120,7 +120,10 @@ export async function startWorker(options: {
   const running = Promise.all([worker.run(), settlementWorker.run()])
     .then(() => undefined)
     .finally(() => connection.close());
-  const sidecarDeps: SidecarDeps = { config: options.config, pool: options.pool, log: options.log, temporal: options.temporal, taskQueue };
+  // The sidecars start their workflows through the worker's own connection (the SDK's core, in Rust), not
+  // `temporal`'s grpc-js channel: a start costs this process 0.4–1 ms less CPU (docs/benchmarks.md, intake).
+  const sidecarClient = new Client({ connection, namespace: options.config.TEMPORAL_NAMESPACE });
+  const sidecarDeps: SidecarDeps = { config: options.config, pool: options.pool, log: options.log, temporal: sidecarClient, taskQueue };
   const sidecars = (options.sidecars ?? workerSidecars).map((start) => start(sidecarDeps)).filter((sidecar) => sidecar !== null);
   const stopSidecars = () => Promise.all(sidecars.map((sidecar) => sidecar.stop()));
   // A worker that stops on its own (a fatal error) takes its sidecars with it.

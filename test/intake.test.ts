@@ -8,20 +8,13 @@ import { awaitingWorkflowSince } from '../src/ledger/lifecycleQueue';
 import { insertTransaction } from '../src/ledger/transactions';
 import { createLogger } from '../src/logger';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, testInfra, type Stack } from './support/harness';
+import { workflowRunning } from './support/payments';
 import { freePort } from './support/ports';
 
 /**
  * SPEC §20: writes answer once Postgres commits; the worker processes' drainers start the queued workflows
  * (and deliver queued confirmations) in creation order, once each, whenever Temporal answers.
  */
-
-async function workflowRunning(stack: Stack, transactionId: string): Promise<boolean> {
-  try {
-    return (await stack.temporal.workflow.getHandle(transactionId).describe()).status.name === 'RUNNING';
-  } catch {
-    return false;
-  }
-}
 
 /** The value of an unlabelled gauge in a Prometheus text exposition. */
 function gauge(text: string, name: string): number {
@@ -111,7 +104,7 @@ describe('SPEC §20 intake that never waits on Temporal: a frozen Temporal serve
     expect(attempted.every((row) => row.due)).toBe(true);
 
     thaw();
-    for (const id of ids) await eventually(async () => ((await workflowRunning(stack, id)) ? true : undefined), 30_000, `workflow ${id}`);
+    for (const id of ids) await workflowRunning(stack, id);
     for (const id of ids) expect(await awaitingWorkflowSince(stack.pool, id)).toBeNull();
     const ok = await fetch(`${stack.url}/readyz`);
     expect(((await ok.json()) as { checks: Record<string, string> }).checks.temporal).toBe('ok');

@@ -111,6 +111,9 @@ describe('npm run cluster', () => {
       expect(childPids(started.child.pid!, 'ops/bin/api.ts')).toHaveLength(2);
       expect((await fetch(`${url}/readyz`)).status).toBe(200);
       expect((await fetch(`http://127.0.0.1:${uiPort}/api/v1/namespaces/default`)).status).toBe(200);
+      // The console links workflows to that UI (the api processes were given its address).
+      const consoleConfig = (await (await fetch(`${url}/console/config.json`)).json()) as { temporal_ui_url: string | null };
+      expect(consoleConfig.temporal_ui_url).toBe(`http://127.0.0.1:${uiPort}`);
       // The server keeps its state in the two databases on the ledger's Postgres, with 4 shards.
       const temporalDb = createPool(new URL('/temporal', ledgerUrl).toString(), 2);
       const shards = await temporalDb.query('SELECT count(*)::int AS n FROM shards').finally(() => temporalDb.end());

@@ -136,8 +136,14 @@ runMain(async () => {
     const { connection, client } = await connectTemporal(address, config.TEMPORAL_NAMESPACE, temporalConnectionOptions(config));
     host.onStop('temporal client', () => connection.close());
 
-    // Every child gets the primary's settings with the addresses resolved, so none starts services of its own.
-    const childEnv = { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: address };
+    // Every child gets the primary's settings with the addresses resolved, so none starts services of its own;
+    // the api processes' console links workflows to the Web UI started here unless TEMPORAL_UI_URL names another.
+    const childEnv = {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: address,
+      ...(temporalUi && !config.TEMPORAL_UI_URL ? { TEMPORAL_UI_URL: temporalUi } : {}),
+    };
     const bundle = await bundleWorkflowsOnce(path.join(config.DATA_DIR, 'cluster'), log);
     for (let index = 0; index < config.WORKER_PROCESSES; index += 1) {
       const env = { ...childEnv, ...workerMetricsEnv(config, index), LEDGER_WORKFLOW_BUNDLE: bundle };
