@@ -16,7 +16,7 @@ import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
 import { ensureClusterTools } from '../goTools';
 import { assertPortFree } from '../../src/platform/ports';
-import { announceReady, ledgerDatabase, startHost } from '../serviceHost';
+import { announceReady, ledgerDatabase, startHost, type ServiceHost } from '../serviceHost';
 import { connectTemporal, temporalConnectionOptions } from '../../src/platform/temporal';
 import {
   CLUSTER_SERVER_PORT_COUNT,
@@ -81,6 +81,51 @@ async function assertConnectionBudget(databaseUrl: string, config: Config): Prom
   }
 }
 
+/**
+ * The Temporal server on the ledger's Postgres (its databases created or upgraded first) and its Web UI, both
+ * supervised; answers the UI's address.
+ */
+async function startTemporal(host: ServiceHost, config: Config, databaseUrl: string, say: (line: string) => void): Promise<string> {
+  const ports = clusterServerPorts(config.TEMPORAL_PORT);
+  if (ports.workerMembership > 32_767) {
+    throw new StartupError(
+      `TEMPORAL_PORT=${config.TEMPORAL_PORT}: npm run cluster uses it and the ${CLUSTER_SERVER_PORT_COUNT - 1} ports after it, which must stay below 32768 (the server stores membership ports as smallint).`,
+    );
+  }
+  const tools = await ensureClusterTools(say);
+  const databases = {
+    serverUrl: databaseUrl,
+    persistence: config.TEMPORAL_PERSISTENCE_DATABASE,
+    visibility: config.TEMPORAL_VISIBILITY_DATABASE,
+  };
+  await prepareTemporalDatabases(tools.sqlTool, databases, say);
+  const serverDir = path.join(config.DATA_DIR, 'temporal-server');
+  const startServer = async () => {
+    for (const [name, port] of Object.entries(ports) as Array<[string, number]>)
+      await assertPortFree(`Temporal server (${name})`, port, 'TEMPORAL_PORT');
+    return startTemporalServer({
+      server: tools.server,
+      databases,
+      ports,
+      historyShards: config.TEMPORAL_HISTORY_SHARDS,
+      namespace: config.TEMPORAL_NAMESPACE,
+      dir: serverDir,
+    });
+  };
+  const server = await host.startSupervised('Temporal server', 'temporal_server', startServer);
+  const startUi = async () => {
+    await assertPortFree('Temporal Web UI', config.TEMPORAL_UI_PORT, 'TEMPORAL_UI_PORT');
+    return startTemporalUi({
+      ui: tools.ui,
+      port: config.TEMPORAL_UI_PORT,
+      temporalAddress: server.address,
+      namespace: config.TEMPORAL_NAMESPACE,
+      dir: path.join(serverDir, 'ui'),
+    });
+  };
+  return (await host.startSupervised('Temporal Web UI', null, startUi)).url;
+}
+
 runMain(async () => {
   if (!cluster.isPrimary) throw new Error('ops/bin/cluster.ts runs as the primary only');
   const { startedAt, config, log, say, host } = startHost('api processes, workers drain, Temporal, Postgres');
@@ -88,47 +133,7 @@ runMain(async () => {
   try {
     const databaseUrl = await ledgerDatabase(host, config, say);
     await assertConnectionBudget(databaseUrl, config);
-    let temporalUi: string | null = null;
-    if (!config.TEMPORAL_ADDRESS) {
-      const ports = clusterServerPorts(config.TEMPORAL_PORT);
-      if (ports.workerMembership > 32_767) {
-        throw new StartupError(
-          `TEMPORAL_PORT=${config.TEMPORAL_PORT}: npm run cluster uses it and the ${CLUSTER_SERVER_PORT_COUNT - 1} ports after it, which must stay below 32768 (the server stores membership ports as smallint).`,
-        );
-      }
-      const tools = await ensureClusterTools(say);
-      const databases = {
-        serverUrl: databaseUrl,
-        persistence: config.TEMPORAL_PERSISTENCE_DATABASE,
-        visibility: config.TEMPORAL_VISIBILITY_DATABASE,
-      };
-      await prepareTemporalDatabases(tools.sqlTool, databases, say);
-      const serverDir = path.join(config.DATA_DIR, 'temporal-server');
-      const startServer = async () => {
-        for (const [name, port] of Object.entries(ports) as Array<[string, number]>)
-          await assertPortFree(`Temporal server (${name})`, port, 'TEMPORAL_PORT');
-        return startTemporalServer({
-          server: tools.server,
-          databases,
-          ports,
-          historyShards: config.TEMPORAL_HISTORY_SHARDS,
-          namespace: config.TEMPORAL_NAMESPACE,
-          dir: serverDir,
-        });
-      };
-      const server = await host.startSupervised('Temporal server', 'temporal_server', startServer);
-      const startUi = async () => {
-        await assertPortFree('Temporal Web UI', config.TEMPORAL_UI_PORT, 'TEMPORAL_UI_PORT');
-        return startTemporalUi({
-          ui: tools.ui,
-          port: config.TEMPORAL_UI_PORT,
-          temporalAddress: server.address,
-          namespace: config.TEMPORAL_NAMESPACE,
-          dir: path.join(serverDir, 'ui'),
-        });
-      };
-      temporalUi = (await host.startSupervised('Temporal Web UI', null, startUi)).url;
-    }
+    const temporalUi = config.TEMPORAL_ADDRESS ? null : await startTemporal(host, config, databaseUrl, say);
     const address = temporalAddressOf(config);
     await migrate(databaseUrl, (message) => log.info(message));
     const pool = createPool(databaseUrl, PRIMARY_POOL, (error) => log.warn({ err: error }, 'idle database connection lost'));
