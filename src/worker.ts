@@ -121,7 +121,7 @@ export async function startWorker(options: {
     .then(() => undefined)
     .finally(() => connection.close());
   // The sidecars start their workflows through the worker's own connection (the SDK's core, in Rust), not
-  // `temporal`'s grpc-js channel: a start costs this process 0.4–1 ms less CPU (docs/benchmarks.md, intake).
+  // `temporal`'s grpc-js channel, whose starts cost more of this process's CPU (docs/benchmarks.md, intake).
   const sidecarClient = new Client({ connection, namespace: options.config.TEMPORAL_NAMESPACE });
   const sidecarDeps: SidecarDeps = { config: options.config, pool: options.pool, log: options.log, temporal: sidecarClient, taskQueue };
   const sidecars = (options.sidecars ?? workerSidecars).map((start) => start(sidecarDeps)).filter((sidecar) => sidecar !== null);
