@@ -352,10 +352,10 @@ describe('SPEC §21 the backfill', () => {
 });
 
 describe('SPEC §21 journal triggers and pooled connections', () => {
-  test('the transaction that builds or settles a window runs on a connection closed afterwards, never pooled again', async () => {
+  test('withTransaction with discardConnection closes its connection afterwards; without it the connection is pooled again', async () => {
     // Postgres caches the trigger plans a statement over a whole window makes on its connection; a small write
-    // reusing them ran 16× slower (docs/settlement.md, "The connection a window's transaction ran on"). The activities run those transactions with
-    // discardConnection, which this checks on a pool of one connection.
+    // reusing them ran 16× slower (docs/settlement.md, "The connection a window's transaction ran on"). The
+    // settlement activities build and settle with discardConnection; this checks the option on a pool of one.
     const pool = createPool(stack.config.DATABASE_URL!, 1);
     try {
       const pidOf = async () => (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
@@ -363,9 +363,7 @@ describe('SPEC §21 journal triggers and pooled connections', () => {
       const inside = await withTransaction(
         pool,
         async (tx) => (await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid,
-        {
-          discardConnection: true,
-        },
+        { discardConnection: true },
       );
       expect(inside).toBe(before);
       const after = await pidOf();

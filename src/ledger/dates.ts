@@ -12,6 +12,9 @@ function parseCutoff(cutoff: string): { hour: number; minute: number } {
   return { hour: Number(match[1]), minute: Number(match[2]) };
 }
 
+/** The window settlementDateOf answered last, with its bounds in epoch ms. */
+let lastWindow: { cutoff: string; date: string; start: number; end: number } | null = null;
+
 /**
  * The settlement window (YYYY-MM-DD) a moment belongs to. Window D is the span ending at the cutoff on D
  * Eastern time and starting at the cutoff on D−1, so with cutoff 17:00, 18:00 on the 5th belongs to the
@@ -31,9 +34,6 @@ export function settlementDateOf(createdAt: Date, cutoff: string): string {
   if (at >= start.getTime() && at < end.getTime()) lastWindow = { cutoff, date, start: start.getTime(), end: end.getTime() };
   return date;
 }
-
-/** The window settlementDateOf answered last, with its bounds in epoch ms. */
-let lastWindow: { cutoff: string; date: string; start: number; end: number } | null = null;
 
 function windowOf(createdAt: Date, cutoff: string): string {
   const { hour, minute } = parseCutoff(cutoff);
