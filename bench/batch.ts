@@ -27,6 +27,7 @@ import { createLogger } from '../src/logger';
 import { createOrganization, setRateLimits } from '../src/orgs/repo';
 import { createTestUser } from '../test/support/harness';
 import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
+import { closeConnections, postJson } from './http';
 import { writeResults } from './results';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -82,26 +83,18 @@ const intentBody = (userId: string, i: number, decision: Decision) => ({
 
 /** One request of `way`; answers how many intents it got accepted and refused. */
 async function send(target: Target, way: Way, decision: Decision, i: number): Promise<{ accepted: number; refused: number }> {
-  const headers = { Authorization: `Bearer ${target.apiKey}`, 'Content-Type': 'application/json', 'X-Idempotency-Key': randomString(24) };
+  const headers = { Authorization: `Bearer ${target.apiKey}`, 'X-Idempotency-Key': randomString(24) };
   if (way === 'single') {
-    const response = await fetch(`${target.baseUrl}/intent`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify(intentBody(target.userId, i, decision)),
-    });
-    await response.arrayBuffer();
-    return response.status === 200 ? { accepted: 1, refused: 0 } : { accepted: 0, refused: 1 };
+    const answer = await postJson(`${target.baseUrl}/intent`, headers, intentBody(target.userId, i, decision));
+    return answer.status === 200 ? { accepted: 1, refused: 0 } : { accepted: 0, refused: 1 };
   }
   const intents = Array.from({ length: BATCH_SIZE }, (_, j) => ({
     idempotency_key: randomString(24),
     ...intentBody(target.userId, i + j, decision),
   }));
-  const response = await fetch(`${target.baseUrl}/intent/batch`, { method: 'POST', headers, body: JSON.stringify({ intents }) });
-  if (response.status !== 200) {
-    await response.arrayBuffer();
-    return { accepted: 0, refused: BATCH_SIZE };
-  }
-  const { data } = (await response.json()) as { data: Array<{ status: number }> };
+  const answer = await postJson(`${target.baseUrl}/intent/batch`, headers, { intents });
+  if (answer.status !== 200) return { accepted: 0, refused: BATCH_SIZE };
+  const { data } = JSON.parse(answer.text) as { data: Array<{ status: number }> };
   const accepted = data.filter((slot) => slot.status === 200).length;
   return { accepted, refused: BATCH_SIZE - accepted };
 }
@@ -135,6 +128,7 @@ async function client(target: Target): Promise<void> {
     for (const decision of DECISIONS) for (const way of order) rounds.push(await load(target, way, decision, SECONDS));
   }
   process.stdout.write(`${JSON.stringify(rounds)}\n`);
+  closeConnections();
 }
 
 function runClient(target: Target): Promise<Round[]> {

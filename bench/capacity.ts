@@ -46,6 +46,7 @@ import { createTestUser } from '../test/support/harness';
 import { freePort } from '../test/support/ports';
 import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
 import { cpuSeconds, localPostmaster, postgresCpuSeconds } from './cpu';
+import { postJson } from './http';
 import { startProcess, stopProcess } from './processes';
 import { writeResults } from './results';
 
@@ -403,15 +404,15 @@ async function main() {
       Array.from({ length: CLIENTS }, async () => {
         while (next < N) {
           next += 1;
-          const response = await fetch(`${apiUrl}/intent`, {
-            method: 'POST',
-            headers: { ...headers, 'X-Idempotency-Key': randomString(24) },
-            body: JSON.stringify({ direction: 'cash_in', user_id: userId, amount: 1250, currency: 'USD' }),
-          });
-          const body = (await response.json()) as { status?: string };
-          if (response.status !== 200 || body.status !== 'approved') {
+          const answer = await postJson(
+            `${apiUrl}/intent`,
+            { ...headers, 'X-Idempotency-Key': randomString(24) },
+            { direction: 'cash_in', user_id: userId, amount: 1250, currency: 'USD' },
+          );
+          const body = JSON.parse(answer.text) as { status?: string };
+          if (answer.status !== 200 || body.status !== 'approved') {
             errors += 1;
-            say(`  POST /intent ${response.status} ${JSON.stringify(body).slice(0, 200)}`);
+            say(`  POST /intent ${answer.status} ${answer.text.slice(0, 200)}`);
             if (errors > 10) throw new Error('more than 10 failed POST /intent');
           }
         }

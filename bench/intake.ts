@@ -6,8 +6,13 @@
  *
  * 1. Baseline: a bare loop starting a no-op workflow (bench/noopWorkflow.ts, its own worker in this process)
  *    from 32 concurrent clients, BENCH_BARE_STARTS (2,000) starts.
+ * 1c. BENCH_BARE_STARTS workflows of the lifecycle's shape (bench/lifecycleShapeWorkflow.ts: its search
+ *    attributes, its first local step, then parked on an hour's timer as the lifecycles here are), started from
+ *    32 clients with their worker (bench/shapeWorker.ts) running them: Temporal alone doing what the drain has
+ *    it do, without the ledger.
  * 2. BENCH_INTENTS (2,000) cash_in POST /intent from 32 clients: accepted/s ÷ the bare loop's starts/s (goal
- *    ≥ 1.0), and the seconds from the first POST until the drainer has every workflow started (queue empty).
+ *    ≥ 1.0) and ÷ the shapes' starts/s, and the seconds from the first POST until the drainer has every
+ *    workflow started (queue empty).
  *    2b: the same with no worker process running (the drain, its starts and the lifecycles' first workflow
  *    tasks off the shared cores), then a worker started to drain them: the api and Postgres alone.
  * 3. Frozen Temporal at the seed's rate limit: 16 writers, each its own organization writing 95 times a
@@ -18,6 +23,8 @@
  *    until every transaction accepted before SIGCONT has its workflow (a row leaves lifecycle_queue only once
  *    Temporal accepted the start; goal ≤ 10 s); the transaction workflows Temporal counts (visibility) = the
  *    transactions in Postgres (none started twice, none missing).
+ * 3b. The floor of phase 3's drain: the server stopped again for as long, and at SIGCONT as many lifecycle
+ *    shapes as phase 3's backlog started from 32 clients: the seconds Temporal alone needs for them.
  * 4. The same with 16 writers without pause (limits lifted): the backlog is then what 30 s of the api's full
  *    rate queued, drained at Temporal's start rate. Once the oldest row has started, the worker process is
  *    SIGKILLed mid-drain and a new one started (its start-up time is reported): a pass killed before its
@@ -30,7 +37,6 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
@@ -44,6 +50,8 @@ import { createTestUser } from '../test/support/harness';
 import { freePort } from '../test/support/ports';
 import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
 import { cpuMeter, cpuSeconds, localPostmaster, postgresCpuSeconds } from './cpu';
+import { closeConnections, postJson } from './http';
+import { shapeStart, startShapeWorker, type ShapeWorker } from './lifecycleShape';
 import { startProcess, stopProcess } from './processes';
 import { writeResults } from './results';
 
@@ -58,6 +66,9 @@ const FROZEN_WRITERS = 16;
 const PACED_PER_MINUTE = Number(process.env.BENCH_PACED_PER_MINUTE ?? 95);
 const CLI = process.env.TEMPORAL_CLI_PATH ?? path.join(REPO_ROOT, '.tools', 'bin', 'temporal');
 const PG_BASE = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+/** The lifecycles park on SANDBOX_CONFIRM_SECONDS (an hour, below) after their first step; so do the shapes. */
+const PARK_SECONDS = 3_600;
+const SHAPE_DATE = '2026-01-01';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -140,37 +151,19 @@ async function secondsUntilDrained(pool: Pool, upTo: Date | null = null, limitS 
   return (performance.now() - t0) / 1000;
 }
 
-/**
- * The load's HTTP client: node:http on kept-alive connections, not fetch. The clients share the box's two cores
- * with what they measure, and fetch spent 1.7 ms of CPU per POST against node:http's 0.8–1.0 (the same 3,000
- * POSTs, 32 clients, each way twice); the bare loop's client is Temporal's native one, its lightest too.
- */
-const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS });
-
 function postIntent(apiUrl: string, apiKey: string, userId: string) {
-  const url = new URL('/intent', apiUrl);
-  return () =>
-    new Promise<void>((resolve, reject) => {
-      const body = JSON.stringify({ direction: 'cash_in', user_id: userId, amount: 100, currency: 'USD' });
-      const headers = {
-        Authorization: `Bearer ${apiKey}`,
-        'Content-Type': 'application/json',
-        'Content-Length': Buffer.byteLength(body),
-        'X-Idempotency-Key': randomString(24),
-      };
-      const request = http.request(url, { method: 'POST', agent, headers }, (response) => {
-        response.resume();
-        response.on('error', reject);
-        response.on('end', () =>
-          response.statusCode === 200 ? resolve() : reject(new Error(`POST /intent answered ${response.statusCode}`)),
-        );
-      });
-      request.on('error', reject);
-      request.end(body);
-    });
+  const url = new URL('/intent', apiUrl).toString();
+  return async () => {
+    const headers = { Authorization: `Bearer ${apiKey}`, 'X-Idempotency-Key': randomString(24) };
+    const answer = await postJson(url, headers, { direction: 'cash_in', user_id: userId, amount: 100, currency: 'USD' });
+    if (answer.status !== 200) throw new Error(`POST /intent answered ${answer.status}`);
+  };
 }
 
-/** The box's CPU by part: the api, the worker, Postgres, the Temporal server and this process (client, no-op worker). */
+/**
+ * The box's CPU by part: the api, the worker, Postgres, the Temporal server, this process (the load's client, the
+ * no-op worker) and the shapes' worker.
+ */
 type BoxCpu = () => () => Record<string, number>;
 
 /** CPU ms per item of each part, and their sum. */
@@ -223,6 +216,43 @@ async function secondsUntilBareStart(client: Client): Promise<number> {
       await sleep(20);
     }
   }
+}
+
+/** Resolves once `total` shapes have run their first step (their worker's count), or throws after 10 minutes. */
+async function untilShapesSubmitted(shapes: ShapeWorker, total: number): Promise<void> {
+  const deadline = performance.now() + 600_000;
+  while (shapes.submitted() < total) {
+    if (performance.now() > deadline) throw new Error(`only ${shapes.submitted()}/${total} shapes ran their first step`);
+    await sleep(50);
+  }
+}
+
+/**
+ * Phase 3b, the floor of phase 3's drain: Temporal alone doing what the drainer has it do after a freeze.
+ * The server is stopped for FROZEN_S as in phase 3, and at SIGCONT `count` workflows of the lifecycle's shape
+ * (its search attributes, its first step, its parking timer) are started from CLIENTS clients, each retried
+ * until accepted; seconds from SIGCONT until the last is accepted.
+ */
+async function shapeFloorAfterFreeze(server: ChildProcess, start: () => Promise<void>, count: number) {
+  server.kill('SIGSTOP');
+  await sleep(FROZEN_S * 1000);
+  server.kill('SIGCONT');
+  const t0 = performance.now();
+  await loop(
+    CLIENTS,
+    async () => {
+      for (;;) {
+        try {
+          return await start();
+        } catch {
+          await sleep(20);
+        }
+      }
+    },
+    { total: count },
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  return { workflows: count, seconds_after_sigcont_until_every_one_started: round(seconds, 2), per_second: round(count / seconds) };
 }
 
 interface FrozenCase {
@@ -328,13 +358,13 @@ async function main() {
     cleanup.push(() => scratch.drop());
     const pool = createPool(scratch.databaseUrl, 4);
     cleanup.push(() => pool.end());
-    cleanup.push(() => agent.destroy());
+    cleanup.push(() => closeConnections());
     const env = {
       DATABASE_URL: scratch.databaseUrl,
       TEMPORAL_ADDRESS: dev.address,
       TEMPORAL_TASK_QUEUE: 'ledger-intake',
       LOG_LEVEL: 'warn',
-      SANDBOX_CONFIRM_SECONDS: '3600',
+      SANDBOX_CONFIRM_SECONDS: String(PARK_SECONDS),
       WEBHOOK_DISPATCHER: 'off',
       TEMPORAL_METRICS_ADDRESS: 'off',
       WORKER_METRICS_PORT: '0',
@@ -379,6 +409,14 @@ async function main() {
       await noopRunning;
       await noopConnection.close();
     });
+    const shapes = await startShapeWorker(dev.address);
+    cleanup.push(() => shapes.stop());
+    const startShape = async () => {
+      await client.workflow.start(
+        'lifecycleShapeWorkflow',
+        shapeStart(shapes.taskQueue, `shape-${randomString(16)}`, PARK_SECONDS, SHAPE_DATE),
+      );
+    };
 
     say(`phase 1: bare loop, ${BARE_STARTS} no-op workflow starts from ${CLIENTS} clients`);
     const bareLoop = () =>
@@ -397,15 +435,29 @@ async function main() {
         postgres: () => postgresCpuSeconds(postmaster),
         temporal: () => cpuSeconds(dev.process.pid!),
         bench: () => cpuSeconds(process.pid),
+        shape_worker: () => cpuSeconds(shapes.pid),
       });
     const bareCpu = box();
     const bare = await bareLoop();
     const bareUsed = perItem(bareCpu(), bare.samples.length);
     say(`  ${round(bare.perSecond)} starts/s; CPU ms per start ${JSON.stringify(bareUsed)}`);
 
+    say(`phase 1c: ${BARE_STARTS} workflows of the lifecycle's shape started from ${CLIENTS} clients, their worker running them`);
+    const shapeCpu = box();
+    const shapeT0 = performance.now();
+    const shape = await loop(CLIENTS, startShape, { total: BARE_STARTS });
+    const shapeUsed = perItem(shapeCpu(), shape.samples.length);
+    // Their first steps lag their starts, as the lifecycles' lag the POSTs: phase 2 begins once they are done.
+    await untilShapesSubmitted(shapes, BARE_STARTS);
+    const shapeStepsS = (performance.now() - shapeT0) / 1000;
+    say(
+      `  ${round(shape.perSecond)} starts/s, every first step after ${round(shapeStepsS, 2)} s; CPU ms per start ${JSON.stringify(shapeUsed)}`,
+    );
+
     say(`phase 2: ${INTENTS} POST /intent from ${CLIENTS} clients, the worker draining meanwhile`);
     const post = postIntent(apiUrl, org.key.api_key, userId);
-    const intake = await intakePhase(pool, post, bare, box);
+    const intake = { ...(await intakePhase(pool, post, bare, box)), ratio_to_shape_start_loop: 0 };
+    intake.ratio_to_shape_start_loop = round(intake.per_second / shape.perSecond, 2);
     say(`  ${JSON.stringify(intake)}`);
     say(`phase 2b: ${INTENTS} POST /intent from ${CLIENTS} clients with no worker running, then a worker drains them`);
     await stopProcess(worker);
@@ -427,6 +479,12 @@ async function main() {
       replaceWorker: null,
     });
     say(`  ${JSON.stringify(paced)}`);
+    say(
+      `phase 3b: the floor of that drain: ${paced.backlog_at_sigcont} lifecycle shapes started from ${CLIENTS} clients at SIGCONT after a freeze of ${FROZEN_S} s`,
+    );
+    const pacedFloor = await shapeFloorAfterFreeze(dev.process, startShape, paced.backlog_at_sigcont);
+    await untilShapesSubmitted(shapes, BARE_STARTS + paced.backlog_at_sigcont);
+    say(`  ${JSON.stringify(pacedFloor)}`);
     say(`phase 4: ${FROZEN_WRITERS} writers without pause (limits lifted), Temporal frozen for ${FROZEN_S} s, a worker killed mid-drain`);
     const frozen = await frozenPhase(dev.process, pool, client, { writers: Array(FROZEN_WRITERS).fill(post), replaceWorker });
     say(`  ${JSON.stringify(frozen)}`);
@@ -455,9 +513,21 @@ async function main() {
           ),
         ),
       },
+      lifecycle_shape_start: {
+        count: shape.samples.length,
+        per_second: round(shape.perSecond),
+        p99_ms: round(
+          percentile(
+            shape.samples.map((s) => s.ms),
+            99,
+          ),
+        ),
+        cpu_ms_per_start: shapeUsed,
+        seconds_until_every_first_step: round(shapeStepsS, 2),
+      },
       post_intent: intake,
       post_intent_no_worker_running: intakeAlone,
-      frozen_temporal_paced: paced,
+      frozen_temporal_paced: { ...paced, shape_floor: pacedFloor },
       frozen_temporal: frozen,
     };
     say(JSON.stringify(results, null, 2));

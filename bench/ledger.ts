@@ -44,6 +44,7 @@ import { createTestUser } from '../test/support/harness';
 import { createScratchDatabase, startScratchTemporal, topologyFrom } from '../test/support/scratch';
 import { shapeStart, startShapeWorker } from './lifecycleShape';
 import { cpuSeconds, localPostmaster, postgresCpuSeconds, writeBytes } from './cpu';
+import { postJson } from './http';
 import { startProcess, stopProcess } from './processes';
 import { writeResults } from './results';
 
@@ -301,14 +302,14 @@ async function main() {
     let posts;
     try {
       posts = await countedLoop('POST /intent', CLIENTS, INTENTS, async (index) => {
-        const response = await fetch(`${apiUrls[index % apiUrls.length]}/intent`, {
-          method: 'POST',
-          headers: { ...headers, 'X-Idempotency-Key': randomString(24) },
-          body: JSON.stringify({ direction: 'cash_in', user_id: userId, amount: 1250, currency: 'USD' }),
-        });
-        const body = (await response.json()) as { status?: string };
-        if (response.status !== 200 || body.status !== 'approved')
-          throw new Error(`POST /intent ${response.status} ${JSON.stringify(body).slice(0, 200)}`);
+        const answer = await postJson(
+          `${apiUrls[index % apiUrls.length]}/intent`,
+          { ...headers, 'X-Idempotency-Key': randomString(24) },
+          { direction: 'cash_in', user_id: userId, amount: 1250, currency: 'USD' },
+        );
+        const body = JSON.parse(answer.text) as { status?: string };
+        if (answer.status !== 200 || body.status !== 'approved')
+          throw new Error(`POST /intent ${answer.status} ${answer.text.slice(0, 200)}`);
       });
       const drainDeadline = performance.now() + DRAIN_LIMIT_S * 1000;
       while ((await countAvailable()) < posts.count) {

@@ -11,11 +11,15 @@ import { startProcess, stopProcess } from './processes';
 
 /**
  * The bench's side of bench/lifecycleShapeWorkflow.ts: its worker as a process of its own (bench/shapeWorker.ts,
- * under the ledger worker's settings) on a task queue of its own, and how many shapes have run their
- * `available` step as it reports them.
+ * under the ledger worker's settings) on a task queue of its own, and how many shapes have run their `submit`
+ * and `available` steps as it reports them.
  */
 export interface ShapeWorker {
   taskQueue: string;
+  /** The worker process's pid (for its CPU). */
+  pid: number;
+  /** Shapes past their first (submit) step. */
+  submitted(): number;
   available(): number;
   stop(): Promise<void>;
 }
@@ -28,6 +32,7 @@ export async function startShapeWorker(address: string): Promise<ShapeWorker> {
     { TEMPORAL_ADDRESS: address, SHAPE_TASK_QUEUE: taskQueue },
     /shape worker running/,
   );
+  let submitted = 0;
   let available = 0;
   let buffer = '';
   child.stdout!.on('data', (chunk: Buffer) => {
@@ -35,11 +40,11 @@ export async function startShapeWorker(address: string): Promise<ShapeWorker> {
     const lines = buffer.split('\n');
     buffer = lines.pop()!;
     for (const line of lines) {
-      const count = /^available (\d+)$/.exec(line);
-      if (count) available = Number(count[1]);
+      const counts = /^submitted (\d+) available (\d+)$/.exec(line);
+      if (counts) [submitted, available] = [Number(counts[1]), Number(counts[2])];
     }
   });
-  return { taskQueue, available: () => available, stop: () => stopProcess(child) };
+  return { taskQueue, pid: child.pid!, submitted: () => submitted, available: () => available, stop: () => stopProcess(child) };
 }
 
 /** The start options of one shape: the lifecycle's search attributes, and its confirmation timer (0: none). */
