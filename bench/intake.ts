@@ -456,8 +456,8 @@ async function main() {
 
     say(`phase 2: ${INTENTS} POST /intent from ${CLIENTS} clients, the worker draining meanwhile`);
     const post = postIntent(apiUrl, org.key.api_key, userId);
-    const intake = { ...(await intakePhase(pool, post, bare, box)), ratio_to_shape_start_loop: 0 };
-    intake.ratio_to_shape_start_loop = round(intake.per_second / shape.perSecond, 2);
+    const measured = await intakePhase(pool, post, bare, box);
+    const intake = { ...measured, ratio_to_shape_start_loop: round(measured.per_second / shape.perSecond, 2) };
     say(`  ${JSON.stringify(intake)}`);
     say(`phase 2b: ${INTENTS} POST /intent from ${CLIENTS} clients with no worker running, then a worker drains them`);
     await stopProcess(worker);
