@@ -80,6 +80,12 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
+/** The 99th percentile of a loop's latencies, in ms to one decimal. */
+function p99Ms(samples: ReadonlyArray<{ ms: number }>): number {
+  const latencies = samples.map((s) => s.ms);
+  return round(percentile(latencies, 99));
+}
+
 /**
  * Runs `op` (given the loop's index) from `clients` loops until `total` ops are done (or `until()` says stop);
  * latencies by start time. `paceMs`: each loop starts an op at most every paceMs (a writer at a set rate).
@@ -203,19 +209,27 @@ async function intakePhase(
   };
 }
 
-/** Seconds until a bare no-op start is accepted: Temporal's own recovery after SIGCONT, the drain's floor. */
-async function secondsUntilBareStart(client: Client): Promise<number> {
-  const t0 = performance.now();
+/** `attempt` again every 20 ms after each failure, until it succeeds (Temporal answering again after SIGCONT). */
+async function untilAccepted(attempt: () => Promise<unknown>): Promise<void> {
   for (;;) {
     try {
-      await client.withDeadline(Date.now() + 2_000, () =>
-        client.workflow.start('noopWorkflow', { taskQueue: 'bench-noop', workflowId: `noop-${randomString(16)}` }),
-      );
-      return (performance.now() - t0) / 1000;
+      await attempt();
+      return;
     } catch {
       await sleep(20);
     }
   }
+}
+
+/** Seconds until a bare no-op start is accepted: Temporal's own recovery after SIGCONT, the drain's floor. */
+async function secondsUntilBareStart(client: Client): Promise<number> {
+  const t0 = performance.now();
+  await untilAccepted(() =>
+    client.withDeadline(Date.now() + 2_000, () =>
+      client.workflow.start('noopWorkflow', { taskQueue: 'bench-noop', workflowId: `noop-${randomString(16)}` }),
+    ),
+  );
+  return (performance.now() - t0) / 1000;
 }
 
 /** Resolves once `total` shapes have run their first step (their worker's count), or throws after 10 minutes. */
@@ -238,19 +252,7 @@ async function shapeFloorAfterFreeze(server: ChildProcess, start: () => Promise<
   await sleep(FROZEN_S * 1000);
   server.kill('SIGCONT');
   const t0 = performance.now();
-  await loop(
-    CLIENTS,
-    async () => {
-      for (;;) {
-        try {
-          return await start();
-        } catch {
-          await sleep(20);
-        }
-      }
-    },
-    { total: count },
-  );
+  await loop(CLIENTS, () => untilAccepted(start), { total: count });
   const seconds = (performance.now() - t0) / 1000;
   return { workflows: count, seconds_after_sigcont_until_every_one_started: round(seconds, 2), per_second: round(count / seconds) };
 }
@@ -496,32 +498,17 @@ async function main() {
       bare_noop_start: {
         count: bare.samples.length,
         per_second: round(bare.perSecond),
-        p99_ms: round(
-          percentile(
-            bare.samples.map((s) => s.ms),
-            99,
-          ),
-        ),
+        p99_ms: p99Ms(bare.samples),
         cpu_ms_per_start: bareUsed,
       },
       bare_noop_start_after: {
         per_second: round(bareAfter.perSecond),
-        p99_ms: round(
-          percentile(
-            bareAfter.samples.map((s) => s.ms),
-            99,
-          ),
-        ),
+        p99_ms: p99Ms(bareAfter.samples),
       },
       lifecycle_shape_start: {
         count: shape.samples.length,
         per_second: round(shape.perSecond),
-        p99_ms: round(
-          percentile(
-            shape.samples.map((s) => s.ms),
-            99,
-          ),
-        ),
+        p99_ms: p99Ms(shape.samples),
         cpu_ms_per_start: shapeUsed,
         seconds_until_every_first_step: round(shapeStepsS, 2),
       },
