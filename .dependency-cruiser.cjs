@@ -44,10 +44,21 @@ module.exports = {
       from: { path: '^(src|workflows|activities)/' },
       to: { path: '^(node:)?child_process$' },
     },
+    {
+      name: 'request-code-does-not-reach-temporal',
+      severity: 'error',
+      comment:
+        'Request code (the route table, the edge and every module they import) never calls Temporal, not even through ' +
+        'another module: a write queues its workflow starts and signals in its own database transaction ' +
+        '(enqueueTemporalCommand in src/platform/temporalCommands.ts, docs/temporal-road.md) and the workers deliver ' +
+        'them. Type-only imports count too: a handler that holds a Client can call it.',
+      from: { path: '^src/(routes\\.ts$|http/)' },
+      to: { path: '^node_modules/@temporalio/client/', reachable: true },
+    },
   ],
   options: {
-    // child_process is in the graph only for the rule above.
-    includeOnly: ['^(src|workflows|activities|ops)/', '^(node:)?child_process$'],
+    // child_process is in the graph only for the rule above it; @temporalio/client for the request-code rule.
+    includeOnly: ['^(src|workflows|activities|ops)/', '^(node:)?child_process$', '^node_modules/@temporalio/client/'],
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { extensions: ['.ts', '.js', '.json'] },

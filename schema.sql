@@ -1058,6 +1058,50 @@ CREATE TABLE public.refunds (
 );
 
 --
+-- Name: temporal_commands; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.temporal_commands (
+    id bigint NOT NULL,
+    kind text NOT NULL,
+    workflow_id text NOT NULL,
+    workflow_type text,
+    workflow_task_queue text,
+    args jsonb DEFAULT '[]'::jsonb NOT NULL,
+    id_reuse_policy text,
+    search_attributes jsonb DEFAULT '{}'::jsonb NOT NULL,
+    memo jsonb,
+    summary text,
+    signal_name text,
+    signal_args jsonb DEFAULT '[]'::jsonb NOT NULL,
+    drain_queue text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone DEFAULT '-infinity'::timestamp with time zone NOT NULL,
+    CONSTRAINT temporal_commands_args_check CHECK ((jsonb_typeof(args) = 'array'::text)),
+    CONSTRAINT temporal_commands_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT temporal_commands_check CHECK (((kind = 'signal'::text) OR ((workflow_type IS NOT NULL) AND (workflow_task_queue IS NOT NULL) AND (id_reuse_policy IS NOT NULL)))),
+    CONSTRAINT temporal_commands_check1 CHECK (((kind = 'start'::text) OR (signal_name IS NOT NULL))),
+    CONSTRAINT temporal_commands_id_reuse_policy_check CHECK ((id_reuse_policy = ANY (ARRAY['reject_duplicate'::text, 'allow_duplicate'::text, 'allow_duplicate_failed_only'::text]))),
+    CONSTRAINT temporal_commands_kind_check CHECK ((kind = ANY (ARRAY['start'::text, 'signal'::text, 'signal_with_start'::text]))),
+    CONSTRAINT temporal_commands_search_attributes_check CHECK ((jsonb_typeof(search_attributes) = 'object'::text)),
+    CONSTRAINT temporal_commands_signal_args_check CHECK ((jsonb_typeof(signal_args) = 'array'::text))
+);
+
+--
+-- Name: temporal_commands_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.temporal_commands ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.temporal_commands_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: transaction_status_history; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1430,6 +1474,13 @@ ALTER TABLE ONLY public.refunds
     ADD CONSTRAINT refunds_pkey PRIMARY KEY (id);
 
 --
+-- Name: temporal_commands temporal_commands_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.temporal_commands
+    ADD CONSTRAINT temporal_commands_pkey PRIMARY KEY (id);
+
+--
 -- Name: transaction_status_history transaction_status_history_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1643,6 +1694,18 @@ CREATE INDEX refunds_list ON public.refunds USING btree (organization_id, create
 --
 
 CREATE INDEX refunds_metadata ON public.refunds USING gin (metadata jsonb_path_ops) WITH (fastupdate=off);
+
+--
+-- Name: temporal_commands_by_queue; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX temporal_commands_by_queue ON public.temporal_commands USING btree (drain_queue, id);
+
+--
+-- Name: temporal_commands_by_workflow; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX temporal_commands_by_workflow ON public.temporal_commands USING btree (workflow_id, id);
 
 --
 -- Name: transactions_by_source; Type: INDEX; Schema: public; Owner: -

@@ -24,7 +24,6 @@ import { execFileSync } from 'node:child_process';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { Client } from '@temporalio/client';
 import { chromium, type Browser } from 'playwright-core';
 import { loadConfig } from '../src/config';
 import { createPool, withTransaction, type Pool } from '../src/db/pool';
@@ -74,7 +73,7 @@ async function serve() {
     pool,
     log: createLogger('silent'),
     clock: systemClock,
-    services: { temporal: new Client(), taskQueue: 'bench' },
+    services: { taskQueue: 'bench' },
     readiness: {},
   };
   const { app, edge } = createApp(deps, allRoutes);

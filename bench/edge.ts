@@ -18,7 +18,6 @@ import { execFile } from 'node:child_process';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { Client } from '@temporalio/client';
 import type autocannon from 'autocannon';
 import { loadConfig } from '../src/config';
 import { createPool } from '../src/db/pool';
@@ -117,7 +116,7 @@ async function main(): Promise<void> {
     pool,
     log: logger,
     clock: systemClock,
-    services: { temporal: new Client(), taskQueue: 'bench' },
+    services: { taskQueue: 'bench' },
     readiness: {},
   };
   const ping = defineRoute({

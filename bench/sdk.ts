@@ -17,7 +17,6 @@ import { execFile } from 'node:child_process';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { Client } from '@temporalio/client';
 import { Ledger } from '@payments-ledger/sdk';
 import { loadConfig } from '../src/config';
 import { createPool } from '../src/db/pool';
@@ -115,7 +114,7 @@ async function serve() {
     pool,
     log: createLogger('silent'),
     clock: systemClock,
-    services: { temporal: new Client(), taskQueue: 'bench' },
+    services: { taskQueue: 'bench' },
     readiness: {},
   };
   const { app, edge } = createApp(deps, allRoutes);

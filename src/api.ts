@@ -43,7 +43,7 @@ export async function startApi(options: {
       pool,
       log,
       clock,
-      services: { temporal, taskQueue: config.TEMPORAL_TASK_QUEUE },
+      services: { taskQueue: config.TEMPORAL_TASK_QUEUE },
       readiness: {
         postgres: async () => {
           await pool.query('SELECT 1');

@@ -1,6 +1,6 @@
 import client from 'prom-client';
 import type { Queryable } from './db/pool';
-import { lifecycleBacklog } from './ledger/lifecycleQueue';
+import { temporalBacklog } from './ledger/lifecycleQueue';
 
 /**
  * The ledger's own Prometheus metrics, one registry per process. Each is incremented where the thing
@@ -59,17 +59,18 @@ export const ledgerMetrics = {
 };
 
 /**
- * SPEC §20's lifecycle queue gauges, on `registry` (an app's own): read from the queue at each scrape, so
- * every api shows the deployment's one queue (do not sum them over processes). A scrape that cannot read it
+ * SPEC §20's queue gauges, on `registry` (an app's own): read from both queues to Temporal (the lifecycle
+ * queue and the command queue, every kind) at each scrape, so every api shows the deployment's one backlog
+ * (do not sum them over processes). The names stay those of the lifecycle queue's first gauges. A scrape that cannot read it
  * leaves the previous values.
  */
 export function registerLifecycleQueueGauges(registry: client.Registry, db: Queryable): void {
   let last: Promise<{ count: number; oldestAgeSeconds: number }> | null = null;
   // Both gauges from one query per scrape.
-  const read = () => (last ??= lifecycleBacklog(db).finally(() => setImmediate(() => (last = null))));
+  const read = () => (last ??= temporalBacklog(db).finally(() => setImmediate(() => (last = null))));
   new client.Gauge({
     name: 'ledger_lifecycle_start_backlog',
-    help: 'Transactions recorded whose lifecycle workflow Temporal has not accepted yet (rows of lifecycle_queue)',
+    help: 'Workflow starts and signals committed that Temporal has not accepted yet: lifecycle starts, confirmations and queued commands (rows of lifecycle_queue and temporal_commands)',
     registers: [registry],
     async collect() {
       const backlog = await read().catch(() => null);
@@ -78,7 +79,7 @@ export function registerLifecycleQueueGauges(registry: client.Registry, db: Quer
   });
   new client.Gauge({
     name: 'ledger_lifecycle_start_lag_seconds',
-    help: 'Age of the oldest transaction still waiting for its lifecycle workflow to start (0 when none waits)',
+    help: 'Age of the oldest committed workflow start or signal Temporal has not accepted yet, of any kind (0 when none waits)',
     registers: [registry],
     async collect() {
       const backlog = await read().catch(() => null);

@@ -1,14 +1,14 @@
-import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { Config } from './config';
 import type { Pool, Queryable } from './db/pool';
-import type { LifecyclePoke } from './ledger/lifecycleDrainer';
+import type { LifecyclePoke } from './ledger/lifecyclePoke';
 
-/** What domain operations reach beyond the database. */
+/**
+ * What domain operations reach beyond the database. No Temporal client: an operation queues its workflow
+ * starts and signals in its own transaction (enqueueTemporalCommand, docs/temporal-road.md).
+ */
 export interface Services {
-  /** Temporal client: starts and signals workflows. */
-  temporal: Client;
-  /** The task queue every workflow of this deployment runs on. */
+  /** The task queue every workflow of this deployment runs on, and whose drainers deliver its queued commands. */
   taskQueue: string;
 }
 
@@ -34,9 +34,13 @@ export interface Op {
   lifecyclePoke: Pick<LifecyclePoke, 'poke'>;
 }
 
-/** What a write operation hands back: its answer, and work that must wait for its transaction to commit. */
+/** What a write operation hands back: its answer, and what to tell this process once its transaction commits. */
 export interface Outcome<T> {
   body: T;
-  /** Runs after the operation's transaction commits (e.g. starting a settlement workflow); never inside it. */
-  afterCommit?: () => Promise<void>;
+  /**
+   * Runs after the operation's transaction commits: counters and the drainers' poke only. Synchronous on
+   * purpose: nothing is awaited after a commit, so an answer never claims an effect that a later call could
+   * fail to make (issue 32). Effects are rows written in the transaction (docs/temporal-road.md).
+   */
+  afterCommit?: () => void;
 }

@@ -2,7 +2,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import type { Connection, Client } from '@temporalio/client';
 import fc from 'fast-check';
 import type { Config } from '../src/config';
 import { createPool, type Pool } from '../src/db/pool';
@@ -18,7 +17,6 @@ import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';
 import { hashApiKey } from '../src/orgs/keys';
 import { addAllowlistEntry, createKey, listAllowlist, revokeKey, setRateLimits } from '../src/orgs/repo';
-import { connectTemporal } from '../src/platform/temporal';
 import { apiClient, createTestOrg, eventually, testConfig, testInfra, type ApiResponse, type TestOrg } from './support/harness';
 import { freePort } from './support/ports';
 
@@ -214,8 +212,6 @@ interface EdgeServer {
   close(): Promise<void>;
 }
 
-let temporalConnection: Connection;
-let temporal: Client;
 let sharedPool: Pool;
 
 async function startEdge(
@@ -230,7 +226,7 @@ async function startEdge(
       pool,
       log,
       clock: options.clock ?? systemClock,
-      services: { temporal, taskQueue: config.TEMPORAL_TASK_QUEUE },
+      services: { taskQueue: config.TEMPORAL_TASK_QUEUE },
       readiness: {},
     },
     [...allRoutes, ...testRoutes],
@@ -335,7 +331,6 @@ function expectRateHeaders(response: ApiResponse) {
 let main: EdgeServer;
 
 beforeAll(async () => {
-  ({ connection: temporalConnection, client: temporal } = await connectTemporal(testInfra().temporalAddress, 'default'));
   sharedPool = createPool(testInfra().databaseUrl, 4);
   await sharedPool.query(`CREATE TABLE IF NOT EXISTS edge_test_widgets (
     id text PRIMARY KEY, organization_id text NOT NULL, kind text NOT NULL, name text NOT NULL, tag text,
@@ -347,7 +342,6 @@ afterAll(async () => {
   for (const entry of gates.values()) entry.open();
   await main?.close();
   await sharedPool?.end();
-  await temporalConnection?.close();
 });
 
 // ---------------------------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ export interface RouteContext<B, P, Q> {
   op: Op;
 }
 
-/** The operation's outcome; `afterCommit` runs after the request's transaction commits, before the response is sent. */
+/** The operation's outcome; `afterCommit` (counters, pokes: never awaited) runs after the request's transaction commits. */
 export interface RouteResult extends Outcome<unknown> {
   status?: number;
   /** Reads only: writes the response itself instead of `body` as JSON (a streamed CSV statement). */

@@ -107,7 +107,7 @@ async function runWrite(run: Run) {
     if (!committed) await tx.abandon();
     release();
   }
-  if (afterCommit) await afterCommit();
+  afterCommit?.();
   sendJsonText(res, status, text);
 }
 
@@ -136,7 +136,7 @@ async function runWriteWithoutIdempotency(run: Run) {
   } finally {
     if (!committed) await tx.abandon();
   }
-  if (result.afterCommit) await result.afterCommit();
+  result.afterCommit?.();
   sendJsonText(res, result.status ?? route.response.status ?? 200, JSON.stringify(result.body));
 }
 

@@ -122,7 +122,7 @@ const DECISION_EVENTS: Partial<Record<IntentRow['status'], EventType>> = { appro
 async function recordDecided(
   op: Op,
   decided: ReadonlyArray<{ request: ItemRequest; intent: IntentRow }>,
-): Promise<{ intents: Intent[]; afterCommit: () => Promise<void> }> {
+): Promise<{ intents: Intent[]; afterCommit: () => void }> {
   const rows = await insertIntents(
     op.db,
     decided.map(({ intent }) => intent),

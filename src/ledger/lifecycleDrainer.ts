@@ -3,28 +3,36 @@ import { isGrpcServiceError, type Client } from '@temporalio/client';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { backoffDelayMs, forEachBounded, interruptiblePause } from '../concurrency';
-import { withTransaction, type Pool } from '../db/pool';
+import { withTransaction, type Pool, type PoolClient } from '../db/pool';
 import { temporalHealthy } from '../platform/temporal';
+import { deliverTemporalCommand, type DeliveryResult } from '../platform/temporalCommandDelivery';
+import { claimTemporalCommands, settleTemporalCommands, type TemporalCommandRow } from '../platform/temporalCommands';
 import { signalConfirmFunds, startTransactionWorkflow, sweepLifecycles } from './lifecycle';
 import { claimLifecycleRows, LIFECYCLE_QUEUE_CHANNEL, settleLifecycleRows, type LifecycleQueueRow } from './lifecycleQueue';
 
 /**
  * SPEC §20: writes never wait on Temporal. A write commits its transaction with a row in lifecycle_queue
- * (a workflow to start, a confirmation to signal); every worker process runs one drainer that has Temporal
- * accept those rows, oldest first, and deletes them only once it has.
+ * (a workflow to start, a confirmation to signal) or in temporal_commands (any other start or signal: the one
+ * road of issue 32, docs/temporal-road.md); every worker process runs one drainer that has Temporal accept
+ * those rows, oldest first, and deletes them only once it has.
  *
  * What a crash can lose: nothing accepted. A row leaves the queue only in the database transaction that
  * also held its lock while Temporal accepted it. A drainer that dies before that commit leaves the row
  * (its lock goes with its connection) and the next pass repeats the call: a start answers already_started
  * (REJECT_DUPLICATE, counted as done), a confirmation reaches the running workflow once more (the signal
- * only sets a flag). A lost poke (the api died after commit, a LISTEN connection dropped) costs at most one
+ * only sets a flag), a command's start or signal likewise (src/platform/temporalCommands.ts). A lost poke (the api died after commit, a LISTEN connection dropped) costs at most one
  * poll interval. Only a Temporal server that loses state it had acknowledged (the embedded dev server's
  * SQLite, ops/devServer.ts) can lose a started workflow; the start-up sweep (sweepLifecycles) covers that.
  */
 
 export const LIFECYCLE_DRAIN_LIMITS = {
-  /** Rows locked per pass: one pass is one database transaction held while Temporal answers. */
+  /** Lifecycle rows locked per pass: one pass is one database transaction held while Temporal answers. */
   batchMax: 200,
+  /**
+   * Command rows (temporal_commands, issue 32) locked per pass beside them: their own share, so a full
+   * lifecycle backlog never starves a window close or a webhook resend.
+   */
+  commandBatchMax: 50,
   /** Temporal calls in flight per pass. */
   concurrency: 32,
   /** How long one start or signal may take before its row is given back (unanswered: due again at once). */
@@ -46,12 +54,6 @@ export const LIFECYCLE_DRAIN_LIMITS = {
   pollMs: 1_000,
   /** Between LISTEN reconnects. */
   listenReconnectMs: 1_000,
-  /**
-   * The api side sends at most one NOTIFY per this many ms per process: a drainer that just had rows runs its
-   * next pass without being told, so pokes only matter to an idle one (the first write after a quiet spell
-   * is poked at once).
-   */
-  pokeIntervalMs: 50,
   /** After a pass that found rows but not a full batch, the drainer lets this long's writes gather first. */
   gatherMs: 20,
 };
@@ -65,6 +67,8 @@ export interface DrainDeps {
 
 export interface DrainPass {
   claimed: number;
+  /** A queue gave the pass all the rows it asked for: more may be due at once. */
+  full: boolean;
   /** Workflows Temporal started in this pass (an already-started one is done, not counted here). */
   started: number;
   done: number;
@@ -101,89 +105,99 @@ function temporalAnswers(client: Client, stopped: () => boolean): Promise<void> 
   });
 }
 
-type CallResult = 'started' | 'already_started' | 'signalled' | 'already_closed';
+/** One claimed row of either queue, as a call to make and the queue it leaves. */
+interface Claimed {
+  id: string;
+  attempts: number;
+  queue: 'lifecycle' | 'commands';
+  call(): Promise<DeliveryResult | 'signalled' | 'already_closed'>;
+}
 
-function call(deps: DrainDeps, row: LifecycleQueueRow): Promise<CallResult> {
+function claimedLifecycleRow(deps: DrainDeps, row: LifecycleQueueRow): Claimed {
   const { client, taskQueue } = deps;
-  const deadline = Date.now() + LIFECYCLE_DRAIN_LIMITS.callDeadlineMs;
-  return client.withDeadline(deadline, () =>
-    row.kind === 'start'
-      ? startTransactionWorkflow(client, taskQueue, row.transaction)
-      : signalConfirmFunds(client, taskQueue, row.transaction),
-  );
+  return {
+    id: row.queue_id,
+    attempts: row.attempts,
+    queue: 'lifecycle',
+    call: () =>
+      row.kind === 'start'
+        ? startTransactionWorkflow(client, taskQueue, row.transaction)
+        : signalConfirmFunds(client, taskQueue, row.transaction),
+  };
+}
+
+function claimedCommand(deps: DrainDeps, row: TemporalCommandRow): Claimed {
+  return { id: row.queueId, attempts: row.attempts, queue: 'commands', call: () => deliverTemporalCommand(deps.client, row.command) };
+}
+
+/** Locks a pass's rows: the lifecycle queue's batch, then the command queue's (issue 32), each oldest first. */
+async function claimPass(
+  deps: DrainDeps,
+  db: PoolClient,
+  limit: number,
+): Promise<{ lifecycle: number; commands: number; rows: Claimed[] }> {
+  const lifecycle = await claimLifecycleRows(db, { taskQueue: deps.taskQueue, limit });
+  const commands = await claimTemporalCommands(db, { drainQueue: deps.taskQueue, limit: LIFECYCLE_DRAIN_LIMITS.commandBatchMax });
+  return {
+    lifecycle: lifecycle.length,
+    commands: commands.length,
+    rows: [...lifecycle.map((row) => claimedLifecycleRow(deps, row)), ...commands.map((row) => claimedCommand(deps, row))],
+  };
+}
+
+/** Deletes the delivered rows of both queues and gives the failed ones their backoff. */
+async function settlePass(db: PoolClient, done: readonly Claimed[], failed: ReadonlyArray<{ row: Claimed; retryAfterMs: number }>) {
+  for (const queue of ['lifecycle', 'commands'] as const) {
+    const settled = {
+      doneIds: done.filter((row) => row.queue === queue).map((row) => row.id),
+      failed: failed.filter((each) => each.row.queue === queue).map((each) => ({ id: each.row.id, retryAfterMs: each.retryAfterMs })),
+    };
+    await (queue === 'lifecycle' ? settleLifecycleRows(db, settled) : settleTemporalCommands(db, settled));
+  }
 }
 
 /**
- * One pass: locks a batch of due rows, has Temporal accept each (bounded concurrency, a deadline per call),
- * deletes the accepted ones and gives the failed ones a backoff, in one database transaction. After the first
- * failure the pass starts nothing more (Temporal is likely down): those rows stay as they were, in order.
+ * One pass: locks a batch of due rows of both queues, has Temporal accept each (bounded concurrency, a
+ * deadline per call), deletes the accepted ones and gives the failed ones a backoff, in one database
+ * transaction. After the first failure the pass starts nothing more (Temporal is likely down): those rows stay
+ * as they were, in order.
  */
 export async function drainLifecycleQueueOnce(deps: DrainDeps, limit = LIFECYCLE_DRAIN_LIMITS.batchMax): Promise<DrainPass> {
   return withTransaction(deps.pool, async (db) => {
-    const rows = await claimLifecycleRows(db, { taskQueue: deps.taskQueue, limit });
-    const doneIds: string[] = [];
-    const failed: Array<{ id: string; retryAfterMs: number }> = [];
+    const claimed = await claimPass(deps, db, limit);
+    const done: Claimed[] = [];
+    const failed: Array<{ row: Claimed; retryAfterMs: number }> = [];
     let started = 0;
     let firstError: unknown = null;
-    await forEachBounded(rows, LIFECYCLE_DRAIN_LIMITS.concurrency, async (row) => {
+    await forEachBounded(claimed.rows, LIFECYCLE_DRAIN_LIMITS.concurrency, async (row) => {
       if (firstError !== null) return;
       try {
-        if ((await call(deps, row)) === 'started') started += 1;
-        doneIds.push(row.queue_id);
+        const deadline = Date.now() + LIFECYCLE_DRAIN_LIMITS.callDeadlineMs;
+        if ((await deps.client.withDeadline(deadline, () => row.call())) === 'started') started += 1;
+        done.push(row);
       } catch (error) {
         firstError ??= error;
         const retryAfterMs = unanswered(error)
           ? 0
           : backoffDelayMs(row.attempts + 1, LIFECYCLE_DRAIN_LIMITS.retryMsMin, LIFECYCLE_DRAIN_LIMITS.retryMsMax);
-        failed.push({ id: row.queue_id, retryAfterMs });
+        failed.push({ row, retryAfterMs });
       }
     });
-    await settleLifecycleRows(db, { doneIds, failed });
+    await settlePass(db, done, failed);
     if (firstError !== null)
       deps.log.warn(
-        { err: firstError, failed: failed.length, done: doneIds.length },
-        'Temporal refused lifecycle starts; they stay queued',
+        { err: firstError, failed: failed.length, done: done.length },
+        'Temporal refused queued starts or signals; they stay queued',
       );
-    return { claimed: rows.length, started, done: doneIds.length, failed: failed.length, unanswered: unanswered(firstError) };
+    return {
+      claimed: claimed.rows.length,
+      full: claimed.lifecycle >= limit || claimed.commands >= LIFECYCLE_DRAIN_LIMITS.commandBatchMax,
+      started,
+      done: done.length,
+      failed: failed.length,
+      unanswered: unanswered(firstError),
+    };
   });
-}
-
-/**
- * The api side: after a commit that queued rows, a NOTIFY on LIFECYCLE_QUEUE_CHANNEL, outside the write's
- * transaction, at most one per pokeIntervalMs per process. Not from a trigger: a transaction that notifies takes a database-wide
- * lock through its commit, which serializes the commits of every concurrent write (pgbench on this project's
- * Postgres 15, 32 clients inserting one row: 3,977 tps, 514 with a NOTIFY in each transaction).
- */
-export class LifecyclePoke {
-  private timer: NodeJS.Timeout | null = null;
-  private sending: Promise<void> = Promise.resolve();
-  private sentAtMs = -Infinity;
-
-  constructor(
-    private readonly pool: Pool,
-    private readonly log: Logger,
-  ) {}
-
-  poke(): void {
-    const dueInMs = Math.max(0, this.sentAtMs + LIFECYCLE_DRAIN_LIMITS.pokeIntervalMs - performance.now());
-    this.timer ??= setTimeout(() => this.send(), dueInMs);
-  }
-
-  /** Sends what is pending and waits for it, so no NOTIFY outlives the pool it goes through. */
-  async close(): Promise<void> {
-    if (this.timer) this.send();
-    await this.sending;
-  }
-
-  private send(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    this.sentAtMs = performance.now();
-    this.sending = this.pool
-      .query(`SELECT pg_notify($1, '')`, [LIFECYCLE_QUEUE_CHANNEL])
-      .then(() => undefined)
-      .catch((error: unknown) => this.log.debug({ err: error }, 'lifecycle poke failed; the drainers poll'));
-  }
 }
 
 /** A LISTEN connection that calls `heard` on every poke, reconnecting after a loss. */
@@ -276,7 +290,7 @@ export function startLifecycleDrainer(deps: DrainDeps & { sweep?: boolean }): { 
       } else if (failures > 0)
         await backoff.pause(backoffDelayMs(failures, LIFECYCLE_DRAIN_LIMITS.retryMsMin, LIFECYCLE_DRAIN_LIMITS.retryMsMax));
       else if (pass!.claimed === 0) await signal.wait(LIFECYCLE_DRAIN_LIMITS.pollMs);
-      else if (pass!.claimed < LIFECYCLE_DRAIN_LIMITS.batchMax) await backoff.pause(LIFECYCLE_DRAIN_LIMITS.gatherMs);
+      else if (!pass!.full) await backoff.pause(LIFECYCLE_DRAIN_LIMITS.gatherMs);
     }
   })();
   return {

@@ -73,11 +73,14 @@ export async function settleLifecycleRows(
     );
 }
 
-/** Transactions waiting for their workflow, and how long the oldest has waited (0 when none). */
-export async function lifecycleBacklog(db: Queryable): Promise<{ count: number; oldestAgeSeconds: number }> {
+/**
+ * Everything waiting for Temporal to accept it, of every kind: the lifecycle queue's starts and confirmations
+ * and the command queue's starts and signals (issue 32), and how long the oldest has waited (0 when none).
+ */
+export async function temporalBacklog(db: Queryable): Promise<{ count: number; oldestAgeSeconds: number }> {
   const { rows } = await db.query<{ count: number; oldest_age_seconds: number }>(
     `SELECT count(*)::int AS count, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS oldest_age_seconds
-       FROM lifecycle_queue WHERE kind = 'start'`,
+       FROM (SELECT created_at FROM lifecycle_queue UNION ALL SELECT created_at FROM temporal_commands) waiting`,
   );
   return { count: rows[0]!.count, oldestAgeSeconds: Math.max(0, rows[0]!.oldest_age_seconds) };
 }

@@ -33,7 +33,7 @@ export async function recordTransactions(
     sourceId: string;
     amountCents: number;
   }>,
-): Promise<{ rows: TransactionRow[]; afterCommit: () => Promise<void> }> {
+): Promise<{ rows: TransactionRow[]; afterCommit: () => void }> {
   const date = settlementDateOf(op.now, op.deps.config.SETTLEMENT_CUTOFF);
   const rows = await insertTransactions(
     op.db,
@@ -49,7 +49,6 @@ export async function recordTransactions(
     // Counted after the request's commit, which runs once per executed request (a replay does not).
     for (const row of rows) ledgerMetrics.transactionsTotal.inc({ direction: row.direction, type: row.type });
     if (rows.length > 0) op.lifecyclePoke.poke();
-    return Promise.resolve();
   };
   return { rows, afterCommit };
 }
@@ -58,7 +57,7 @@ export async function recordTransactions(
 export async function recordTransaction(
   op: Op,
   input: { accountId: string; direction: TransactionRow['direction']; type: TransactionType; sourceId: string; amountCents: number },
-): Promise<{ row: TransactionRow; afterCommit: () => Promise<void> }> {
+): Promise<{ row: TransactionRow; afterCommit: () => void }> {
   const { rows, afterCommit } = await recordTransactions(op, [input]);
   return { row: rows[0]!, afterCommit };
 }
@@ -189,9 +188,6 @@ export async function confirmCashIn(op: Op, transactionId: string): Promise<Outc
   await enqueueConfirmFunds(op.db, { transactionId: row.id, taskQueue: op.deps.services.taskQueue, now: op.now });
   return {
     body: row.json,
-    afterCommit: () => {
-      op.lifecyclePoke.poke();
-      return Promise.resolve();
-    },
+    afterCommit: () => op.lifecyclePoke.poke(),
   };
 }

@@ -1,18 +1,16 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
+import { deliverTemporalCommand } from '../platform/temporalCommandDelivery';
 import { AccountIdKey, OrganizationIdKey, SettlementDateKey } from '../platform/searchAttributes';
+import { windowCloseCommand } from './commands';
 import {
   ACCOUNT_SETTLEMENT_WORKFLOW_TYPE,
   accountSettlementWorkflowId,
-  networkSettledSignal,
-  SETTLEMENT_WINDOW_WORKFLOW_TYPE,
-  settlementTaskQueue,
-  settlementWindowWorkflowId,
   type AccountSettlementInput,
   type SettlementWindowInput,
 } from './contract';
 
-/** The Temporal client side of settlement: starting window closes and account settlements, and the network's signal. */
+/** The Temporal client side of settlement: starting window closes and account settlements (activities, the CLI). */
 
 /**
  * Starts the settlement workflow of (account, window). Starting it again is success: a re-run of the window
@@ -46,39 +44,14 @@ export async function startAccountSettlement(
 }
 
 /**
- * Closes window D now (POST /simulate/settlement, `settlement run`): starts the fan-out workflow for D and the
- * given scope. A close of the same window and scope still running is joined, not duplicated; one that has
- * finished runs again (harmless: every (account, D) settles once). It runs on settlement's own task queue,
- * derived from the deployment's lifecycle queue, and starts its account settlements there too.
+ * Closes window D now (`settlement run`, the benches): delivers windowCloseCommand at once. The API queues the
+ * same command instead (src/settlement/service.ts), so no request waits on Temporal.
  */
 export async function startWindowClose(
   client: Client,
   lifecycleTaskQueue: string,
   input: SettlementWindowInput & { windowDate: string },
-): Promise<{ workflowId: string; runId: string | null }> {
-  const workflowId = settlementWindowWorkflowId(input);
-  try {
-    const args: [SettlementWindowInput] = [input];
-    const handle = await client.workflow.start(SETTLEMENT_WINDOW_WORKFLOW_TYPE, {
-      workflowId,
-      taskQueue: settlementTaskQueue(lifecycleTaskQueue),
-      args,
-      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-      typedSearchAttributes: [
-        { key: SettlementDateKey, value: input.windowDate },
-        ...(input.organizationId ? [{ key: OrganizationIdKey, value: input.organizationId }] : []),
-        ...(input.accountId ? [{ key: AccountIdKey, value: input.accountId }] : []),
-      ],
-      staticSummary: `close settlement window ${input.windowDate}`,
-    });
-    return { workflowId, runId: handle.firstExecutionRunId };
-  } catch (error) {
-    if (error instanceof WorkflowExecutionAlreadyStartedError) return { workflowId, runId: null };
-    throw error;
-  }
-}
-
-/** The network settled the transfer (sandbox: POST /simulate/transfer/{id}/settle; a real rail's callback). */
-export async function signalNetworkSettled(client: Client, accountId: string, windowDate: string): Promise<void> {
-  await client.workflow.getHandle(accountSettlementWorkflowId(accountId, windowDate)).signal(networkSettledSignal);
+): Promise<{ workflowId: string; started: boolean }> {
+  const command = windowCloseCommand(lifecycleTaskQueue, input);
+  return { workflowId: command.workflowId, started: (await deliverTemporalCommand(client, command)) === 'started' };
 }

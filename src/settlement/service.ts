@@ -4,8 +4,8 @@ import { resolveAccountId } from '../ledger/accounts';
 import { settlementDateOf } from '../ledger/dates';
 import type { PageRequest } from '../db/paging';
 import type { Op, Outcome } from '../services';
-import { signalNetworkSettled, startWindowClose } from './client';
-import { settlementWindowWorkflowId } from './contract';
+import { enqueueTemporalCommand } from '../platform/temporalCommands';
+import { networkSettledCommand, windowCloseCommand } from './commands';
 import { isCalendarDate } from './dates';
 import * as repo from './repo';
 import type { SimulateSettlementBody, Transfer } from './schemas';
@@ -20,7 +20,11 @@ export async function transferWithTransactions(op: Op, transferId: string, page:
   return { ...repo.renderTransfer(row), transactions };
 }
 
-/** Sandbox: closes window `date` (default: the one open now) for the caller's accounts, in a workflow after commit. */
+/**
+ * Sandbox: closes window `date` (default: the one open now) for the caller's accounts. The close's workflow
+ * start is queued in the request's transaction (docs/temporal-road.md): the answer never waits on Temporal,
+ * and its `started` is committed with it.
+ */
 export async function closeWindowNow(
   op: Op,
   input: SimulateSettlementBody,
@@ -39,20 +43,24 @@ export async function closeWindowNow(
   }
   const windowDate = input.date ?? settlementDateOf(op.now, op.deps.config.SETTLEMENT_CUTOFF);
   const scope = { windowDate, organizationId: op.organizationId, ...(input.account_id ? { accountId: input.account_id } : {}) };
-  const { temporal, taskQueue } = op.deps.services;
+  const { taskQueue } = op.deps.services;
+  const command = windowCloseCommand(taskQueue, scope);
+  await enqueueTemporalCommand(op.db, { drainQueue: taskQueue, now: op.now }, command);
   return {
-    body: { id: settlementWindowWorkflowId(scope), window_date: windowDate, account_id: input.account_id ?? null, status: 'started' },
-    afterCommit: async () => {
-      await startWindowClose(temporal, taskQueue, scope);
-    },
+    body: { id: command.workflowId, window_date: windowDate, account_id: input.account_id ?? null, status: 'started' },
+    afterCommit: () => op.lifecyclePoke.poke(),
   };
 }
 
-/** Sandbox: the network settles a pending transfer now; its workflow settles it right after commit. */
+/**
+ * Sandbox: the network settles a pending transfer now. The signal to its settlement workflow is queued in the
+ * request's transaction and delivered by a drainer once Temporal answers; the workflow settles it then.
+ */
 export async function settleTransferNow(op: Op, transferId: string): Promise<Outcome<Transfer>> {
   const row = await repo.getTransferRow(op.db, transferId, op.organizationId);
   if (!row) throw errors.notFound('transfer', transferId);
   if (row.status !== 'pending') throw errors.invalidState(`This transfer is ${row.status}; only a pending transfer can be settled.`);
-  const { temporal } = op.deps.services;
-  return { body: repo.renderTransfer(row), afterCommit: () => signalNetworkSettled(temporal, row.account_id, row.window_date) };
+  const { taskQueue } = op.deps.services;
+  await enqueueTemporalCommand(op.db, { drainQueue: taskQueue, now: op.now }, networkSettledCommand(row.account_id, row.window_date));
+  return { body: repo.renderTransfer(row), afterCommit: () => op.lifecyclePoke.poke() };
 }

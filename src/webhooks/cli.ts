@@ -1,10 +1,9 @@
 import type { Command } from 'commander';
 import type { CliContext, CommandRegistrar } from '../cli/registrar';
-import { temporalAddressOf } from '../config';
 import { withTransaction, type Pool } from '../db/pool';
 import { ApiError } from '../errors';
 import { createLogger } from '../logger';
-import { connectTemporal, temporalConnectionOptions } from '../platform/temporal';
+import { LifecyclePoke } from '../ledger/lifecyclePoke';
 import { startReplay } from './redelivery';
 import { getReplay, replayView } from './replayRepo';
 import { replayWebhookBody, type WebhookReplayView } from './replaySchemas';
@@ -53,29 +52,27 @@ const registerReplayCommand = (webhook: Command, ctx: () => CliContext) => {
         failed_only: options.failedOnly,
       });
       if (!parsed.success) throw new Error(parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '));
-      const { connection, client } = await connectTemporal(
-        temporalAddressOf(config),
-        config.TEMPORAL_NAMESPACE,
-        temporalConnectionOptions(config),
-      );
       const log = createLogger('warn', 'admin');
-      // A replay records no transaction, so nothing is ever queued for the drainers to hear of.
-      const lifecyclePoke = { poke: () => undefined };
-      try {
-        const deps = { config, pool, log, services: { temporal: client, taskQueue: config.TEMPORAL_TASK_QUEUE } };
-        const started = await withTransaction(pool, (tx) =>
-          startReplay({ db: tx, organizationId: options.org, now: new Date(), deps, lifecyclePoke }, options.endpoint, parsed.data),
-        ).catch((error: unknown) => {
-          throw cliError(error);
-        });
-        const replay = await followReplay(pool, options.org, started.body);
-        out(
-          `replay ${replay.id} ${replay.status}: ${replay.events_sent}/${replay.events_total} events sent, ${replay.events_failed} failed`,
-          replay,
+      // The replay's start is queued with its row, like the API's: a worker's drainer starts it, woken by this poke.
+      const lifecyclePoke = new LifecyclePoke(pool, log);
+      const deps = { config, pool, log, services: { taskQueue: config.TEMPORAL_TASK_QUEUE } };
+      const started = await withTransaction(pool, async (tx) => {
+        const outcome = await startReplay(
+          { db: tx, organizationId: options.org, now: new Date(), deps, lifecyclePoke },
+          options.endpoint,
+          parsed.data,
         );
-      } finally {
-        await connection.close();
-      }
+        return outcome.body;
+      }).catch((error: unknown) => {
+        throw cliError(error);
+      });
+      lifecyclePoke.poke();
+      await lifecyclePoke.close();
+      const replay = await followReplay(pool, options.org, started);
+      out(
+        `replay ${replay.id} ${replay.status}: ${replay.events_sent}/${replay.events_total} events sent, ${replay.events_failed} failed`,
+        replay,
+      );
     });
 };
 

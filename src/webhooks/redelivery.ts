@@ -1,10 +1,9 @@
 import { errors } from '../errors';
 import { getEvent } from '../events/repo';
 import { retentionStart } from '../events/retention';
-import { OrganizationIdKey } from '../platform/searchAttributes';
+import { enqueueTemporalCommand } from '../platform/temporalCommands';
 import type { Op, Outcome } from '../services';
-import { WEBHOOK_DELIVERY_WORKFLOW_TYPE, webhookResendWorkflowId, type WebhookDeliveryInput } from './contract';
-import { WEBHOOK_REPLAY_WORKFLOW_TYPE, type WebhookReplayInput } from './replayContract';
+import { replayCommand, resendCommand } from './commands';
 import { insertReplay, lockReplay, progressOf, replayView } from './replayRepo';
 import type { ReplayWebhookBody, ResendWebhookBody, WebhookReplayView } from './replaySchemas';
 import { beginAttempt, deliveryView, getEndpointAnyState, type DeliveryRow, type EndpointRow } from './repo';
@@ -13,8 +12,9 @@ import { ALL_EVENTS, type WebhookDeliveryView } from './schemas';
 /**
  * Sending events again (SPEC §17): one event to one endpoint (resend), or a range of them (replay). Both
  * reach only the caller's own endpoints with the caller's own events, and never a deleted or disabled one.
- * Each starts its workflow before the request commits, so a Temporal that is down fails the request and
- * leaves nothing behind; what the workflow needs waits for that commit (the attempt row's key, the replay's lock).
+ * Each queues its workflow's start in the request's transaction (docs/temporal-road.md): the request never
+ * waits on Temporal, a rolled-back one starts nothing, and a drainer starts the workflow once the commit has
+ * made what it reads (the attempt row, the replay row) visible and Temporal answers.
  */
 
 function subscribes(endpoint: EndpointRow, type: string): boolean {
@@ -52,19 +52,15 @@ export async function resendEvent(op: Op, endpointId: string, body: ResendWebhoo
     [attemptId],
   );
   const { config, services } = op.deps;
-  const input: WebhookDeliveryInput = {
+  const delivery = {
     eventId: event.id,
     endpointId: endpoint.id,
     retry: { initialIntervalMs: config.WEBHOOK_RETRY_INITIAL_MS, maxIntervalMs: config.WEBHOOK_RETRY_MAX_MS },
     firstAttemptId: attemptId,
   };
-  await services.temporal.workflow.start(WEBHOOK_DELIVERY_WORKFLOW_TYPE, {
-    taskQueue: services.taskQueue,
-    workflowId: webhookResendWorkflowId(attemptId),
-    args: [input],
-    typedSearchAttributes: [{ key: OrganizationIdKey, value: op.organizationId }],
-  });
-  return { body: deliveryView(rows[0]!) };
+  const command = resendCommand({ taskQueue: services.taskQueue, organizationId: op.organizationId, delivery });
+  await enqueueTemporalCommand(op.db, { drainQueue: services.taskQueue, now: op.now }, command);
+  return { body: deliveryView(rows[0]!), afterCommit: () => op.lifecyclePoke.poke() };
 }
 
 /** The replay's range and types, checked against retention and the endpoint's subscriptions. */
@@ -110,14 +106,14 @@ export async function startReplay(op: Op, endpointId: string, body: ReplayWebhoo
     throw error;
   });
   await lockReplay(op.db, replay.id);
-  const { services } = op.deps;
-  const input: WebhookReplayInput = { replayId: replay.id, progress: progressOf(replay) };
-  await services.temporal.workflow.start(WEBHOOK_REPLAY_WORKFLOW_TYPE, {
-    taskQueue: services.taskQueue,
-    workflowId: replay.id,
-    args: [input],
-    typedSearchAttributes: [{ key: OrganizationIdKey, value: op.organizationId }],
-    memo: { endpoint_id: endpoint.id, events_total: replay.events_total },
+  const { taskQueue } = op.deps.services;
+  const command = replayCommand({
+    taskQueue,
+    organizationId: op.organizationId,
+    endpointId: endpoint.id,
+    eventsTotal: replay.events_total,
+    replay: { replayId: replay.id, progress: progressOf(replay) },
   });
-  return { body: replayView(replay) };
+  await enqueueTemporalCommand(op.db, { drainQueue: taskQueue, now: op.now }, command);
+  return { body: replayView(replay), afterCommit: () => op.lifecyclePoke.poke() };
 }
