@@ -155,7 +155,7 @@ describe('issue 32: every start and signal a request needs is queued with its co
     );
     // The resend once, the replay once more: never a copy of a delivered command.
     await eventually(async () => (receiver.for(resent!).length === 2 ? true : undefined), 30_000, 'the queued resend');
-    for (const id of others) expect(receiver.for(id!)).toHaveLength(1);
+    for (const id of others) expect(receiver.for(id)).toHaveLength(1);
     expect(await queued(replay.id as string)).toEqual([]);
   }, 180_000);
 

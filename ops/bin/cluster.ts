@@ -11,6 +11,7 @@
 import cluster from 'node:cluster';
 import path from 'node:path';
 import pg from 'pg';
+import { rowOf } from '../../src/assert';
 import { temporalAddressOf, type Config } from '../../src/config';
 import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
@@ -66,7 +67,8 @@ async function assertConnectionBudget(databaseUrl: string, config: Config): Prom
       `SELECT current_setting('max_connections')::int AS max, current_setting('superuser_reserved_connections')::int AS reserved`,
     )
     .finally(() => client.end());
-  const available = rows[0]!.max - rows[0]!.reserved;
+  const settings = rowOf(rows, 'current_setting answers one row');
+  const available = settings.max - settings.reserved;
   const temporal = config.TEMPORAL_ADDRESS ? 0 : TEMPORAL_SERVER_CONNECTIONS.total;
   // Each process holds one more than its pool: an api the edge's LISTEN connection (key and rate-limit
   // invalidation), a worker its lifecycle drainer's (pokes for the lifecycle queue).

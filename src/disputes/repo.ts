@@ -3,6 +3,7 @@ import type { Queryable } from '../db/pool';
 import type { Transaction } from '../ledger/schemas';
 import { transactionsOfSources } from '../ledger/transactions';
 import type { Dispute, DisputeListQuery, DisputeStatus } from './schemas';
+import { rowOf } from '../assert';
 
 /** SQL owned by disputes: the disputes table. */
 
@@ -44,7 +45,7 @@ export async function insertDispute(db: Queryable, row: Omit<DisputeRow, 'curren
      VALUES ($1, $2, $3, $4, $5, $6, 'created', $7) RETURNING *`,
     [row.id, row.organization_id, row.intent_id, row.account_id, row.amount_cents, row.code, row.created_at],
   );
-  return rows[0]!;
+  return rowOf(rows, 'INSERT … RETURNING answers the dispute it inserted');
 }
 
 export async function disputeOfIntent(db: Queryable, intentId: string): Promise<DisputeRow | null> {

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/pool';
+import { rowOf } from '../assert';
 
 /** SPEC §12's event types, and §18's `*.updated`. */
 export type EventType =
@@ -34,7 +35,7 @@ export async function recordEvent(
     text: `INSERT INTO events (organization_id, type, data, created_at) VALUES ($1, $2, $3, coalesce($4, now())) RETURNING id`,
     values: [organizationId, type, JSON.stringify(data), createdAt ?? null],
   });
-  return rows[0]!.id;
+  return rowOf(rows, 'INSERT … RETURNING answers the event it inserted').id;
 }
 
 /**

@@ -2,6 +2,7 @@ import { Filters, keysetPage, type ListPage } from '../db/paging';
 import type { Queryable } from '../db/pool';
 import { EVENT_LIMITS } from './limits';
 import type { EventListQuery, EventView } from './schemas';
+import { rowOf } from '../assert';
 
 /** The events API's SQL over the outbox (SPEC §17): reads by organization, and the retention sweep. */
 
@@ -69,5 +70,5 @@ export async function deleteExpiredEventBatch(db: Queryable, input: { olderThan:
      SELECT count(*)::int AS deleted FROM deleted`,
     [input.olderThan, input.now, `${EVENT_LIMITS.deliveryHoldMs} milliseconds`, input.limit],
   );
-  return rows[0]!.deleted;
+  return rowOf(rows, 'count(*) answers one row').deleted;
 }

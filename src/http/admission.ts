@@ -7,6 +7,7 @@ import type { Edge } from './edge';
 import type { CachedKey, Cidr, KeyCache } from './keyCache';
 import { EDGE_LIMITS, windowInterval } from './limits';
 import type { Caller, EdgeDeps } from './route';
+import { rowOf } from '../assert';
 
 /** Admission (SPEC §4): who is calling, from where, and whether they may right now. */
 
@@ -98,7 +99,7 @@ async function authenticate(presented: {
     text: `SELECT * FROM edge_authenticate($1, $2::inet, $3, $4::interval, $5, $6)`,
     values: [keyHash, client.failureBucket, now, windowInterval, environment, EDGE_LIMITS.authFailuresPerWindow],
   });
-  const row = rows[0]!;
+  const row = rowOf(rows, 'edge_authenticate answers one row');
   if (row.outcome !== 'authenticated') cache.recordFailures(client.failureBucket, row.failures);
   if (row.outcome === 'too_many_auth_failures') {
     throw errors.tooManyAuthFailures(retryAfterSeconds((row.failures[0] ?? now).getTime() + EDGE_LIMITS.windowMs, now));

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Pool } from '../db/pool';
 import { EDGE_LIMITS, leaseInterval, windowInterval } from './limits';
+import { rowOf } from '../assert';
 
 /**
  * The exact sliding-window rate limit (SPEC §4) without a database write per request: a process takes a
@@ -192,7 +193,7 @@ export class RateLimiter {
         settle ? dateOrNull(settle.lastMs) : null,
       ],
     });
-    const answer = rows[0]!;
+    const answer = rowOf(rows, 'the rate-lease function answers one row');
     if (answer.rate_limit === null) throw new Error(`no organization ${organizationId}`);
     return answer;
   }

@@ -4,6 +4,7 @@ import { to as copyTo } from 'pg-copy-streams';
 import { Filters, keysetPage, type ListPage } from '../db/paging';
 import type { Pool, Queryable } from '../db/pool';
 import { ENTRY_KINDS, STATEMENT_CSV_COLUMNS, type Balances, type Entry, type EntryKind, type EntryListQuery } from './schemas';
+import { rowOf } from '../assert';
 
 /**
  * SQL owned by the journal: reads of journal_entries (written only by the transactions table's triggers,
@@ -50,7 +51,7 @@ export async function balancesAt(db: Queryable, accountId: string, at: Date): Pr
     text: `SELECT pending_cents AS pending, available_cents AS available, in_transfer_cents AS in_transfer FROM journal_balance_at($1, $2)`,
     values: [accountId, at],
   });
-  return rows[0]!;
+  return rowOf(rows, 'journal_balance_at answers one row');
 }
 
 export async function listEntries(
@@ -107,7 +108,7 @@ export async function statementSums(db: Queryable, accountId: string, span: { st
             (SELECT coalesce(json_agg(json_build_object('kind', kind, 'count', count, 'amount', amount)), '[]') FROM span) AS kinds`,
     [accountId, span.start, span.end],
   );
-  const { opening, closing, moved, kinds } = rows[0]!;
+  const { opening, closing, moved, kinds } = rowOf(rows, 'a select of aggregates answers one row');
   const totals = Object.fromEntries(ENTRY_KINDS.map((kind) => [kind, { count: 0, amount: 0 }])) as StatementSums['totals'];
   for (const row of kinds) totals[row.kind] = { count: row.count, amount: row.amount };
   const derived = {
@@ -166,7 +167,7 @@ export async function streamStatementCsv(
 /** Every account's snapshot at `at` (a window's close), in one statement; a snapshot already taken is kept. */
 export async function takeSnapshots(db: Queryable, at: Date): Promise<number> {
   const { rows } = await db.query<{ written: number }>(`SELECT journal_take_snapshots($1)::int AS written`, [at]);
-  return rows[0]!.written;
+  return rowOf(rows, 'journal_take_snapshots answers one value').written;
 }
 
 export interface JournalCheck {

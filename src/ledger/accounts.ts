@@ -1,6 +1,7 @@
 import { Filters, keysetPage, type ListPage, type PageRequest } from '../db/paging';
 import type { Queryable } from '../db/pool';
 import type { Account } from './schemas';
+import { rowOf } from '../assert';
 
 /** Reads of settlement accounts and their balances (maintained by the ledger's triggers, schema.sql). */
 
@@ -58,7 +59,7 @@ export async function resolveAccountId(
     `SELECT id FROM accounts WHERE organization_id = $1 AND ($2::text IS NULL OR id = $2) ORDER BY id LIMIT 2`,
     [organizationId, accountId ?? null],
   );
-  if (rows.length === 1) return { ok: true, accountId: rows[0]!.id };
+  if (rows.length === 1) return { ok: true, accountId: rowOf(rows, 'rows.length is 1').id };
   return { ok: false, reason: accountId !== undefined ? 'missing' : 'required' };
 }
 
@@ -95,7 +96,7 @@ export async function lookupIntentPartiesOfMany(
             ARRAY(SELECT id FROM accounts WHERE organization_id = $1 ORDER BY id LIMIT 2) AS default_ids`,
     [organizationId, [...new Set(intents.map((intent) => intent.user_id))], named],
   );
-  const { users, named_ids: namedIds, default_ids: defaultIds } = rows[0]!;
+  const { users, named_ids: namedIds, default_ids: defaultIds } = rowOf(rows, 'a select of subqueries answers one row');
   const existing = new Set(namedIds);
   return intents.map((intent) => ({
     userStatus: Object.hasOwn(users, intent.user_id) ? users[intent.user_id]! : null,
@@ -137,5 +138,5 @@ export async function recomputeBalances(db: Queryable, accountId: string): Promi
      FROM transactions WHERE account_id = $1`,
     [accountId],
   );
-  return rows[0]!;
+  return rowOf(rows, 'a select of aggregates answers one row');
 }

@@ -10,6 +10,7 @@ import { journalChecks } from '../journal/repo';
 import { listAccounts, recomputeBalances, type Balances } from './accounts';
 import { getIntent } from './intents';
 import { getTransactionRow, statusHistory } from './transactions';
+import { rowOf } from '../assert';
 
 /**
  * Operator commands for the ledger: inspect a transaction with its status history, an intent, an
@@ -90,7 +91,7 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
           `${intent.id}  ${intent.direction} ${intent.amount} cents  ${intent.status}${intent.decline_category ? ` (${intent.decline_category})` : ''}  user ${intent.user_id}`,
           ...intent.transactions.map((t) => `  ${t.id}  ${t.status}  date ${t.date}`),
         ].join('\n'),
-        { intent, organization_id: rows[0]!.organization_id },
+        { intent, organization_id: rowOf(rows, 'the intent was found by this row').organization_id },
       );
     });
 

@@ -5,6 +5,7 @@ import { metadataContains } from '../metadata/sql';
 import type { Direction } from './contract';
 import type { DeclineCategory, Intent, IntentListQuery, IntentStatus, Transaction } from './schemas';
 import { transactionsOfSources } from './transactions';
+import { rowOf } from '../assert';
 
 /** The intents table's one writer, and its reads. The database refuses a decided intent changing again (intents_guard). */
 
@@ -94,7 +95,7 @@ export async function decideIntent(
     `UPDATE intents SET status = $2, decline_category = $3, updated_at = $4 WHERE id = $1 RETURNING *`,
     [intentId, status, declineCategory, now],
   );
-  return rows[0]!;
+  return rowOf(rows, 'the intent being decided is locked by the caller, so it exists');
 }
 
 /** Replaces a locked intent's metadata (the caller merged it); nothing else about the intent changes. */
@@ -103,7 +104,7 @@ export async function updateIntentMetadata(db: Queryable, intentId: string, meta
     `UPDATE intents SET metadata = $2, updated_at = greatest($3::timestamptz, updated_at) WHERE id = $1 RETURNING *`,
     [intentId, JSON.stringify(metadata), now],
   );
-  return rows[0]!;
+  return rowOf(rows, 'the intent whose metadata changes is locked by the caller, so it exists');
 }
 
 export async function renderIntents(db: Queryable, rows: IntentRow[]): Promise<Intent[]> {

@@ -1,5 +1,6 @@
 import type { PoolClient, Queryable } from '../db/pool';
 import { TRANSACTION_COLUMNS, type TransactionRow } from './transactions';
+import { rowOf } from '../assert';
 
 /**
  * The lifecycle queue's SQL (migrations/0023): what a committed write asks of Temporal — start a
@@ -82,7 +83,8 @@ export async function temporalBacklog(db: Queryable): Promise<{ count: number; o
     `SELECT count(*)::int AS count, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS oldest_age_seconds
        FROM (SELECT created_at FROM lifecycle_queue UNION ALL SELECT created_at FROM temporal_commands) waiting`,
   );
-  return { count: rows[0]!.count, oldestAgeSeconds: Math.max(0, rows[0]!.oldest_age_seconds) };
+  const backlog = rowOf(rows, 'a select of aggregates answers one row');
+  return { count: backlog.count, oldestAgeSeconds: Math.max(0, backlog.oldest_age_seconds) };
 }
 
 /** Since when a transaction waits for Temporal to accept its workflow (null: it does not wait). */

@@ -12,6 +12,7 @@ import { ledgerMetrics } from '../metrics';
 import { enqueueConfirmFunds } from './lifecycleQueue';
 import type { CreateIntentBody, DeclineCategory, Intent, Transaction, TransactionType } from './schemas';
 import { getTransactionRow, insertTransactions, type TransactionRow } from './transactions';
+import { rowOf } from '../assert';
 
 /**
  * The ledger's operations (SPEC §8, §9) behind POST /intent, /authorize, refunds and disputes. Each runs inside
@@ -59,7 +60,7 @@ export async function recordTransaction(
   input: { accountId: string; direction: TransactionRow['direction']; type: TransactionType; sourceId: string; amountCents: number },
 ): Promise<{ row: TransactionRow; afterCommit: () => void }> {
   const { rows, afterCommit } = await recordTransactions(op, [input]);
-  return { row: rows[0]!, afterCommit };
+  return { row: rowOf(rows, 'recordTransactions answers a row per input'), afterCommit };
 }
 
 async function approve(op: Op, intent: IntentRow): Promise<Outcome<Intent>> {

@@ -5,6 +5,7 @@ import { newId } from '../ids';
 import { sourceMetadataContains } from '../metadata/sql';
 import { transitionKind, type Direction, type TransactionStatus } from './contract';
 import type { Transaction, TransactionListQuery, TransactionType } from './schemas';
+import { rowOf } from '../assert';
 
 /**
  * The transactions table's one writer, and its reads. Every write here commits with its history row and
@@ -274,7 +275,8 @@ export async function assignWindowToTransfer(
       ORDER BY t.created_at, t.id`,
     [input.transferId, input.now],
   );
-  return { count: rows[0]!.count, cashOutCount: rows[0]!.cash_out_count, netCents: rows[0]!.net_cents };
+  const moved = rowOf(rows, 'a select of aggregates answers one row');
+  return { count: moved.count, cashOutCount: moved.cash_out_count, netCents: moved.net_cents };
 }
 
 /** Every member of a settled transfer becomes `settled`, with its transaction.status_changed event. Returns how many moved. */
@@ -293,7 +295,7 @@ export async function settleTransferMembers(db: Queryable, transferId: string, n
      SELECT count(*)::int AS count FROM written`,
     [transferId, now],
   );
-  return rows[0]!.count;
+  return rowOf(rows, 'count(*) answers one row').count;
 }
 
 /** One page of a transfer's members (newest first), as ids for notifications. */

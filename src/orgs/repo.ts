@@ -2,6 +2,7 @@ import ipaddr from 'ipaddr.js';
 import { withTransaction, type Pool, type Queryable } from '../db/pool';
 import { newId } from '../ids';
 import { generateApiKey, hashApiKey, type Environment } from './keys';
+import { rowOf } from '../assert';
 
 /** SQL owned by organizations, their accounts, keys, allowlists and rate limits. */
 
@@ -43,7 +44,7 @@ export async function createOrganization(
       input.name,
       input.kycRequired,
     ]);
-    const organization = rows[0]!;
+    const organization = rowOf(rows, 'INSERT … RETURNING answers the organization it inserted');
     const account = await createAccount(tx, organization.id, input.accountName ?? 'Operational');
     const key = await createKey(tx, organization.id, input.environment);
     return { organization, account, key };
@@ -58,7 +59,7 @@ export async function getOrganization(db: Queryable, organizationId: string): Pr
 
 export async function countOrganizations(db: Queryable): Promise<number> {
   const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM organizations`);
-  return rows[0]!.n;
+  return rowOf(rows, 'count(*) answers one row').n;
 }
 
 export async function createAccount(db: Queryable, organizationId: string, name: string): Promise<Account> {
@@ -68,7 +69,7 @@ export async function createAccount(db: Queryable, organizationId: string, name:
     organizationId,
     name,
   ]);
-  return rows[0]!;
+  return rowOf(rows, 'INSERT … RETURNING answers the account it inserted');
 }
 
 export async function createKey(db: Queryable, organizationId: string, environment: Environment): Promise<IssuedKey> {
@@ -146,7 +147,7 @@ export async function addAllowlistEntry(db: Queryable, organizationId: string, c
      ON CONFLICT (organization_id, cidr) DO UPDATE SET cidr = EXCLUDED.cidr RETURNING cidr::text`,
     [organizationId, normalized],
   );
-  return rows[0]!.cidr;
+  return rowOf(rows, 'an upsert … RETURNING answers its row').cidr;
 }
 
 export async function removeAllowlistEntry(db: Queryable, organizationId: string, cidr: string): Promise<boolean> {

@@ -5,6 +5,7 @@ import type { Metadata } from '../metadata/schemas';
 import { metadataContains } from '../metadata/sql';
 import { transactionsOfSources } from '../ledger/transactions';
 import type { Refund, RefundListQuery } from './schemas';
+import { rowOf } from '../assert';
 
 /** SQL owned by refunds: the refunds table, and what an intent has left to return (shared with disputes). */
 
@@ -42,7 +43,7 @@ export function renderRefund(row: RefundRow, txn: Transaction): Refund {
  */
 export async function intentReturnedCents(db: Queryable, intentId: string): Promise<number> {
   const { rows } = await db.query<{ returned: number }>(`SELECT intent_returned_cents($1) AS returned`, [intentId]);
-  return rows[0]!.returned;
+  return rowOf(rows, 'intent_returned_cents answers one value').returned;
 }
 
 export async function insertRefund(db: Queryable, row: Omit<RefundRow, 'currency'>): Promise<RefundRow> {
@@ -51,7 +52,7 @@ export async function insertRefund(db: Queryable, row: Omit<RefundRow, 'currency
      VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
     [row.id, row.organization_id, row.intent_id, row.account_id, row.amount_cents, JSON.stringify(row.metadata), row.created_at],
   );
-  return rows[0]!;
+  return rowOf(rows, 'INSERT … RETURNING answers the refund it inserted');
 }
 
 async function withTransactions(db: Queryable, rows: RefundRow[]): Promise<Refund[]> {

@@ -4,6 +4,7 @@ import { recordEvent } from '../events/outbox';
 import { newId } from '../ids';
 import { assignWindowToTransfer, ELIGIBLE_FOR_WINDOW, settleTransferMembers } from '../ledger/transactions';
 import type { Transfer, TransferListQuery } from './schemas';
+import { rowOf } from '../assert';
 
 /**
  * SQL owned by settlement: the transfers table. Its members move into and out of a transfer through the
@@ -247,7 +248,7 @@ export async function windowProgress(
        FROM transfers tr WHERE tr.window_date = $1::date ${where}`,
     params,
   );
-  const row = rows[0]!;
+  const row = rowOf(rows, 'a select of aggregates answers one row');
   return { transfers: row.transfers, transfersSettled: row.transfers_settled, members: row.members, membersSettled: row.members_settled };
 }
 

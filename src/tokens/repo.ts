@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/pool';
 import type { CardBrand, MaskedBankAccount, MaskedCard } from './checks';
 import type { Token } from './schemas';
+import { rowOf } from '../assert';
 
 /** SQL owned by tokens: payment_tokens holds masked details only, never a full card or account number. */
 
@@ -58,7 +59,7 @@ export async function insertToken(
       input.createdAt,
     ],
   );
-  return rows[0]!;
+  return rowOf(rows, 'INSERT … RETURNING answers the token it inserted');
 }
 
 /** `forUpdate`: POST /authorize holds the token's row lock until it has recorded the use. */

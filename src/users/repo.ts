@@ -4,6 +4,7 @@ import { newId } from '../ids';
 import type { Metadata } from '../metadata/schemas';
 import { metadataContains } from '../metadata/sql';
 import type { User, UserCreateBody, UserStatus } from './schemas';
+import { rowOf } from '../assert';
 
 /** The SQL owned by users and their status history (migrations/0004_users.sql). */
 
@@ -170,5 +171,5 @@ export async function updateUserMetadata(db: Queryable, userId: string, metadata
     `UPDATE users SET metadata = $2, updated_at = greatest($3::timestamptz, updated_at) WHERE id = $1 RETURNING ${PUBLIC_COLUMNS}`,
     [userId, JSON.stringify(metadata), now],
   );
-  return toUser(rows[0]!);
+  return toUser(rowOf(rows, 'the user whose metadata changes is locked by the caller, so it exists'));
 }

@@ -8,6 +8,7 @@ import { insertReplay, lockReplay, progressOf, replayView } from './replayRepo';
 import type { ReplayWebhookBody, ResendWebhookBody, WebhookReplayView } from './replaySchemas';
 import { beginAttempt, deliveryView, getEndpointAnyState, type DeliveryRow, type EndpointRow } from './repo';
 import { ALL_EVENTS, type WebhookDeliveryView } from './schemas';
+import { rowOf } from '../assert';
 
 /**
  * Sending events again (SPEC §17): one event to one endpoint (resend), or a range of them (replay). Both
@@ -60,7 +61,10 @@ export async function resendEvent(op: Op, endpointId: string, body: ResendWebhoo
   };
   const command = resendCommand({ taskQueue: services.taskQueue, organizationId: op.organizationId, delivery });
   await enqueueTemporalCommand(op.db, { drainQueue: services.taskQueue, now: op.now }, command);
-  return { body: deliveryView(rows[0]!), afterCommit: () => op.lifecyclePoke.poke() };
+  return {
+    body: deliveryView(rowOf(rows, 'the attempt beginAttempt inserted in this transaction exists')),
+    afterCommit: () => op.lifecyclePoke.poke(),
+  };
 }
 
 /** The replay's range and types, checked against retention and the endpoint's subscriptions. */

@@ -4,6 +4,7 @@ import { newId } from '../ids';
 import { INTERRUPTED_ATTEMPT_ERROR, newAttemptId } from './repo';
 import type { WebhookReplayProgress, WebhookReplayStatus } from './replayContract';
 import type { WebhookReplayView } from './replaySchemas';
+import { rowOf } from '../assert';
 
 /** SQL owned by webhook replays (SPEC §17): their rows, the events they walk, and their delivery attempts. */
 
@@ -91,7 +92,7 @@ export async function insertReplay(db: Queryable, replay: NewReplay): Promise<Re
      RETURNING ${REPLAY_COLUMNS}`,
     [newId('whr'), replay.organizationId, replay.endpointId, replay.createdAtGte, replay.createdAtLt, replay.types, replay.failedOnly],
   );
-  return rows[0]!;
+  return rowOf(rows, 'INSERT … RETURNING answers the replay it inserted');
 }
 
 export async function getReplay(
@@ -240,5 +241,5 @@ export async function finishReplay(
 
 async function currentReplay(db: Queryable, replayId: string): Promise<ReplayRow> {
   const { rows } = await db.query<ReplayRow>(`SELECT ${REPLAY_COLUMNS} FROM webhook_replays WHERE id = $1`, [replayId]);
-  return rows[0]!;
+  return rowOf(rows, 'a replay that a workflow updates exists');
 }

@@ -3,6 +3,7 @@ import type { Queryable } from '../db/pool';
 import { randomString, newId } from '../ids';
 import { WEBHOOK_LIMITS } from './limits';
 import type { WebhookDeliveryView, WebhookEndpointView } from './schemas';
+import { rowOf } from '../assert';
 
 /** SQL owned by webhook endpoints and their delivery attempts, and the dispatcher's side of the outbox. */
 
@@ -62,13 +63,13 @@ export async function createEndpoint(
     `SELECT count(*)::int AS n FROM webhook_endpoints WHERE organization_id = $1 AND deleted_at IS NULL`,
     [input.organizationId],
   );
-  if (counted[0]!.n >= WEBHOOK_LIMITS.endpointsPerOrganizationMax) throw new EndpointLimitError();
+  if (rowOf(counted, 'count(*) answers one row').n >= WEBHOOK_LIMITS.endpointsPerOrganizationMax) throw new EndpointLimitError();
   const { rows } = await db.query<EndpointRow>(
     `INSERT INTO webhook_endpoints (id, organization_id, url, events, secret_sealed, events_after_seq)
      VALUES ($1, $2, $3, $4, $5, (SELECT coalesce(max(seq), 0) FROM events)) RETURNING ${ENDPOINT_COLUMNS}`,
     [newId('whk'), input.organizationId, input.url, input.events, input.secretSealed],
   );
-  return rows[0]!;
+  return rowOf(rows, 'INSERT … RETURNING answers the endpoint it inserted');
 }
 
 export async function getEndpoint(db: Queryable, organizationId: string, id: string): Promise<EndpointRow | null> {

@@ -2,6 +2,7 @@ import type { Queryable } from '../db/pool';
 import { seal } from '../sealed';
 import { WEBHOOK_LIMITS } from './limits';
 import { PLAIN_PREFIX } from './signing';
+import { rowOf } from '../assert';
 
 /**
  * Webhook secrets written in the clear before WEBHOOK_SECRET_KEY was configured: endpoints' `plain:`
@@ -25,7 +26,7 @@ export async function findPlainSecrets(db: Queryable): Promise<PlainSecrets> {
     `SELECT count(*)::int AS n FROM idempotency_keys WHERE endpoint = ANY($1::text[]) AND NOT starts_with(response_body, 'gcm1:')`,
     [ANSWERS_WITH_SECRETS],
   );
-  return { endpointIds: endpoints.rows.map((row) => row.id), answers: answers.rows[0]!.n };
+  return { endpointIds: endpoints.rows.map((row) => row.id), answers: rowOf(answers.rows, 'count(*) answers one row').n };
 }
 
 /** Seals one batch of plain endpoint secrets; answers how many it sealed (0: none left). */
