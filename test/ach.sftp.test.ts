@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { deliverFile, downloadInbound, listInbound, parseOpenSshPublicKey, parseSftpUrl, SftpError } from '../src/ach/sftp';
+import { ConfigError, loadConfig } from '../src/config';
+import { parseOpenSshPublicKey, parseSftpUrl } from '../src/ach/settings';
+import { deliverFile, downloadInbound, listInbound, SftpError, sftpTargetOf } from '../src/ach/sftp';
 import { startSftpServer, type SftpServer } from './support/sftpServer';
 
 let server: SftpServer;
@@ -146,5 +148,45 @@ describe('SPEC §24 SFTP settings', () => {
     expect(parseOpenSshPublicKey(server.hostKeyLine).type).toBe('ssh-ed25519');
     expect(() => parseOpenSshPublicKey('ssh-rsa ' + server.hostKeyLine.split(' ')[1]!)).toThrow(/does not hold a ssh-rsa key/);
     expect(() => parseOpenSshPublicKey('AAAA')).toThrow(/OpenSSH form/);
+  });
+
+  test('the ACH variables are checked at start, naming the variable', () => {
+    const bank = {
+      ACH_ODFI_ROUTING: '091000019',
+      ACH_IMMEDIATE_ORIGIN: '123456789',
+      ACH_ODFI_NAME: 'WELLS FARGO BANK',
+      ACH_ORIGIN_NAME: 'PAYMENTS LEDGER',
+      ACH_SFTP_URL: server.url,
+      ACH_SFTP_KEY_FILE: server.clientKeyFile,
+      ACH_SFTP_HOST_KEY: server.hostKeyLine,
+    };
+    const config = loadConfig(bank);
+    expect(config.ACH_IMMEDIATE_ORIGIN).toBe(' 123456789');
+    expect(config.ACH_WINDOWS).toEqual([
+      { window: '10:30', settlement: '13:00' },
+      { window: '14:45', settlement: '17:00' },
+      { window: '16:45', settlement: '18:00' },
+    ]);
+    expect(sftpTargetOf(config)).toMatchObject({ host: '127.0.0.1', port: server.port, username: server.user, directory: server.root });
+    expect(sftpTargetOf(loadConfig({}))).toBeNull();
+    expect(loadConfig({ ACH_WINDOWS: '09:00=12:00,16:45' }).ACH_WINDOWS).toEqual([
+      { window: '09:00', settlement: '12:00' },
+      { window: '16:45', settlement: '18:00' },
+    ]);
+    for (const [name, value, message] of [
+      ['ACH_ODFI_ROUTING', '091000018', /ACH_ODFI_ROUTING.*check digit/],
+      ['ACH_IMMEDIATE_ORIGIN', '12345', /ACH_IMMEDIATE_ORIGIN.*10 characters/],
+      ['ACH_ODFI_NAME', 'A BANK WITH A NAME LONGER THAN 23', /ACH_ODFI_NAME/],
+      ['ACH_SFTP_URL', 'ftp://bank.example/x', /ACH_SFTP_URL.*sftp:\/\/user@host/],
+      ['ACH_SFTP_KEY_FILE', '/nonexistent/key', /ACH_SFTP_KEY_FILE.*readable private key/],
+      ['ACH_SFTP_HOST_KEY', 'ssh-ed25519 not-base64!', /ACH_SFTP_HOST_KEY.*OpenSSH form/],
+      ['ACH_WINDOWS', '11:00', /ACH_WINDOWS.*HH:MM=HH:MM/],
+      ['ACH_WINDOWS', '14:45,10:30', /ACH_WINDOWS.*order of the day/],
+    ] as const) {
+      expect(() => loadConfig({ ...bank, [name]: value })).toThrow(ConfigError);
+      expect(() => loadConfig({ ...bank, [name]: value })).toThrow(message);
+    }
+    expect(() => loadConfig({ ACH_SFTP_URL: server.url })).toThrow(/ACH_SFTP_KEY_FILE.*must be set with ACH_SFTP_URL/);
+    expect(() => loadConfig({ ACH_ODFI_ROUTING: '091000019' })).toThrow(/ACH_ODFI_NAME.*must be set with ACH_ODFI_ROUTING/);
   });
 });

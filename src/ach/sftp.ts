@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
+import fs from 'node:fs';
 import { Client, type ConnectConfig, type SFTPWrapper } from 'ssh2';
+import { parseOpenSshPublicKey, parseSftpUrl, type SftpAddress } from './settings';
 
 /**
  * Delivery of NACHA files to the ODFI over SFTP (SPEC §24) and the reading of its return files (SPEC §25).
@@ -8,12 +10,7 @@ import { Client, type ConnectConfig, type SFTPWrapper } from 'ssh2';
  * that already holds the same bytes is a delivery already done.
  */
 
-export interface SftpTarget {
-  host: string;
-  port: number;
-  username: string;
-  /** The directory holding `outbound/` and `inbound/` on the bank's server. */
-  directory: string;
+export interface SftpTarget extends SftpAddress {
   privateKey: Buffer;
   /** The server's public host key in OpenSSH form (`ssh-ed25519 AAAA…`), as in a known_hosts line. */
   hostKey: string;
@@ -49,33 +46,14 @@ export class SftpError extends Error {
   }
 }
 
+/** The bank's server as configured (ACH_SFTP_URL, ACH_SFTP_KEY_FILE, ACH_SFTP_HOST_KEY), or null when delivery is off. */
+export function sftpTargetOf(config: { ACH_SFTP_URL?: string; ACH_SFTP_KEY_FILE?: string; ACH_SFTP_HOST_KEY?: string }): SftpTarget | null {
+  if (!config.ACH_SFTP_URL || !config.ACH_SFTP_KEY_FILE || !config.ACH_SFTP_HOST_KEY) return null;
+  return { ...parseSftpUrl(config.ACH_SFTP_URL), privateKey: fs.readFileSync(config.ACH_SFTP_KEY_FILE), hostKey: config.ACH_SFTP_HOST_KEY };
+}
+
 const NO_SUCH_FILE = 2;
 const PERMISSION_DENIED = 3;
-
-/** `ssh-ed25519 AAAA… [comment]` → its type and key blob; the blob must name the same type. */
-export function parseOpenSshPublicKey(line: string): { type: string; blob: Buffer } {
-  const [type, base64] = line.trim().split(/\s+/);
-  if (!type || !base64 || !/^[A-Za-z0-9+/]+={0,2}$/.test(base64)) {
-    throw new Error('a public key in OpenSSH form: "<type> <base64>", e.g. "ssh-ed25519 AAAA…"');
-  }
-  const blob = Buffer.from(base64, 'base64');
-  const nameLength = blob.length >= 4 ? blob.readUInt32BE(0) : -1;
-  if (nameLength < 0 || blob.toString('latin1', 4, 4 + nameLength) !== type) {
-    throw new Error(`the key's base64 does not hold a ${type} key`);
-  }
-  return { type, blob };
-}
-
-/** `sftp://user@host:port/dir` → its parts (port 22 when absent). */
-export function parseSftpUrl(url: string): Pick<SftpTarget, 'host' | 'port' | 'username' | 'directory'> {
-  const parsed = new URL(url);
-  if (parsed.protocol !== 'sftp:' || !parsed.hostname || !parsed.username) {
-    throw new Error('an SFTP address: sftp://user@host:port/dir');
-  }
-  if (parsed.password) throw new Error('no password in the address: the SFTP login is by key (ACH_SFTP_KEY_FILE)');
-  const directory = decodeURIComponent(parsed.pathname).replace(/\/+$/, '') || '.';
-  return { host: parsed.hostname, port: parsed.port ? Number(parsed.port) : 22, username: decodeURIComponent(parsed.username), directory };
-}
 
 function connectionError(error: Error & { level?: string; code?: string }, target: SftpTarget): SftpError {
   const where = `${target.username}@${target.host}:${target.port}`;
