@@ -92,6 +92,36 @@ export async function ensureTemporalCli(env: NodeJS.ProcessEnv = process.env, lo
   return onPath('temporal') ?? ensureGoTool(GO_TOOLS.cli, log);
 }
 
+/**
+ * moov-io/ach's achcli, the independent NACHA reader the ACH tests and bench check our files with (SPEC §24).
+ * The module proxy refuses `go install …/achcli@version` (its go.mod has replace directives), so it is built
+ * from the tools module in ops/achcli, whose go.mod and go.sum pin the release.
+ */
+export const ACHCLI_VERSION = 'v1.40.0';
+const ACHCLI_MODULE_DIR = path.join(REPO_ROOT, 'ops', 'achcli');
+export const ACHCLI_PATH = path.join(TOOLS_DIR, `moov-ach-${ACHCLI_VERSION}`, 'achcli');
+
+/** Returns achcli under .tools/, building it once (about a minute); a build that dies midway leaves nothing behind. */
+export async function ensureAchcli(log: Log = stderrLog): Promise<string> {
+  if (fs.existsSync(ACHCLI_PATH)) return ACHCLI_PATH;
+  if (!onPath('go')) throw new Error(`No achcli at ${ACHCLI_PATH}, and no Go to build it with (see ops/achcli/go.mod).`);
+  log(`Building moov-io/ach's achcli ${ACHCLI_VERSION} into ${path.dirname(ACHCLI_PATH)}...`);
+  fs.mkdirSync(path.dirname(ACHCLI_PATH), { recursive: true });
+  const partial = `${ACHCLI_PATH}.${process.pid}.partial`;
+  const started = Date.now();
+  await runToEnd({
+    command: 'go',
+    // `go -C` builds in the tools module without changing our own working directory.
+    args: ['-C', ACHCLI_MODULE_DIR, 'build', '-mod=readonly', '-o', partial, 'github.com/moov-io/ach/cmd/achcli'],
+    name: 'go build achcli',
+    output: 'inherit',
+  });
+  // Two builds racing (two suites, CI and a developer) each rename a whole binary into place.
+  fs.renameSync(partial, ACHCLI_PATH);
+  log(`Built achcli in ${Math.round((Date.now() - started) / 1000)} s.`);
+  return ACHCLI_PATH;
+}
+
 /** The server, its SQL tool and the Web UI of `npm run cluster`, each built once. */
 export async function ensureClusterTools(log: Log = stderrLog): Promise<{ server: string; sqlTool: string; ui: string }> {
   return {

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import proxyAddr from 'proxy-addr';
 import { z } from 'zod';
+import { ACH_SETTINGS, achSettingsIssues } from './ach/settings';
 import { SETTLEMENT_CALENDARS } from './settlement/calendar';
 
 export const REPO_ROOT = path.resolve(__dirname, '..');
@@ -126,10 +127,14 @@ const fields = z.object({
     .string()
     .refine((value) => Buffer.from(value, 'base64').length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)')
     .optional(),
+  // SPEC §24: the ODFI's file facts, its SFTP server and the ACH windows (src/ach/settings.ts, docs/ach.md).
+  ...ACH_SETTINGS,
 });
 
 const schema = fields.superRefine((config, ctx) => {
-  for (const [name, message] of temporalConnectionIssues(config)) ctx.addIssue({ code: 'custom', path: [name], message });
+  for (const [name, message] of [...temporalConnectionIssues(config), ...achSettingsIssues(config)]) {
+    ctx.addIssue({ code: 'custom', path: [name], message });
+  }
   if (config.LEDGER_ENVIRONMENT === 'production' && config.WEBHOOK_SECRET_KEY === undefined) {
     // Without it every webhook signing secret, and the answers that showed them, would rest in the clear.
     ctx.addIssue({
