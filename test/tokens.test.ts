@@ -168,7 +168,12 @@ describe('SPEC §11 tokens and authorization', () => {
         bank_account: { bank: 'JPMorgan Chase Bank', last4: '1012' },
         used: false,
       });
-      expect((await bankToken(ROUTING_UNKNOWN)).body.bank_account).toEqual({ bank: null, last4: '1012' });
+      expect((await bankToken(ROUTING_UNKNOWN)).body.bank_account).toEqual({
+        bank: null,
+        last4: '1012',
+        routing_number: ROUTING_UNKNOWN,
+        account_type: 'checking',
+      });
     });
 
     test('a routing number failing the ABA checksum is 400 validation_failed on bank_account.routing_number', async () => {
@@ -179,7 +184,7 @@ describe('SPEC §11 tokens and authorization', () => {
       const shortAccount = await call(
         'POST',
         '/token',
-        { user_id: userId, bank_account: { routing_number: ROUTING_KNOWN, account_number: '1234' } },
+        { user_id: userId, bank_account: { routing_number: ROUTING_KNOWN, account_number: '123' } },
         fresh(),
       );
       expect(shortAccount.body.error.param).toBe('bank_account.account_number');

@@ -18,12 +18,6 @@ function routingArg(value: string): string {
   return value;
 }
 
-function accountNumberArg(value: string): string {
-  const parsed = accountNumberInput.safeParse(value);
-  if (!parsed.success) throw new InvalidArgumentError(parsed.error.issues[0]!.message);
-  return value;
-}
-
 function accountTypeArg(value: string): AccountType {
   if (!(ACCOUNT_TYPES as readonly string[]).includes(value)) throw new InvalidArgumentError('must be checking or savings');
   return value as AccountType;
@@ -31,41 +25,45 @@ function accountTypeArg(value: string): AccountType {
 
 function printableArg(lengthMax: number): (value: string) => string {
   return (value) => {
-    if (!new RegExp(`^[ -~]{1,${lengthMax}}$`).test(value)) throw new InvalidArgumentError(`must be 1 to ${lengthMax} printable ASCII characters`);
+    if (!new RegExp(`^[ -~]{1,${lengthMax}}$`).test(value))
+      throw new InvalidArgumentError(`must be 1 to ${lengthMax} printable ASCII characters`);
     return value;
   };
 }
 
 export const registerBankAccountCommands: CommandRegistrar = (program, ctx) => {
   const account = program.commands.find((command) => command.name() === 'account') ?? program.command('account');
-  account
+  const set = account
     .command('bank-account')
     .description("the operator's bank account behind a settlement account (the ACH rail's CCD entries)")
     .command('set')
     .description('set or replace it; the account number is stored sealed with BANK_DATA_KEY')
     .requiredOption('--account <id>', 'settlement account (account_…)')
     .requiredOption('--routing <routing>', 'ABA routing number', routingArg)
-    .requiredOption('--number <number>', 'account number, 4 to 17 letters or digits', accountNumberArg)
-    .option('--type <type>', 'checking | savings', accountTypeArg, 'checking' as AccountType)
-    .action(async (options: { account: string; routing: string; number: string; type: AccountType }) => {
-      const { config, pool, out } = ctx();
-      const set = await setOperatorBankAccount(pool, {
-        account_id: options.account,
-        routing_number: options.routing,
-        last4: options.number.slice(-4),
-        account_type: options.type,
-        updated_at: new Date(),
-        accountNumberSealed: sealAccountNumber(config, options.number, { table: 'operator_bank_accounts', id: options.account }),
-      });
-      if (!set) throw new NotFoundError(`no account ${options.account}`);
-      out(`account ${set.account_id}: bank account ${set.routing_number} …${set.last4} (${set.account_type})`, {
-        account_id: set.account_id,
-        routing_number: set.routing_number,
-        last4: set.last4,
-        account_type: set.account_type,
-        updated_at: set.updated_at.toISOString(),
-      });
+    .requiredOption('--number <number>', 'account number, 4 to 17 letters or digits')
+    .option('--type <type>', 'checking | savings', accountTypeArg, 'checking' as AccountType);
+  set.action(async (options: { account: string; routing: string; number: string; type: AccountType }) => {
+    // Checked here, not by an option parser: commander's message for a refused argument repeats its value.
+    const number = accountNumberInput.safeParse(options.number);
+    if (!number.success) set.error(`error: --number ${number.error.issues[0]!.message}`, { code: 'commander.usage', exitCode: 2 });
+    const { config, pool, out } = ctx();
+    const stored = await setOperatorBankAccount(pool, {
+      account_id: options.account,
+      routing_number: options.routing,
+      last4: options.number.slice(-4),
+      account_type: options.type,
+      updated_at: new Date(),
+      accountNumberSealed: sealAccountNumber(config, options.number, { table: 'operator_bank_accounts', id: options.account }),
     });
+    if (!stored) throw new NotFoundError(`no account ${options.account}`);
+    out(`account ${stored.account_id}: bank account ${stored.routing_number} …${stored.last4} (${stored.account_type})`, {
+      account_id: stored.account_id,
+      routing_number: stored.routing_number,
+      last4: stored.last4,
+      account_type: stored.account_type,
+      updated_at: stored.updated_at.toISOString(),
+    });
+  });
 
   const org = program.commands.find((command) => command.name() === 'org') ?? program.command('org');
   org

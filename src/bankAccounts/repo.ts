@@ -18,7 +18,8 @@ export interface BankAccountRow {
 }
 
 /** Every column but the sealed number and its fingerprint: what reads of the API need, named (never `*`). */
-const PUBLIC_COLUMNS = 'b.id, b.organization_id, b.user_id, b.routing_number, b.bank_name, b.last4, b.account_type, b.status, b.disabled_reason, b.created_at';
+const PUBLIC_COLUMNS =
+  'b.id, b.organization_id, b.user_id, b.routing_number, b.bank_name, b.last4, b.account_type, b.status, b.disabled_reason, b.created_at';
 
 export function renderBankAccount(row: BankAccountRow): BankAccount {
   return {

@@ -25,9 +25,7 @@ function keyOf(config: BankDataConfig): string {
 
 /** Where a sealed number rests: its table and row. */
 export type SealBinding =
-  | { table: 'payment_tokens'; id: string }
-  | { table: 'bank_accounts'; id: string }
-  | { table: 'operator_bank_accounts'; id: string };
+  { table: 'payment_tokens'; id: string } | { table: 'bank_accounts'; id: string } | { table: 'operator_bank_accounts'; id: string };
 
 const aadOf = (binding: SealBinding) => `${binding.table}:${binding.id}`;
 
