@@ -99,7 +99,8 @@ const bankAccountNotUsers = (bankAccountId: string, userId: string) =>
 /** The 400s that refuse an intent before any decision: SPEC §7's account, §6's user, §24's bank account. */
 function refusalOf(input: IntentRequest, parties: IntentParties): ApiError | null {
   const { userStatus, account, bankAccount } = parties;
-  if (!account.ok) return account.reason === 'required' ? errors.accountRequired() : errors.resourceMissing('account_id', input.account_id ?? '');
+  if (!account.ok)
+    return account.reason === 'required' ? errors.accountRequired() : errors.resourceMissing('account_id', input.account_id ?? '');
   if (userStatus === null) return errors.resourceMissing('user_id', input.user_id);
   if (!bankAccount.ok) {
     const id = input.bank_account_id ?? '';

@@ -98,10 +98,10 @@ export const tokenSchema = z
           example: 'Sandbox Test Bank',
         }),
         last4: z.string().openapi({ example: '6789' }),
-        routing_number: z
-          .string()
-          .nullable()
-          .openapi({ description: 'The ABA routing number (null only on tokens made before bank accounts were kept).', example: '110000000' }),
+        routing_number: z.string().nullable().openapi({
+          description: 'The ABA routing number (null only on tokens made before bank accounts were kept).',
+          example: '110000000',
+        }),
         account_type: accountTypeSchema,
       })
       .nullable()
@@ -123,7 +123,7 @@ export const tokenSchema = z
   })
   .openapi('Token', {
     description:
-      'A single-use stand-in for a bank account or card, valid 15 minutes. Only masked forms (last four digits, brand or bank) are returned. A card number is never kept; a bank account number is kept only sealed, and POST /authorize moves it into the user\'s bank account.',
+      "A single-use stand-in for a bank account or card, valid 15 minutes. Only masked forms (last four digits, brand or bank) are returned. A card number is never kept; a bank account number is kept only sealed, and POST /authorize moves it into the user's bank account.",
   });
 export type Token = z.infer<typeof tokenSchema>;
 

@@ -46,7 +46,9 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     // own task queue's rows.
     WEBHOOK_DISPATCHER: 'off',
     // Production refuses to start without them; keys of this run's own keep production suites starting.
-    ...(overrides.LEDGER_ENVIRONMENT === 'production' ? { WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, BANK_DATA_KEY: TEST_BANK_DATA_KEY } : {}),
+    ...(overrides.LEDGER_ENVIRONMENT === 'production'
+      ? { WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, BANK_DATA_KEY: TEST_BANK_DATA_KEY }
+      : {}),
     ...overrides,
   });
 }
