@@ -147,7 +147,8 @@ CREATE FUNCTION public.intents_guard() RETURNS trigger
 BEGIN
   IF NEW.id <> OLD.id OR NEW.organization_id <> OLD.organization_id OR NEW.account_id <> OLD.account_id
      OR NEW.user_id <> OLD.user_id OR NEW.direction <> OLD.direction OR NEW.amount_cents <> OLD.amount_cents
-     OR NEW.approval_mode <> OLD.approval_mode OR NEW.created_at <> OLD.created_at THEN
+     OR NEW.approval_mode <> OLD.approval_mode OR NEW.created_at <> OLD.created_at
+     OR NEW.bank_account_id IS DISTINCT FROM OLD.bank_account_id THEN
     RAISE EXCEPTION 'intent %: only status may change', OLD.id USING ERRCODE = 'check_violation';
   END IF;
   IF NEW.status <> OLD.status AND OLD.status <> 'pending' THEN
@@ -262,7 +263,9 @@ BEGIN
     RAISE EXCEPTION 'token % was already used', OLD.id USING ERRCODE = 'check_violation';
   END IF;
   IF NEW.id <> OLD.id OR NEW.organization_id <> OLD.organization_id OR NEW.user_id <> OLD.user_id OR NEW.type <> OLD.type
-     OR NEW.last4 <> OLD.last4 OR NEW.expires_at <> OLD.expires_at OR NEW.created_at <> OLD.created_at THEN
+     OR NEW.last4 <> OLD.last4 OR NEW.expires_at <> OLD.expires_at OR NEW.created_at <> OLD.created_at
+     OR NEW.routing_number IS DISTINCT FROM OLD.routing_number OR NEW.account_type IS DISTINCT FROM OLD.account_type
+     OR (NEW.account_number_sealed IS NOT NULL AND NEW.account_number_sealed IS DISTINCT FROM OLD.account_number_sealed) THEN
     RAISE EXCEPTION 'token %: only its use may be recorded', OLD.id USING ERRCODE = 'check_violation';
   END IF;
   RETURN NEW;
@@ -762,6 +765,36 @@ CREATE TABLE public.auth_failures (
 );
 
 --
+-- Name: bank_accounts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.bank_accounts (
+    id text NOT NULL,
+    organization_id text NOT NULL,
+    user_id text NOT NULL,
+    routing_number text NOT NULL,
+    bank_name text,
+    last4 text NOT NULL,
+    account_type text NOT NULL,
+    account_number_sealed text NOT NULL,
+    account_fingerprint text NOT NULL,
+    status text DEFAULT 'active'::text NOT NULL,
+    disabled_reason text,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT bank_accounts_account_fingerprint_check CHECK ((account_fingerprint ~ '^hmac1:[0-9a-f]{64}$'::text)),
+    CONSTRAINT bank_accounts_account_number_sealed_check CHECK ((account_number_sealed ~ '^gcm1:[A-Za-z0-9+/=]+$'::text)),
+    CONSTRAINT bank_accounts_account_type_check CHECK ((account_type = ANY (ARRAY['checking'::text, 'savings'::text]))),
+    CONSTRAINT bank_accounts_bank_name_check CHECK ((length(bank_name) <= 100)),
+    CONSTRAINT bank_accounts_check CHECK (((status = 'disabled'::text) = (disabled_reason IS NOT NULL))),
+    CONSTRAINT bank_accounts_disabled_reason_check CHECK (((length(disabled_reason) >= 1) AND (length(disabled_reason) <= 200))),
+    CONSTRAINT bank_accounts_id_check CHECK ((id ~ '^ba_[A-Za-z0-9_-]{16,}$'::text)),
+    CONSTRAINT bank_accounts_last4_check CHECK ((last4 ~ '^[A-Za-z0-9]{4}$'::text)),
+    CONSTRAINT bank_accounts_routing_number_check CHECK ((routing_number ~ '^[0-9]{9}$'::text)),
+    CONSTRAINT bank_accounts_status_check CHECK ((status = ANY (ARRAY['active'::text, 'disabled'::text])))
+);
+
+--
 -- Name: disputes; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -852,13 +885,14 @@ CREATE TABLE public.intents (
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone NOT NULL,
     metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    bank_account_id text,
     CONSTRAINT intents_amount_cents_check CHECK ((amount_cents >= 1)),
     CONSTRAINT intents_approval_mode_check CHECK ((approval_mode = ANY (ARRAY['automatic'::text, 'manual'::text]))),
     CONSTRAINT intents_check CHECK (((approval_mode = 'automatic'::text) OR (direction = 'cash_out'::text))),
     CONSTRAINT intents_check1 CHECK (((status = 'declined'::text) = (decline_category IS NOT NULL))),
     CONSTRAINT intents_check2 CHECK (((status <> 'pending'::text) OR (approval_mode = 'manual'::text))),
     CONSTRAINT intents_currency_check CHECK ((currency = 'USD'::text)),
-    CONSTRAINT intents_decline_category_check CHECK ((decline_category = ANY (ARRAY['user_not_enabled'::text, 'card_expired'::text]))),
+    CONSTRAINT intents_decline_category_check CHECK ((decline_category = ANY (ARRAY['user_not_enabled'::text, 'card_expired'::text, 'bank_account_disabled'::text, 'no_bank_account'::text]))),
     CONSTRAINT intents_direction_check CHECK ((direction = ANY (ARRAY['cash_in'::text, 'cash_out'::text]))),
     CONSTRAINT intents_id_check CHECK ((id ~ '^intent_(sandbox|production)_[A-Za-z0-9_-]{16,}$'::text)),
     CONSTRAINT intents_idempotency_key_check CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 255))),
@@ -961,6 +995,36 @@ ALTER TABLE public.lifecycle_queue ALTER COLUMN id ADD GENERATED ALWAYS AS IDENT
 );
 
 --
+-- Name: operator_bank_accounts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.operator_bank_accounts (
+    account_id text NOT NULL,
+    routing_number text NOT NULL,
+    last4 text NOT NULL,
+    account_type text NOT NULL,
+    account_number_sealed text NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT operator_bank_accounts_account_number_sealed_check CHECK ((account_number_sealed ~ '^gcm1:[A-Za-z0-9+/=]+$'::text)),
+    CONSTRAINT operator_bank_accounts_account_type_check CHECK ((account_type = ANY (ARRAY['checking'::text, 'savings'::text]))),
+    CONSTRAINT operator_bank_accounts_last4_check CHECK ((last4 ~ '^[A-Za-z0-9]{4}$'::text)),
+    CONSTRAINT operator_bank_accounts_routing_number_check CHECK ((routing_number ~ '^[0-9]{9}$'::text))
+);
+
+--
+-- Name: organization_ach; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.organization_ach (
+    organization_id text NOT NULL,
+    company_id text NOT NULL,
+    company_name text NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT organization_ach_company_id_check CHECK ((company_id ~ '^[ -~]{1,10}$'::text)),
+    CONSTRAINT organization_ach_company_name_check CHECK ((company_name ~ '^[ -~]{1,16}$'::text))
+);
+
+--
 -- Name: organizations; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -995,6 +1059,13 @@ CREATE TABLE public.payment_tokens (
     used_at timestamp with time zone,
     intent_id text,
     created_at timestamp with time zone NOT NULL,
+    routing_number text,
+    account_type text,
+    account_number_sealed text,
+    bank_account_id text,
+    CONSTRAINT payment_tokens_account_number_sealed_check CHECK ((account_number_sealed ~ '^gcm1:[A-Za-z0-9+/=]+$'::text)),
+    CONSTRAINT payment_tokens_account_type_check CHECK ((account_type = ANY (ARRAY['checking'::text, 'savings'::text]))),
+    CONSTRAINT payment_tokens_bank_details CHECK (((type = 'bank_account'::text) OR ((routing_number IS NULL) AND (account_type IS NULL) AND (account_number_sealed IS NULL) AND (bank_account_id IS NULL)))),
     CONSTRAINT payment_tokens_bank_name_check CHECK ((length(bank_name) <= 100)),
     CONSTRAINT payment_tokens_card_brand_check CHECK ((card_brand = ANY (ARRAY['visa'::text, 'mastercard'::text, 'amex'::text, 'discover'::text, 'diners'::text, 'jcb'::text, 'unionpay'::text, 'unknown'::text]))),
     CONSTRAINT payment_tokens_check CHECK ((expires_at > created_at)),
@@ -1004,7 +1075,8 @@ CREATE TABLE public.payment_tokens (
     CONSTRAINT payment_tokens_exp_month_check CHECK (((exp_month >= 1) AND (exp_month <= 12))),
     CONSTRAINT payment_tokens_exp_year_check CHECK (((exp_year >= 2000) AND (exp_year <= 2100))),
     CONSTRAINT payment_tokens_id_check CHECK ((id ~ '^token_[A-Za-z0-9_-]{16,}$'::text)),
-    CONSTRAINT payment_tokens_last4_check CHECK ((last4 ~ '^[0-9]{4}$'::text)),
+    CONSTRAINT payment_tokens_last4_check CHECK ((last4 ~ '^[A-Za-z0-9]{4}$'::text)),
+    CONSTRAINT payment_tokens_routing_number_check CHECK ((routing_number ~ '^[0-9]{9}$'::text)),
     CONSTRAINT payment_tokens_type_check CHECK ((type = ANY (ARRAY['bank_account'::text, 'card'::text])))
 );
 
@@ -1376,6 +1448,20 @@ ALTER TABLE ONLY public.api_keys
     ADD CONSTRAINT api_keys_pkey PRIMARY KEY (id);
 
 --
+-- Name: bank_accounts bank_accounts_organization_id_user_id_account_fingerprint_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.bank_accounts
+    ADD CONSTRAINT bank_accounts_organization_id_user_id_account_fingerprint_key UNIQUE (organization_id, user_id, account_fingerprint);
+
+--
+-- Name: bank_accounts bank_accounts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.bank_accounts
+    ADD CONSTRAINT bank_accounts_pkey PRIMARY KEY (id);
+
+--
 -- Name: disputes disputes_intent_id_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1444,6 +1530,20 @@ ALTER TABLE ONLY public.journal_snapshots
 
 ALTER TABLE ONLY public.lifecycle_queue
     ADD CONSTRAINT lifecycle_queue_pkey PRIMARY KEY (id);
+
+--
+-- Name: operator_bank_accounts operator_bank_accounts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.operator_bank_accounts
+    ADD CONSTRAINT operator_bank_accounts_pkey PRIMARY KEY (account_id);
+
+--
+-- Name: organization_ach organization_ach_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.organization_ach
+    ADD CONSTRAINT organization_ach_pkey PRIMARY KEY (organization_id);
 
 --
 -- Name: organizations organizations_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1576,6 +1676,12 @@ CREATE INDEX api_keys_by_org ON public.api_keys USING btree (organization_id, cr
 CREATE INDEX auth_failures_window ON public.auth_failures USING btree (ip, failed_at);
 
 --
+-- Name: bank_accounts_of_user; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX bank_accounts_of_user ON public.bank_accounts USING btree (user_id, created_at DESC, id DESC);
+
+--
 -- Name: disputes_by_intent; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1622,6 +1728,12 @@ CREATE INDEX events_undispatched ON public.events USING btree (seq) WHERE (dispa
 --
 
 CREATE INDEX idempotency_keys_expiry ON public.idempotency_keys USING btree (created_at);
+
+--
+-- Name: intents_bank_account; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX intents_bank_account ON public.intents USING btree (bank_account_id) WHERE (bank_account_id IS NOT NULL);
 
 --
 -- Name: intents_by_user; Type: INDEX; Schema: public; Owner: -
@@ -1988,6 +2100,20 @@ ALTER TABLE ONLY public.api_keys
     ADD CONSTRAINT api_keys_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
 
 --
+-- Name: bank_accounts bank_accounts_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.bank_accounts
+    ADD CONSTRAINT bank_accounts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
+
+--
+-- Name: bank_accounts bank_accounts_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.bank_accounts
+    ADD CONSTRAINT bank_accounts_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id);
+
+--
 -- Name: disputes disputes_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2030,6 +2156,13 @@ ALTER TABLE ONLY public.intents
     ADD CONSTRAINT intents_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
 
 --
+-- Name: intents intents_bank_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.intents
+    ADD CONSTRAINT intents_bank_account_id_fkey FOREIGN KEY (bank_account_id) REFERENCES public.bank_accounts(id);
+
+--
 -- Name: intents intents_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2056,6 +2189,27 @@ ALTER TABLE ONLY public.ip_allowlist
 
 ALTER TABLE ONLY public.lifecycle_queue
     ADD CONSTRAINT lifecycle_queue_transaction_id_fkey FOREIGN KEY (transaction_id) REFERENCES public.transactions(id);
+
+--
+-- Name: operator_bank_accounts operator_bank_accounts_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.operator_bank_accounts
+    ADD CONSTRAINT operator_bank_accounts_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
+
+--
+-- Name: organization_ach organization_ach_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.organization_ach
+    ADD CONSTRAINT organization_ach_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
+
+--
+-- Name: payment_tokens payment_tokens_bank_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.payment_tokens
+    ADD CONSTRAINT payment_tokens_bank_account_id_fkey FOREIGN KEY (bank_account_id) REFERENCES public.bank_accounts(id);
 
 --
 -- Name: payment_tokens payment_tokens_intent_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

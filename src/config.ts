@@ -129,6 +129,12 @@ const fields = z.object({
     .optional(),
   // SPEC §24: the ODFI's file facts, its SFTP server and the ACH windows (src/ach/settings.ts, docs/ach.md).
   ...ACH_SETTINGS,
+  // SPEC §24: seals bank account numbers at rest (src/bankAccounts/sealing.ts, docs/ach.md); required in
+  // production. A sandbox without it uses a fixed, published development key, so numbers are sealed there too.
+  BANK_DATA_KEY: z
+    .string()
+    .refine((value) => Buffer.from(value, 'base64').length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)')
+    .optional(),
 });
 
 const schema = fields.superRefine((config, ctx) => {
@@ -143,6 +149,14 @@ const schema = fields.superRefine((config, ctx) => {
       message: 'must be set in production (32 bytes, base64-encoded: openssl rand -base64 32); it seals webhook signing secrets',
     });
   }
+  if (config.LEDGER_ENVIRONMENT === 'production' && config.BANK_DATA_KEY === undefined) {
+    // Without it the sandbox's published key would seal real account numbers: no seal at all.
+    ctx.addIssue({
+      code: 'custom',
+      path: ['BANK_DATA_KEY'],
+      message: 'must be set in production (32 bytes, base64-encoded: openssl rand -base64 32); it seals bank account numbers',
+    });
+  }
 });
 
 export type Config = z.infer<typeof schema>;
@@ -151,7 +165,7 @@ export type Config = z.infer<typeof schema>;
 export const CONFIG_KEYS = Object.keys(fields.shape) as ReadonlyArray<keyof Config>;
 
 /** Variables whose values an error message never repeats. */
-const SECRETS = new Set(['TEMPORAL_API_KEY', 'WEBHOOK_SECRET_KEY']);
+const SECRETS = new Set(['TEMPORAL_API_KEY', 'WEBHOOK_SECRET_KEY', 'BANK_DATA_KEY']);
 
 type TemporalSettings = Pick<
   z.infer<typeof fields>,

@@ -15,6 +15,7 @@ export type IdPrefix =
   | 'refund'
   | 'dispute'
   | 'token'
+  | 'ba'
   | 'whk'
   | 'whr'
   | 'req';

@@ -10,6 +10,7 @@ import { tokenRoutes } from './tokens/routes';
 import { settlementRoutes } from './settlement/routes';
 import { settlementReportRoutes } from './settlement/reportRoutes';
 import { journalRoutes } from './journal/routes';
+import { bankAccountRoutes } from './bankAccounts/routes';
 
 /**
  * Every API route, in one list: the api mounts it and /openapi.json documents it. It lives here, at the
@@ -18,6 +19,7 @@ import { journalRoutes } from './journal/routes';
 export const allRoutes: AnyRoute[] = [
   ...keyRoutes,
   ...userRoutes,
+  ...bankAccountRoutes,
   ...ledgerRoutes,
   ...webhookRoutes,
   ...eventRoutes,

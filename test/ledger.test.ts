@@ -22,7 +22,7 @@ import { transactionStatusQuery, transferAssignedSignal, transferSettledSignal }
 import type { WorkflowHandle } from '@temporalio/client';
 import { sweepLifecycles } from '../src/ledger/lifecycle';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
-import { statusOf, workflowRunning } from './support/payments';
+import { addBankAccount, statusOf, workflowRunning } from './support/payments';
 import { expectDocumented } from './support/openapi';
 
 const HISTORIES_DIR = path.join(__dirname, 'histories');
@@ -718,6 +718,8 @@ describe('SPEC §1/§2 production deployment', () => {
       const org = await createTestOrg(production.pool, { environment: 'production' });
       const userId = await createTestUser(production.pool, org.organizationId);
       const call = apiClient(production.url, org.apiKey);
+      // SPEC §24: production moves money only with a bank account of the user.
+      const { bankAccountId } = await addBankAccount(call, userId, { account_number: '000123456789' });
       const intent = await call(
         'POST',
         '/intent',
@@ -726,6 +728,7 @@ describe('SPEC §1/§2 production deployment', () => {
       );
       expect(intent.status).toBe(200);
       expect(intent.body.id).toMatch(/^intent_production_[A-Za-z0-9]{16,}$/);
+      expect(intent.body).toMatchObject({ status: 'approved', bank_account_id: bankAccountId });
       const txnId = intent.body.transactions[0].id;
       expect((await call('POST', `/simulate/transaction/${txnId}/confirm`)).status).toBe(404);
       // No simulator in production: the callback rail waits for the network's confirmFunds signal.

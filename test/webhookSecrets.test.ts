@@ -22,7 +22,8 @@ describe('SPEC §12 webhook secrets: production requires WEBHOOK_SECRET_KEY', ()
   test('production without the key is a configuration error naming it; sandbox starts without it', () => {
     expect(() => loadConfig({ LEDGER_ENVIRONMENT: 'production' })).toThrow(ConfigError);
     expect(() => loadConfig({ LEDGER_ENVIRONMENT: 'production' })).toThrow(/WEBHOOK_SECRET_KEY=.*must be set in production/);
-    expect(loadConfig({ LEDGER_ENVIRONMENT: 'production', WEBHOOK_SECRET_KEY: KEY }).WEBHOOK_SECRET_KEY).toBe(KEY);
+    // BANK_DATA_KEY is production's other required key (SPEC §24, test/bankAccounts.test.ts).
+    expect(loadConfig({ LEDGER_ENVIRONMENT: 'production', WEBHOOK_SECRET_KEY: KEY, BANK_DATA_KEY: KEY }).WEBHOOK_SECRET_KEY).toBe(KEY);
     expect(loadConfig({ LEDGER_ENVIRONMENT: 'sandbox' }).WEBHOOK_SECRET_KEY).toBeUndefined();
   });
 

@@ -34,10 +34,12 @@ test('0 occurrences of any of 10 endpoints secrets in the data files, WAL and lo
     EMBEDDED_PG_PORT: await freePort(),
   };
   const key = randomBytes(32).toString('base64');
+  const bankKey = randomBytes(32).toString('base64');
   const env: Record<string, string | undefined> = {
     DATA_DIR: dataDir,
     LEDGER_ENVIRONMENT: 'production',
     WEBHOOK_SECRET_KEY: key,
+    BANK_DATA_KEY: bankKey,
     LOG_LEVEL: 'debug',
     TEMPORAL_CLI_PATH: testInfra().cliPath,
     DATABASE_URL: undefined,
@@ -55,6 +57,7 @@ test('0 occurrences of any of 10 endpoints secrets in the data files, WAL and lo
       DATABASE_URL: databaseUrl,
       LEDGER_ENVIRONMENT: 'production',
       WEBHOOK_SECRET_KEY: key,
+      BANK_DATA_KEY: bankKey,
     });
     expect(org.code).toBe(0);
     const call = apiClient(`http://127.0.0.1:${ports.PORT}`, org.json.api_key);

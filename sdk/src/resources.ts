@@ -6,7 +6,7 @@ import type { OperationId } from './types.js';
  */
 export const resources = {
   keys: { verify: 'verifyKey' },
-  users: { create: 'createUser', retrieve: 'retrieveUser', update: 'updateUser', list: 'listUsers' },
+  users: { create: 'createUser', retrieve: 'retrieveUser', update: 'updateUser', list: 'listUsers', bankAccounts: 'listUserBankAccounts' },
   intents: {
     create: 'createIntent',
     createBatch: 'createIntentBatch',

@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander';
+import { registerBankAccountCommands } from '../bankAccounts/cli';
 import { databaseUrlOf, loadConfig } from '../config';
 import { createPool } from '../db/pool';
 import { ApiError } from '../errors';
@@ -189,6 +190,7 @@ export const commandRegistrars: CommandRegistrar[] = [
   registerSettlementReportCommands,
   registerCalendarCommands,
   registerWebhookCommands,
+  registerBankAccountCommands,
 ];
 
 /** The whole command tree; `ctx` is called only by a command that runs (help and usage errors need no database). */

@@ -63,11 +63,23 @@ export async function resolveAccountId(
   return { ok: false, reason: accountId !== undefined ? 'missing' : 'required' };
 }
 
-/** What an intent's decision needs to know about its user and account (SPEC §6, §7). */
+/** What an intent's decision needs to know about its user, account and bank account (SPEC §6, §7, §24). */
 export interface IntentParties {
   /** null: no such user in the organization. */
   userStatus: string | null;
   account: { ok: true; accountId: string } | { ok: false; reason: 'missing' | 'required' };
+  /**
+   * The named bank account, else the user's newest active one; `id: null`: none. `missing`: the named one is
+   * not the organization's; `other_user`: it is another user's.
+   */
+  bankAccount: { ok: true; id: string | null; disabled: boolean } | { ok: false; reason: 'missing' | 'other_user' };
+}
+
+/** What an intent asks of its parties; `bank_account_id: null` asks for none at all (a card authorization). */
+export interface IntentPartiesRequest {
+  user_id: string;
+  account_id?: string | undefined;
+  bank_account_id?: string | null | undefined;
 }
 
 /**
@@ -79,24 +91,58 @@ function intentAccountOf(accountId: string | undefined, matchingIds: readonly st
   return { ok: false, reason: accountId !== undefined ? 'missing' : 'required' };
 }
 
+interface NamedBankAccount {
+  user_id: string;
+  status: 'active' | 'disabled';
+}
+
+/** SPEC §24's rule: the named bank account must be the intent's user's; none named is the user's newest active one. */
+function intentBankAccountOf(
+  intent: IntentPartiesRequest,
+  named: Record<string, NamedBankAccount>,
+  defaults: Record<string, string>,
+): IntentParties['bankAccount'] {
+  if (intent.bank_account_id === null) return { ok: true, id: null, disabled: false };
+  if (intent.bank_account_id === undefined) return { ok: true, id: defaults[intent.user_id] ?? null, disabled: false };
+  if (!Object.hasOwn(named, intent.bank_account_id)) return { ok: false, reason: 'missing' };
+  const found = named[intent.bank_account_id]!;
+  if (found.user_id !== intent.user_id) return { ok: false, reason: 'other_user' };
+  return { ok: true, id: intent.bank_account_id, disabled: found.status === 'disabled' };
+}
+
 /**
- * The user's status and the account each intent would use, for many intents in one round trip (SPEC §6, §7):
- * every named user's status, and the accounts the intents name (those that exist) with up to two of the
- * organization's for the intents that name none.
+ * The user's status, the account and the bank account each intent would use, for many intents in one round
+ * trip (SPEC §6, §7, §24): every named user's status, the accounts the intents name (those that exist) with up
+ * to two of the organization's for the intents that name none, the bank accounts they name, and each named
+ * user's newest active bank account.
  */
 export async function lookupIntentPartiesOfMany(
   db: Queryable,
   organizationId: string,
-  intents: ReadonlyArray<{ user_id: string; account_id?: string | undefined }>,
+  intents: readonly IntentPartiesRequest[],
 ): Promise<IntentParties[]> {
   const named = [...new Set(intents.flatMap((intent) => (intent.account_id === undefined ? [] : [intent.account_id])))];
-  const { rows } = await db.query<{ users: Record<string, string>; named_ids: string[]; default_ids: string[] }>(
+  const namedBank = [...new Set(intents.flatMap((intent) => (typeof intent.bank_account_id === 'string' ? [intent.bank_account_id] : [])))];
+  const { rows } = await db.query<{
+    users: Record<string, string>;
+    named_ids: string[];
+    default_ids: string[];
+    named_bank: Record<string, NamedBankAccount>;
+    default_bank: Record<string, string>;
+  }>(
     `SELECT (SELECT coalesce(jsonb_object_agg(id, status), '{}') FROM users WHERE organization_id = $1 AND id = ANY($2::text[])) AS users,
             ARRAY(SELECT id FROM accounts WHERE organization_id = $1 AND id = ANY($3::text[])) AS named_ids,
-            ARRAY(SELECT id FROM accounts WHERE organization_id = $1 ORDER BY id LIMIT 2) AS default_ids`,
-    [organizationId, [...new Set(intents.map((intent) => intent.user_id))], named],
+            ARRAY(SELECT id FROM accounts WHERE organization_id = $1 ORDER BY id LIMIT 2) AS default_ids,
+            (SELECT coalesce(jsonb_object_agg(id, jsonb_build_object('user_id', user_id, 'status', status)), '{}')
+               FROM bank_accounts WHERE organization_id = $1 AND id = ANY($4::text[])) AS named_bank,
+            (SELECT coalesce(jsonb_object_agg(u.id, b.id), '{}')
+               FROM unnest($2::text[]) AS u (id)
+               CROSS JOIN LATERAL (SELECT id FROM bank_accounts
+                                    WHERE user_id = u.id AND organization_id = $1 AND status = 'active'
+                                    ORDER BY created_at DESC, id DESC LIMIT 1) b) AS default_bank`,
+    [organizationId, [...new Set(intents.map((intent) => intent.user_id))], named, namedBank],
   );
-  const { users, named_ids: namedIds, default_ids: defaultIds } = rowOf(rows, 'a select of subqueries answers one row');
+  const { users, named_ids: namedIds, default_ids: defaultIds, named_bank: namedBankRows, default_bank: defaultBank } = rowOf(rows, 'a select of subqueries answers one row');
   const existing = new Set(namedIds);
   return intents.map((intent) => ({
     userStatus: Object.hasOwn(users, intent.user_id) ? users[intent.user_id]! : null,
@@ -104,17 +150,13 @@ export async function lookupIntentPartiesOfMany(
       intent.account_id,
       intent.account_id === undefined ? defaultIds : existing.has(intent.account_id) ? [intent.account_id] : [],
     ),
+    bankAccount: intentBankAccountOf(intent, namedBankRows, defaultBank),
   }));
 }
 
 /** lookupIntentPartiesOfMany of one intent. */
-export async function lookupIntentParties(
-  db: Queryable,
-  organizationId: string,
-  userId: string,
-  accountId: string | undefined,
-): Promise<IntentParties> {
-  return (await lookupIntentPartiesOfMany(db, organizationId, [{ user_id: userId, account_id: accountId }]))[0]!;
+export async function lookupIntentParties(db: Queryable, organizationId: string, intent: IntentPartiesRequest): Promise<IntentParties> {
+  return (await lookupIntentPartiesOfMany(db, organizationId, [intent]))[0]!;
 }
 
 export interface Balances {

@@ -21,6 +21,8 @@ export interface IntentRow {
   approval_mode: 'automatic' | 'manual';
   status: IntentStatus;
   decline_category: DeclineCategory | null;
+  /** SPEC §24: the account its ACH entry moves money with; null: none. */
+  bank_account_id: string | null;
   metadata: Metadata;
   created_at: Date;
 }
@@ -30,7 +32,7 @@ export interface IntentRow {
  * column a later migration adds would make every connection that prepared `RETURNING *` fail until it closes.
  */
 const INTENT_COLUMNS = `id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, currency, approval_mode,
-  status, decline_category, metadata, created_at`;
+  status, decline_category, bank_account_id, metadata, created_at`;
 
 export function renderIntent(row: IntentRow, transactions: Transaction[]): Intent {
   return {
@@ -44,6 +46,7 @@ export function renderIntent(row: IntentRow, transactions: Transaction[]): Inten
     approval_mode: row.approval_mode,
     status: row.status,
     decline_category: row.decline_category,
+    bank_account_id: row.bank_account_id,
     transactions,
     metadata: row.metadata,
     created_at: row.created_at.toISOString(),
@@ -61,12 +64,12 @@ export async function insertIntents(db: Queryable, intents: readonly IntentRow[]
     // Named: src/events/outbox.ts says why.
     name: 'intents_insert',
     text: `INSERT INTO intents (id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, approval_mode,
-                          status, decline_category, metadata, created_at, updated_at)
+                          status, decline_category, bank_account_id, metadata, created_at, updated_at)
      SELECT id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, approval_mode,
-            status, decline_category, metadata, created_at, created_at
+            status, decline_category, bank_account_id, metadata, created_at, created_at
        FROM jsonb_to_recordset($1::jsonb) AS i (id text, organization_id text, account_id text, user_id text, idempotency_key text,
-            direction text, amount_cents bigint, approval_mode text, status text, decline_category text, metadata jsonb,
-            created_at timestamptz)
+            direction text, amount_cents bigint, approval_mode text, status text, decline_category text, bank_account_id text,
+            metadata jsonb, created_at timestamptz)
      RETURNING ${INTENT_COLUMNS}`,
     values: [JSON.stringify(intents)],
   });

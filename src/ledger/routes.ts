@@ -31,6 +31,7 @@ const intentRoutes = [
 - \`approval_mode: automatic\` (default): the intent is \`approved\` and one Transaction (type \`intent\`) is recorded in \`pending\`; its lifecycle workflow starts at once.
 - \`approval_mode: manual\` (cash_out only): the intent waits in \`pending\` for POST /intent/{id}/approve or /cancel.
 - \`account_id\` may be left out when the organization has exactly one account (400 \`account_required\` otherwise).
+- \`bank_account_id\` (SPEC §24): the user's bank account its ACH entry debits (cash_in) or credits (cash_out); default the user's newest \`active\` one. One that is not this user's (or not this organization's) is 400 \`resource_missing\`; a \`disabled\` one declines the intent (\`bank_account_disabled\`). With no bank account, the sandbox simulates the network as before and production declines the intent (\`no_bank_account\`).
 - \`metadata\` (optional): the operator's own key/value pairs, returned on the intent and filterable on GET /intent and GET /transaction.`,
     body: createIntentBody,
     idempotency: { requireHeader: true },
@@ -100,7 +101,7 @@ const intentRoutes = [
     tag: 'Intents',
     summary: 'Approve a pending (manual) intent',
     description:
-      'Records its Transaction and starts its lifecycle, as an automatic approval would. The user is checked again: one no longer `enabled` declines the intent (`user_not_enabled`). 409 `invalid_state` unless the intent is `pending`.',
+      'Records its Transaction and starts its lifecycle, as an automatic approval would. The user and its bank account are checked again: a user no longer `enabled` declines the intent (`user_not_enabled`), a bank account disabled since declines it (`bank_account_disabled`). 409 `invalid_state` unless the intent is `pending`.',
     params: idParams,
     errorStatuses: [404, 409],
     response: { schema: intentSchema, description: 'The intent, now approved (or declined).' },

@@ -63,9 +63,9 @@ export const intentStatusSchema = z.enum(['pending', 'approved', 'declined', 'ca
 });
 export type IntentStatus = z.infer<typeof intentStatusSchema>;
 
-export const declineCategorySchema = z.enum(['user_not_enabled', 'card_expired']).openapi({
+export const declineCategorySchema = z.enum(['user_not_enabled', 'card_expired', 'bank_account_disabled', 'no_bank_account']).openapi({
   description:
-    'Why an intent was declined: `user_not_enabled` (the user is not `enabled`), `card_expired` (POST /authorize: the card expired after it was tokenized).',
+    'Why an intent was declined: `user_not_enabled` (the user is not `enabled`), `card_expired` (POST /authorize: the card expired after it was tokenized), `bank_account_disabled` (its bank account is `disabled`), `no_bank_account` (production only: no bank account named and the user has no active one, so the ACH rail has nothing to debit or credit).',
 });
 export type DeclineCategory = z.infer<typeof declineCategorySchema>;
 
@@ -81,6 +81,14 @@ export const intentSchema = z
     approval_mode: z.enum(['automatic', 'manual']),
     status: intentStatusSchema,
     decline_category: declineCategorySchema.nullable(),
+    bank_account_id: z
+      .string()
+      .nullable()
+      .openapi({
+        description:
+          'The bank account (ba_…) its ACH entry debits or credits; null when it has none (sandbox simulates the network; a card authorization names none).',
+        example: idExample('ba'),
+      }),
     transactions: z.array(transactionSchema),
     metadata: metadataSchema,
     created_at: z.string().openapi({ format: 'date-time' }),
@@ -106,6 +114,16 @@ export const intentBodyShape = {
   amount: paymentAmountSchema,
   currency: z.literal('USD'),
   account_id: z.string().min(1).max(100).optional().openapi({ description: 'Required when the organization has several accounts.' }),
+  bank_account_id: z
+    .string()
+    .min(1)
+    .max(100)
+    .optional()
+    .openapi({
+      description:
+        "One of the user's bank accounts (GET /user/{id}/bank_account). Default: the user's newest `active` one. A disabled one declines the intent (`bank_account_disabled`); one that is not this user's is 400 `resource_missing`.",
+      example: idExample('ba'),
+    }),
   approval_mode: z.enum(['automatic', 'manual']).default('automatic').openapi({
     description: '`manual` (cash_out only) keeps the intent pending until POST /intent/{id}/approve or /cancel.',
   }),

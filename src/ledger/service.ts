@@ -1,11 +1,13 @@
-import { errors } from '../errors';
+import assert from 'node:assert';
+import { bankAccountDisabled } from '../bankAccounts/repo';
+import { ApiError, errors } from '../errors';
 import { recordEvent } from '../events/outbox';
 import { newId } from '../ids';
 import { mergeMetadata, type MetadataUpdateBody } from '../metadata/schemas';
 import type { Environment } from '../orgs/keys';
 import type { Op, Outcome } from '../services';
 import { getUserStatus } from '../users/repo';
-import { lookupIntentParties, type IntentParties } from './accounts';
+import { lookupIntentParties, type IntentParties, type IntentPartiesRequest } from './accounts';
 import { settlementDateOf } from './dates';
 import { decideIntent, getIntentRow, insertIntent, renderIntent, renderIntents, updateIntentMetadata, type IntentRow } from './intents';
 import { ledgerMetrics } from '../metrics';
@@ -82,13 +84,51 @@ async function decline(op: Op, intent: IntentRow): Promise<Outcome<Intent>> {
   return { body };
 }
 
+/** An intent as a caller asks for it: POST /intent's body, where `bank_account_id: null` asks for no bank account (a card). */
+export type IntentRequest = Omit<CreateIntentBody, 'bank_account_id'> & Pick<IntentPartiesRequest, 'bank_account_id'>;
+
+const bankAccountNotUsers = (bankAccountId: string, userId: string) =>
+  new ApiError({
+    status: 400,
+    type: 'invalid_request_error',
+    code: 'resource_missing',
+    message: `Bank account '${bankAccountId}' is not one of user '${userId}''s bank accounts (GET /user/${userId}/bank_account lists them).`,
+    param: 'bank_account_id',
+  });
+
+/** The 400s that refuse an intent before any decision: SPEC §7's account, §6's user, §24's bank account. */
+function refusalOf(input: IntentRequest, parties: IntentParties): ApiError | null {
+  const { userStatus, account, bankAccount } = parties;
+  if (!account.ok)
+    return account.reason === 'required' ? errors.accountRequired() : errors.resourceMissing('account_id', input.account_id ?? '');
+  if (userStatus === null) return errors.resourceMissing('user_id', input.user_id);
+  if (!bankAccount.ok) {
+    const id = input.bank_account_id ?? '';
+    return bankAccount.reason === 'missing' ? errors.resourceMissing('bank_account_id', id) : bankAccountNotUsers(id, input.user_id);
+  }
+  return null;
+}
+
+/**
+ * Why an intent is declined, first reason first: the user, the caller's own check (an expired card), the
+ * bank account disabled, and in production no bank account at all (the ACH rail would have nothing to move
+ * money with; the sandbox simulates the network as before, SPEC §24).
+ */
+function declineCategoryOf(parties: IntentParties, context: { environment: Environment; declineCategory?: DeclineCategory | null }) {
+  if (parties.userStatus !== 'enabled') return 'user_not_enabled';
+  if (context.declineCategory) return context.declineCategory;
+  if (parties.bankAccount.ok && parties.bankAccount.disabled) return 'bank_account_disabled';
+  if (parties.bankAccount.ok && parties.bankAccount.id === null && context.environment === 'production') return 'no_bank_account';
+  return null;
+}
+
 /**
  * The decision of POST /intent, as a pure function both the single and the batch path (src/ledger/batch.ts)
- * call: the intent row to record (declined when the user is not enabled, or with `declineCategory` from the
- * caller's own checks; pending when manual; approved otherwise), or the 400 that refuses it.
+ * call: the intent row to record (declined for declineCategoryOf's reasons; pending when manual; approved
+ * otherwise), or the 400 that refuses it.
  */
 export function planIntent(
-  input: CreateIntentBody,
+  input: IntentRequest,
   parties: IntentParties,
   context: {
     organizationId: string;
@@ -98,11 +138,11 @@ export function planIntent(
     declineCategory?: DeclineCategory | null;
   },
 ): IntentRow {
-  const { userStatus, account } = parties;
-  if (!account.ok)
-    throw account.reason === 'required' ? errors.accountRequired() : errors.resourceMissing('account_id', input.account_id ?? '');
-  if (userStatus === null) throw errors.resourceMissing('user_id', input.user_id);
-  const declineCategory = userStatus === 'enabled' ? (context.declineCategory ?? null) : 'user_not_enabled';
+  const refusal = refusalOf(input, parties);
+  if (refusal) throw refusal;
+  const { account, bankAccount } = parties;
+  assert(account.ok && bankAccount.ok, 'refusalOf refuses every intent whose account or bank account is not ok');
+  const declineCategory = declineCategoryOf(parties, context);
   return {
     id: newId(context.environment === 'production' ? 'intent_production' : 'intent_sandbox'),
     organization_id: context.organizationId,
@@ -115,6 +155,7 @@ export function planIntent(
     approval_mode: input.approval_mode,
     status: declineCategory ? 'declined' : input.approval_mode === 'manual' ? 'pending' : 'approved',
     decline_category: declineCategory,
+    bank_account_id: bankAccount.id,
     metadata: input.metadata ?? {},
     created_at: context.now,
   };
@@ -126,10 +167,10 @@ export function planIntent(
  */
 export async function createIntent(
   op: Op,
-  input: CreateIntentBody,
+  input: IntentRequest,
   options: { environment: Environment; idempotencyKey: string; declineCategory?: DeclineCategory | null },
 ): Promise<Outcome<Intent>> {
-  const parties = await lookupIntentParties(op.db, op.organizationId, input.user_id, input.account_id);
+  const parties = await lookupIntentParties(op.db, op.organizationId, input);
   const intent = await insertIntent(op.db, planIntent(input, parties, { ...options, organizationId: op.organizationId, now: op.now }));
   if (intent.status === 'approved') return approve(op, intent);
   if (intent.status === 'declined') return decline(op, intent);
@@ -143,15 +184,17 @@ async function pendingIntent(op: Op, intentId: string, action: 'approved' | 'can
   return intent;
 }
 
-/** Approves a pending (manual) intent; a user no longer `enabled` declines it instead. */
+/** Approves a pending (manual) intent; a user no longer `enabled`, or its bank account disabled since, declines it instead. */
 export async function approveIntent(op: Op, intentId: string): Promise<Outcome<Intent>> {
   const intent = await pendingIntent(op, intentId, 'approved');
   const enabled = (await getUserStatus(op.db, op.organizationId, intent.user_id)) === 'enabled';
-  if (!enabled)
-    return decline(
-      op,
-      await decideIntent(op.db, { intentId: intent.id, status: 'declined', declineCategory: 'user_not_enabled', now: op.now }),
-    );
+  const declineCategory: DeclineCategory | null = !enabled
+    ? 'user_not_enabled'
+    : intent.bank_account_id !== null && (await bankAccountDisabled(op.db, intent.bank_account_id))
+      ? 'bank_account_disabled'
+      : null;
+  if (declineCategory)
+    return decline(op, await decideIntent(op.db, { intentId: intent.id, status: 'declined', declineCategory, now: op.now }));
   return approve(op, await decideIntent(op.db, { intentId: intent.id, status: 'approved', declineCategory: null, now: op.now }));
 }
 

@@ -1,9 +1,13 @@
 import type { Queryable } from '../db/pool';
+import type { AccountType } from '../bankAccounts/schemas';
 import type { CardBrand, MaskedBankAccount, MaskedCard } from './checks';
 import type { Token } from './schemas';
 import { rowOf } from '../assert';
 
-/** SQL owned by tokens: payment_tokens holds masked details only, never a full card or account number. */
+/**
+ * SQL owned by tokens: payment_tokens holds masked details, never a card number; a bank token also holds its
+ * account number sealed (SPEC §24) until POST /authorize moves it into a bank account and clears it here.
+ */
 
 export interface TokenRow {
   id: string;
@@ -19,6 +23,18 @@ export interface TokenRow {
   used_at: Date | null;
   intent_id: string | null;
   created_at: Date;
+  routing_number: string | null;
+  account_type: AccountType | null;
+  /** Sealed for this row (src/bankAccounts/sealing.ts); null once used, and on tokens made before 0040. */
+  account_number_sealed: string | null;
+  bank_account_id: string | null;
+}
+
+/** A bank token as POST /token makes it: the masked form and the sealed number. */
+export interface BankTokenDetails extends MaskedBankAccount {
+  routing_number: string;
+  account_type: AccountType;
+  account_number_sealed: string;
 }
 
 export function renderToken(row: TokenRow): Token {
@@ -26,7 +42,10 @@ export function renderToken(row: TokenRow): Token {
     id: row.id,
     type: row.type,
     user_id: row.user_id,
-    bank_account: row.type === 'bank_account' ? { bank: row.bank_name, last4: row.last4 } : null,
+    bank_account:
+      row.type === 'bank_account'
+        ? { bank: row.bank_name, last4: row.last4, routing_number: row.routing_number, account_type: row.account_type ?? 'checking' }
+        : null,
     card: row.type === 'card' ? { brand: row.card_brand!, last4: row.last4, exp_month: row.exp_month!, exp_year: row.exp_year! } : null,
     expires_at: row.expires_at.toISOString(),
     used: row.used_at !== null,
@@ -37,14 +56,15 @@ export function renderToken(row: TokenRow): Token {
 export async function insertToken(
   db: Queryable,
   input: { id: string; organizationId: string; userId: string; createdAt: Date; expiresAt: Date } & (
-    { type: 'card'; card: MaskedCard } | { type: 'bank_account'; bankAccount: MaskedBankAccount }
+    { type: 'card'; card: MaskedCard } | { type: 'bank_account'; bankAccount: BankTokenDetails }
   ),
 ): Promise<TokenRow> {
   const card = input.type === 'card' ? input.card : null;
   const bank = input.type === 'bank_account' ? input.bankAccount : null;
   const { rows } = await db.query<TokenRow>(
-    `INSERT INTO payment_tokens (id, organization_id, user_id, type, last4, bank_name, card_brand, exp_month, exp_year, expires_at, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
+    `INSERT INTO payment_tokens (id, organization_id, user_id, type, last4, bank_name, card_brand, exp_month, exp_year, expires_at, created_at,
+                                 routing_number, account_type, account_number_sealed)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING *`,
     [
       input.id,
       input.organizationId,
@@ -57,6 +77,9 @@ export async function insertToken(
       card?.exp_year ?? null,
       input.expiresAt,
       input.createdAt,
+      bank?.routing_number ?? null,
+      bank?.account_type ?? null,
+      bank?.account_number_sealed ?? null,
     ],
   );
   return rowOf(rows, 'INSERT … RETURNING answers the token it inserted');
@@ -71,12 +94,19 @@ export async function getTokenRow(db: Queryable, organizationId: string, tokenId
   return rows[0] ?? null;
 }
 
-/** Records the one use. The row is locked by the caller; `used_at IS NULL` makes a second use impossible anyway. */
-export async function markTokenUsed(db: Queryable, tokenId: string, intentId: string, now: Date): Promise<void> {
-  const { rowCount } = await db.query(`UPDATE payment_tokens SET used_at = $3, intent_id = $2 WHERE id = $1 AND used_at IS NULL`, [
-    tokenId,
-    intentId,
-    now,
-  ]);
-  if (rowCount !== 1) throw new Error(`token ${tokenId} was already used`);
+/**
+ * Records the one use, and the bank account a bank token became; the sealed number leaves the token (it
+ * rests in the bank account now). The row is locked by the caller; `used_at IS NULL` makes a second use
+ * impossible anyway.
+ */
+export async function markTokenUsed(
+  db: Queryable,
+  use: { tokenId: string; intentId: string; bankAccountId: string | null; now: Date },
+): Promise<void> {
+  const { rowCount } = await db.query(
+    `UPDATE payment_tokens SET used_at = $3, intent_id = $2, bank_account_id = $4, account_number_sealed = NULL
+      WHERE id = $1 AND used_at IS NULL`,
+    [use.tokenId, use.intentId, use.now, use.bankAccountId],
+  );
+  if (rowCount !== 1) throw new Error(`token ${use.tokenId} was already used`);
 }

@@ -1,6 +1,7 @@
 import { z } from '../zod';
 import { metadataField } from '../metadata/schemas';
 import { directionSchema, paymentAmountSchema } from '../ledger/schemas';
+import { accountNumberInput, accountTypeSchema } from '../bankAccounts/schemas';
 import { abaValid, cardBrand, cvcLength, luhnValid } from './checks';
 
 /** Tokens live 15 minutes and authorize once (SPEC §11). */
@@ -8,9 +9,6 @@ export const TOKEN_LIMITS = {
   ttlMs: 15 * 60_000,
   cardDigitsMin: 12,
   cardDigitsMax: 19,
-  // At least five digits, so the last four never are the whole number.
-  accountDigitsMin: 5,
-  accountDigitsMax: 17,
 };
 
 const exampleId = (prefix: string) => `${prefix}_7fJ2kQ9xLmN3pR5tV8wY1zA4`;
@@ -23,13 +21,12 @@ const bankAccountInput = z
       .regex(/^\d{9}$/, { message: 'must be 9 digits', abort: true })
       .refine(abaValid, 'is not a valid ABA routing number (checksum or Federal Reserve prefix)')
       .openapi({ description: 'ABA routing number: 9 digits passing the 3-7-1 checksum.', example: '110000000' }),
-    account_number: z
-      .string()
-      .regex(
-        new RegExp(`^\\d{${TOKEN_LIMITS.accountDigitsMin},${TOKEN_LIMITS.accountDigitsMax}}$`),
-        `must be ${TOKEN_LIMITS.accountDigitsMin} to ${TOKEN_LIMITS.accountDigitsMax} digits`,
-      )
-      .openapi({ description: 'Account number, 5 to 17 digits. Only its last four digits are kept.', example: '000123456789' }),
+    account_number: accountNumberInput.openapi({
+      description:
+        'Account number, 4 to 17 letters or digits. Kept only sealed (AES-256-GCM under BANK_DATA_KEY) for the ACH rail; answers show its last four characters.',
+      example: '000123456789',
+    }),
+    account_type: accountTypeSchema.default('checking'),
   })
   .strict();
 
@@ -101,9 +98,14 @@ export const tokenSchema = z
           example: 'Sandbox Test Bank',
         }),
         last4: z.string().openapi({ example: '6789' }),
+        routing_number: z.string().nullable().openapi({
+          description: 'The ABA routing number (null only on tokens made before bank accounts were kept).',
+          example: '110000000',
+        }),
+        account_type: accountTypeSchema,
       })
       .nullable()
-      .openapi({ description: 'Masked bank account (type `bank_account`); null for cards.' }),
+      .openapi({ description: 'Masked bank account (type `bank_account`); null for cards. The account number is never shown.' }),
     card: z
       .object({
         brand: z.enum(['visa', 'mastercard', 'amex', 'discover', 'diners', 'jcb', 'unionpay', 'unknown']).openapi({ example: 'visa' }),
@@ -121,7 +123,7 @@ export const tokenSchema = z
   })
   .openapi('Token', {
     description:
-      'A single-use stand-in for a bank account or card, valid 15 minutes. Only masked forms (last four digits, brand or bank) are stored or returned; the full numbers are never kept.',
+      "A single-use stand-in for a bank account or card, valid 15 minutes. Only masked forms (last four digits, brand or bank) are returned. A card number is never kept; a bank account number is kept only sealed, and POST /authorize moves it into the user's bank account.",
   });
 export type Token = z.infer<typeof tokenSchema>;
 

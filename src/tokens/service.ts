@@ -1,3 +1,5 @@
+import { bankAccountFromToken } from '../bankAccounts/service';
+import { sealAccountNumber } from '../bankAccounts/sealing';
 import { ApiError, errors } from '../errors';
 import { newId } from '../ids';
 import { createIntent } from '../ledger/service';
@@ -6,7 +8,7 @@ import type { Environment } from '../orgs/keys';
 import type { Op, Outcome } from '../services';
 import { getUserStatus } from '../users/repo';
 import { cardExpired, maskBankAccount, maskCard } from './checks';
-import { getTokenRow, insertToken, markTokenUsed, renderToken } from './repo';
+import { getTokenRow, insertToken, markTokenUsed, renderToken, type TokenRow } from './repo';
 import { TOKEN_LIMITS, type AuthorizeBody, type CreateTokenBody, type Token } from './schemas';
 
 /** Tokens and authorization (SPEC §11): single-use, 15-minute tokens of masked payment details, spent by /authorize. */
@@ -36,7 +38,7 @@ const cardExpiredError = () =>
     param: 'card.exp_year',
   });
 
-/** Tokenizes a bank account or card; only the masked form is kept. */
+/** Tokenizes a bank account or card: a card's masked form only; a bank account's with its number sealed (SPEC §24). */
 export async function createToken(op: Op, input: CreateTokenBody): Promise<Outcome<Token>> {
   if (input.card && cardExpired(input.card.exp_month, input.card.exp_year, op.now)) throw cardExpiredError();
   if ((await getUserStatus(op.db, op.organizationId, input.user_id)) === null) throw errors.resourceMissing('user_id', input.user_id);
@@ -47,19 +49,42 @@ export async function createToken(op: Op, input: CreateTokenBody): Promise<Outco
     createdAt: op.now,
     expiresAt: new Date(op.now.getTime() + TOKEN_LIMITS.ttlMs),
   };
-  const row = input.card
-    ? await insertToken(op.db, { ...common, type: 'card', card: maskCard(input.card) })
-    : await insertToken(op.db, { ...common, type: 'bank_account', bankAccount: maskBankAccount(input.bank_account!) });
-  return { body: renderToken(row) };
+  if (input.card) return { body: renderToken(await insertToken(op.db, { ...common, type: 'card', card: maskCard(input.card) })) };
+  const account = input.bank_account!;
+  const bankAccount = {
+    ...maskBankAccount(account),
+    routing_number: account.routing_number,
+    account_type: account.account_type,
+    // Bound to this token's row; POST /authorize opens it and seals it anew for the bank account.
+    account_number_sealed: sealAccountNumber(op.deps.config, account.account_number, { table: 'payment_tokens', id: common.id }),
+  };
+  return { body: renderToken(await insertToken(op.db, { ...common, type: 'bank_account', bankAccount })) };
 }
 
-/** Spends a token on an intent, created exactly as POST /intent creates one (automatic approval). */
+/** The bank account a bank token becomes (SPEC §24); none for a card, or a bank token made before bank accounts were kept. */
+async function bankAccountIdOf(op: Op, token: TokenRow): Promise<string | null> {
+  if (token.type !== 'bank_account' || token.account_number_sealed === null || token.routing_number === null) return null;
+  const bankAccount = await bankAccountFromToken(op, {
+    id: token.id,
+    user_id: token.user_id,
+    routing_number: token.routing_number,
+    account_type: token.account_type ?? 'checking',
+    account_number_sealed: token.account_number_sealed,
+  });
+  return bankAccount.id;
+}
+
+/**
+ * Spends a token on an intent, created exactly as POST /intent creates one (automatic approval). A bank token
+ * makes (or finds) the user's bank account and the intent names it; a card's intent names none.
+ */
 export async function authorize(op: Op, input: AuthorizeBody, environment: Environment): Promise<Outcome<Intent>> {
   const token = await getTokenRow(op.db, op.organizationId, input.token, true);
   if (!token) throw errors.resourceMissing('token', input.token);
   if (token.used_at !== null) throw tokenUsed(token.id);
   if (token.expires_at.getTime() <= op.now.getTime()) throw tokenExpired(token.id);
   const declineCategory = token.type === 'card' && cardExpired(token.exp_month!, token.exp_year!, op.now) ? 'card_expired' : null;
+  const bankAccountId = await bankAccountIdOf(op, token);
   const result = await createIntent(
     op,
     {
@@ -70,9 +95,10 @@ export async function authorize(op: Op, input: AuthorizeBody, environment: Envir
       account_id: input.account_id,
       approval_mode: 'automatic',
       metadata: input.metadata,
+      bank_account_id: bankAccountId,
     },
     { environment, idempotencyKey: token.id, declineCategory },
   );
-  await markTokenUsed(op.db, token.id, result.body.id, op.now);
+  await markTokenUsed(op.db, { tokenId: token.id, intentId: result.body.id, bankAccountId, now: op.now });
   return result;
 }

@@ -29,6 +29,7 @@ export function testInfra() {
 }
 
 const TEST_WEBHOOK_SECRET_KEY = randomBytes(32).toString('base64');
+const TEST_BANK_DATA_KEY = randomBytes(32).toString('base64');
 
 /** Configuration for an in-process stack: the test infrastructure, a task queue of its own, quiet logs. */
 export function testConfig(overrides: Record<string, string> = {}): Config {
@@ -44,8 +45,10 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     // queue that may stop before they are done. The lifecycle drainers need no such care: each drains only its
     // own task queue's rows.
     WEBHOOK_DISPATCHER: 'off',
-    // Production refuses to start without it; a key of this run's own keeps production suites starting.
-    ...(overrides.LEDGER_ENVIRONMENT === 'production' ? { WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY } : {}),
+    // Production refuses to start without them; keys of this run's own keep production suites starting.
+    ...(overrides.LEDGER_ENVIRONMENT === 'production'
+      ? { WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, BANK_DATA_KEY: TEST_BANK_DATA_KEY }
+      : {}),
     ...overrides,
   });
 }

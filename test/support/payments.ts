@@ -40,6 +40,32 @@ export async function approvedCashIn(call: Call, userId: string, amountCents: nu
   return response.body as { id: string; account_id: string; amount: number; transactions: { id: string }[] };
 }
 
+/** A routing number the sandbox names ('Sandbox Test Bank'); it passes the ABA checksum. */
+export const SANDBOX_ROUTING = '110000000';
+
+/**
+ * A bank account of `userId` (SPEC §24), made as an operator makes one: POST /token with the account, then
+ * POST /authorize spending it (a cash_in of `amountCents`). Answers the bank account id and that intent.
+ */
+export async function addBankAccount(
+  call: Call,
+  userId: string,
+  account: { routing_number?: string; account_number: string; account_type?: 'checking' | 'savings' },
+  amountCents = 100,
+) {
+  const token = await call(
+    'POST',
+    '/token',
+    { user_id: userId, bank_account: { routing_number: SANDBOX_ROUTING, ...account } },
+    idempotencyKey(),
+  );
+  if (token.status !== 200) throw new Error(`token not made: ${token.status} ${token.text}`);
+  const authorized = await call('POST', '/authorize', { token: token.body.id, amount: amountCents, currency: 'USD', direction: 'cash_in' });
+  if (authorized.status !== 200 || typeof authorized.body.bank_account_id !== 'string')
+    throw new Error(`authorization made no bank account: ${authorized.status} ${authorized.text}`);
+  return { bankAccountId: authorized.body.bank_account_id as string, intent: authorized.body as Body, tokenId: token.body.id as string };
+}
+
 /** Waits until GET /transaction/{id} answers `status`, and returns that answer. */
 export async function statusOf(call: Call, transactionId: string, status: string) {
   return eventually(

@@ -90,6 +90,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/user/{id}/bank_account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a user's bank accounts
+         * @description The bank accounts POST /authorize made from bank account tokens for this user, newest first (paged with `limit` and `cursor`). The same routing and account number authorized again for the same user is the same bank account (its `id` is reused). Only the masked form is shown: routing number, bank, last four characters; the account number is kept sealed for the ACH rail. POST /intent uses the user's newest `active` one when it names no `bank_account_id`. Another organization's user id answers 404, exactly like an unknown one.
+         */
+        get: operations["listUserBankAccounts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/intent": {
         parameters: {
             query?: never;
@@ -110,6 +130,7 @@ export interface paths {
          *     - `approval_mode: automatic` (default): the intent is `approved` and one Transaction (type `intent`) is recorded in `pending`; its lifecycle workflow starts at once.
          *     - `approval_mode: manual` (cash_out only): the intent waits in `pending` for POST /intent/{id}/approve or /cancel.
          *     - `account_id` may be left out when the organization has exactly one account (400 `account_required` otherwise).
+         *     - `bank_account_id` (SPEC §24): the user's bank account its ACH entry debits (cash_in) or credits (cash_out); default the user's newest `active` one. One that is not this user's (or not this organization's) is 400 `resource_missing`; a `disabled` one declines the intent (`bank_account_disabled`). With no bank account, the sandbox simulates the network as before and production declines the intent (`no_bank_account`).
          *     - `metadata` (optional): the operator's own key/value pairs, returned on the intent and filterable on GET /intent and GET /transaction.
          */
         post: operations["createIntent"];
@@ -178,7 +199,7 @@ export interface paths {
         put?: never;
         /**
          * Approve a pending (manual) intent
-         * @description Records its Transaction and starts its lifecycle, as an automatic approval would. The user is checked again: one no longer `enabled` declines the intent (`user_not_enabled`). 409 `invalid_state` unless the intent is `pending`.
+         * @description Records its Transaction and starts its lifecycle, as an automatic approval would. The user and its bank account are checked again: a user no longer `enabled` declines the intent (`user_not_enabled`), a bank account disabled since declines it (`bank_account_disabled`). 409 `invalid_state` unless the intent is `pending`.
          */
         post: operations["approveIntent"];
         delete?: never;
@@ -620,7 +641,7 @@ export interface paths {
         /**
          * Tokenize a bank account or card
          * @description Exchanges a bank account (`routing_number` must pass the ABA checksum) or a card (`number` must pass the Luhn check; not expired, by Eastern-time month) for a single-use token valid 15 minutes, to pass to POST /authorize.
-         *     Only the masked form is kept and returned: the last four digits and the bank (when known) or the card brand. Full numbers and the CVC are never stored or logged.
+         *     Only the masked form is returned: the last four characters and the bank (when known), routing number and `account_type` (`checking` by default, or `savings`), or the card brand. A card number and the CVC are never stored or logged. A bank account number (4 to 17 letters or digits) is stored only sealed (AES-256-GCM under BANK_DATA_KEY) for the ACH rail, and appears in no answer, event, log line or metric (SPEC §24).
          *     Idempotency: with `X-Idempotency-Key`, a retry replays the first token. Without one every request makes a new token: the exact-body rule of SPEC §5 would need a hash of the card number kept for 24 hours, which a short, single-use token does not justify.
          *     Errors: 400 `validation_failed` (a failing check, one `details` entry per field; values are never echoed), 400 `card_expired`, 400 `resource_missing` (unknown user).
          */
@@ -664,7 +685,8 @@ export interface paths {
          * Authorize a payment with a token
          * @description Creates an Intent exactly as POST /intent does (automatic approval), for the token's user; the intent's `idempotency_key` is the token.
          *     Idempotent by `token` (SPEC §5, §11): the same request again — same token and body, under any or no X-Idempotency-Key — replays the first response with `Idempotent-Replayed: true`. A token authorizes once: the token with another body is 400 `token_used`; after its 15 minutes, 400 `token_expired`; an unknown token, 400 `resource_missing`.
-         *     Declines (the token is used up; no transaction): `user_not_enabled`, `card_expired` (the card's expiry month ended after it was tokenized).
+         *     A bank account token makes the account a reusable bank account of the token's user (GET /user/{id}/bank_account; the same routing and account number for the same user is the same `ba_…`), and the intent's `bank_account_id` names it. A card token's intent names no bank account.
+         *     Declines (the token is used up; no transaction): `user_not_enabled`, `card_expired` (the card's expiry month ended after it was tokenized), `bank_account_disabled` (the same account authorized again after it was disabled), `no_bank_account` (production: a card, which no rail of this service can charge yet).
          */
         post: operations["authorizePayment"];
         delete?: never;
@@ -1208,6 +1230,73 @@ export interface components {
             has_more: boolean;
             next_cursor: string | null;
         };
+        /**
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": "ba_7fJ2kQ9xLmN3pR5tV8wY1zA4",
+         *           "user_id": "user_7fJ2kQ9xLmN3pR5tV8wY1zA4",
+         *           "bank": "Sandbox Test Bank",
+         *           "routing_number": "110000000",
+         *           "last4": "6789",
+         *           "account_type": "checking",
+         *           "status": "active",
+         *           "disabled_reason": null,
+         *           "created_at": "2026-11-21T14:03:12.511Z"
+         *         }
+         *       ],
+         *       "has_more": false,
+         *       "next_cursor": null
+         *     }
+         */
+        BankAccountList: {
+            data: components["schemas"]["BankAccount"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        /**
+         * @description A user's reusable bank account, made by POST /authorize with a bank account token. Its full account number is kept only sealed, for the ACH rail.
+         * @example {
+         *       "id": "ba_7fJ2kQ9xLmN3pR5tV8wY1zA4",
+         *       "user_id": "user_7fJ2kQ9xLmN3pR5tV8wY1zA4",
+         *       "bank": "Sandbox Test Bank",
+         *       "routing_number": "110000000",
+         *       "last4": "6789",
+         *       "account_type": "checking",
+         *       "status": "active",
+         *       "disabled_reason": null,
+         *       "created_at": "2026-11-21T14:03:12.511Z"
+         *     }
+         */
+        BankAccount: {
+            /** @example ba_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            id: string;
+            /** @example user_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            user_id: string;
+            /** @description The bank, when the routing number is one the service knows; null otherwise. */
+            bank: string | null;
+            /**
+             * @description ABA routing number (9 digits).
+             * @example 110000000
+             */
+            routing_number: string;
+            /** @description The last four characters of the account number; the number itself is never shown. */
+            last4: string;
+            /**
+             * @description The kind of deposit account: it picks the ACH transaction code (27/22 checking, 37/32 savings).
+             * @enum {string}
+             */
+            account_type: "checking" | "savings";
+            /**
+             * @description `active` bank accounts take payments; a `disabled` one declines every intent that names it (`bank_account_disabled`).
+             * @enum {string}
+             */
+            status: "active" | "disabled";
+            /** @description Why it was disabled (for instance the ACH return code that closed it); null while active. */
+            disabled_reason: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
         Intent: {
             /** @example intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
             id: string;
@@ -1232,10 +1321,15 @@ export interface components {
              */
             status: "pending" | "approved" | "declined" | "canceled";
             /**
-             * @description Why an intent was declined: `user_not_enabled` (the user is not `enabled`), `card_expired` (POST /authorize: the card expired after it was tokenized).
+             * @description Why an intent was declined: `user_not_enabled` (the user is not `enabled`), `card_expired` (POST /authorize: the card expired after it was tokenized), `bank_account_disabled` (its bank account is `disabled`), `no_bank_account` (production only: no bank account named and the user has no active one, so the ACH rail has nothing to debit or credit).
              * @enum {string|null}
              */
-            decline_category: "user_not_enabled" | "card_expired" | null;
+            decline_category: "user_not_enabled" | "card_expired" | "bank_account_disabled" | "no_bank_account" | null;
+            /**
+             * @description The bank account (ba_…) its ACH entry debits or credits; null when it has none (sandbox simulates the network; a card authorization names none).
+             * @example ba_7fJ2kQ9xLmN3pR5tV8wY1zA4
+             */
+            bank_account_id: string | null;
             transactions: components["schemas"]["Transaction"][];
             metadata: components["schemas"]["Metadata"];
             /** Format: date-time */
@@ -1322,6 +1416,11 @@ export interface components {
             /** @description Required when the organization has several accounts. */
             account_id?: string;
             /**
+             * @description One of the user's bank accounts (GET /user/{id}/bank_account). Default: the user's newest `active` one. A disabled one declines the intent (`bank_account_disabled`); one that is not this user's is 400 `resource_missing`.
+             * @example ba_7fJ2kQ9xLmN3pR5tV8wY1zA4
+             */
+            bank_account_id?: string;
+            /**
              * @description `manual` (cash_out only) keeps the intent pending until POST /intent/{id}/approve or /cancel.
              * @default automatic
              * @enum {string}
@@ -1402,6 +1501,11 @@ export interface components {
             currency: "USD";
             /** @description Required when the organization has several accounts. */
             account_id?: string;
+            /**
+             * @description One of the user's bank accounts (GET /user/{id}/bank_account). Default: the user's newest `active` one. A disabled one declines the intent (`bank_account_disabled`); one that is not this user's is 400 `resource_missing`.
+             * @example ba_7fJ2kQ9xLmN3pR5tV8wY1zA4
+             */
+            bank_account_id?: string;
             /**
              * @description `manual` (cash_out only) keeps the intent pending until POST /intent/{id}/approve or /cancel.
              * @default automatic
@@ -1719,7 +1823,7 @@ export interface components {
             has_more: boolean;
             next_cursor: string | null;
         };
-        /** @description A single-use stand-in for a bank account or card, valid 15 minutes. Only masked forms (last four digits, brand or bank) are stored or returned; the full numbers are never kept. */
+        /** @description A single-use stand-in for a bank account or card, valid 15 minutes. Only masked forms (last four digits, brand or bank) are returned. A card number is never kept; a bank account number is kept only sealed, and POST /authorize moves it into the user's bank account. */
         Token: {
             /** @example token_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
             id: string;
@@ -1727,7 +1831,7 @@ export interface components {
             type: "bank_account" | "card";
             /** @example user_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
             user_id: string;
-            /** @description Masked bank account (type `bank_account`); null for cards. */
+            /** @description Masked bank account (type `bank_account`); null for cards. The account number is never shown. */
             bank_account: {
                 /**
                  * @description The bank, when the routing number is one the service knows; null otherwise.
@@ -1736,6 +1840,16 @@ export interface components {
                 bank: string | null;
                 /** @example 6789 */
                 last4: string;
+                /**
+                 * @description The ABA routing number (null only on tokens made before bank accounts were kept).
+                 * @example 110000000
+                 */
+                routing_number: string | null;
+                /**
+                 * @description The kind of deposit account: it picks the ACH transaction code (27/22 checking, 37/32 savings).
+                 * @enum {string}
+                 */
+                account_type: "checking" | "savings";
             } | null;
             /** @description Masked card (type `card`); null for bank accounts. */
             card: {
@@ -1782,10 +1896,16 @@ export interface components {
                  */
                 routing_number: string;
                 /**
-                 * @description Account number, 5 to 17 digits. Only its last four digits are kept.
+                 * @description Account number, 4 to 17 letters or digits. Kept only sealed (AES-256-GCM under BANK_DATA_KEY) for the ACH rail; answers show its last four characters.
                  * @example 000123456789
                  */
                 account_number: string;
+                /**
+                 * @description The kind of deposit account: it picks the ACH transaction code (27/22 checking, 37/32 savings).
+                 * @default checking
+                 * @enum {string}
+                 */
+                account_type?: "checking" | "savings";
             };
             card?: {
                 /**
@@ -2899,6 +3019,120 @@ export interface operations {
             };
             /** @description X-Idempotency-Key reused with another endpoint or body. */
             422: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
+            429: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests of this kind (read or write) allowed in any 60-second window. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests of this kind still admitted in the current window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error; quote request_id. */
+            500: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service is briefly unavailable. Retry after Retry-After seconds with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listUserBankAccounts: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The user id (user_…). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the user's bank accounts. */
+            200: {
+                headers: {
+                    /** @description Requests of this kind (read or write) allowed in any 60-second window. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests of this kind still admitted in the current window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BankAccountList"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or JSON nested deeper than 32 levels, a query parameter the endpoint does not declare, a field failing validation (one `details` entry per field; impossible dates, NUL and lone surrogates included), or a missing resource named in the body. */
+            400: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, revoked or other-environment API key. */
+            401: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `Bearer`: the scheme to authenticate with. */
+                    "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id of another organization. */
+            404: {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
