@@ -142,7 +142,13 @@ export async function lookupIntentPartiesOfMany(
                                     ORDER BY created_at DESC, id DESC LIMIT 1) b) AS default_bank`,
     [organizationId, [...new Set(intents.map((intent) => intent.user_id))], named, namedBank],
   );
-  const { users, named_ids: namedIds, default_ids: defaultIds, named_bank: namedBankRows, default_bank: defaultBank } = rowOf(rows, 'a select of subqueries answers one row');
+  const {
+    users,
+    named_ids: namedIds,
+    default_ids: defaultIds,
+    named_bank: namedBankRows,
+    default_bank: defaultBank,
+  } = rowOf(rows, 'a select of subqueries answers one row');
   const existing = new Set(namedIds);
   return intents.map((intent) => ({
     userStatus: Object.hasOwn(users, intent.user_id) ? users[intent.user_id]! : null,
