@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { buildNachaFile, NachaInputError, type NachaBatchInput, type NachaEntryInput, type NachaFileInput } from '../src/ach/build';
 import { FILE_ID_MODIFIERS, fileIdModifierOf, isDebitCode, RECORD_LENGTH, yymmdd } from '../src/ach/nacha';
 import { isRoutingNumber, routingCheckDigit } from '../src/ach/routing';
-import { readWithAchcli, type MoovFile } from './support/achcli';
+import { readWithAchcli, writeWithAchcli, type MoovFile } from './support/achcli';
 
 const ODFI = '091000019';
 
@@ -195,12 +195,15 @@ describe('SPEC §24 NACHA files, read back by moov-io/ach', () => {
     expectSameAsInput(moov, input);
   });
 
-  test('random valid files read back the same (property)', async () => {
+  test('random valid files read back the same, and achcli writes them back byte for byte (property)', async () => {
     await fc.assert(
-      fc.asyncProperty(fileInput(), async (input) => expectSameAsInput(await readWithAchcli(buildNachaFile(input).bytes), input)),
-      {
-        numRuns: 40,
-      },
+      fc.asyncProperty(fileInput(), async (input) => {
+        const { bytes } = buildNachaFile(input);
+        const moov = await readWithAchcli(bytes);
+        expectSameAsInput(moov, input);
+        expect(await writeWithAchcli(moov)).toBe(bytes.toString('latin1'));
+      }),
+      { numRuns: 40 },
     );
   });
 });
