@@ -3,7 +3,7 @@ import { connectTemporal, temporalConnectionOptions } from '../platform/temporal
 import { temporalAddressOf } from '../config';
 import { NotFoundError } from '../orgs/repo';
 import { createLogger } from '../logger';
-import { drainLifecycleQueueOnce, LIFECYCLE_DRAIN_LIMITS } from './lifecycleDrainer';
+import { drainLifecycleQueueOnce } from './lifecycleDrainer';
 import { awaitingWorkflowSince } from './lifecycleQueue';
 import { journalViolations } from '../journal/invariants';
 import { journalChecks } from '../journal/repo';
@@ -51,7 +51,7 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
   transaction
     .command('reconcile')
     .description(
-      'drain the lifecycle queue now: start every queued workflow, deliver every queued confirmation (the workers do this continuously)',
+      'drain the queues to Temporal now: start every queued workflow, deliver every queued confirmation and command (the workers do this continuously)',
     )
     .action(async () => {
       const { config, pool, out } = ctx();
@@ -67,7 +67,8 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
           const pass = await drainLifecycleQueueOnce(deps);
           started += pass.started;
           if (pass.failed > 0) throw new Error(`Temporal refused ${pass.failed} call(s); they stay queued`);
-          if (pass.claimed < LIFECYCLE_DRAIN_LIMITS.batchMax) break;
+          // Until a pass finds nothing due: a workflow's next command is due only once the one before it is delivered.
+          if (pass.claimed === 0) break;
         }
         out(`started ${started} workflow(s)`, { started });
       } finally {
