@@ -1076,8 +1076,9 @@ export interface components {
                 /**
                  * @description ISO 3166-1 alpha-2 code, in capitals.
                  * @example US
+                 * @enum {string}
                  */
-                country: string;
+                country: "AD" | "AE" | "AF" | "AG" | "AI" | "AL" | "AM" | "AO" | "AQ" | "AR" | "AS" | "AT" | "AU" | "AW" | "AX" | "AZ" | "BA" | "BB" | "BD" | "BE" | "BF" | "BG" | "BH" | "BI" | "BJ" | "BL" | "BM" | "BN" | "BO" | "BQ" | "BR" | "BS" | "BT" | "BV" | "BW" | "BY" | "BZ" | "CA" | "CC" | "CD" | "CF" | "CG" | "CH" | "CI" | "CK" | "CL" | "CM" | "CN" | "CO" | "CR" | "CU" | "CV" | "CW" | "CX" | "CY" | "CZ" | "DE" | "DJ" | "DK" | "DM" | "DO" | "DZ" | "EC" | "EE" | "EG" | "EH" | "ER" | "ES" | "ET" | "FI" | "FJ" | "FK" | "FM" | "FO" | "FR" | "GA" | "GB" | "GD" | "GE" | "GF" | "GG" | "GH" | "GI" | "GL" | "GM" | "GN" | "GP" | "GQ" | "GR" | "GS" | "GT" | "GU" | "GW" | "GY" | "HK" | "HM" | "HN" | "HR" | "HT" | "HU" | "ID" | "IE" | "IL" | "IM" | "IN" | "IO" | "IQ" | "IR" | "IS" | "IT" | "JE" | "JM" | "JO" | "JP" | "KE" | "KG" | "KH" | "KI" | "KM" | "KN" | "KP" | "KR" | "KW" | "KY" | "KZ" | "LA" | "LB" | "LC" | "LI" | "LK" | "LR" | "LS" | "LT" | "LU" | "LV" | "LY" | "MA" | "MC" | "MD" | "ME" | "MF" | "MG" | "MH" | "MK" | "ML" | "MM" | "MN" | "MO" | "MP" | "MQ" | "MR" | "MS" | "MT" | "MU" | "MV" | "MW" | "MX" | "MY" | "MZ" | "NA" | "NC" | "NE" | "NF" | "NG" | "NI" | "NL" | "NO" | "NP" | "NR" | "NU" | "NZ" | "OM" | "PA" | "PE" | "PF" | "PG" | "PH" | "PK" | "PL" | "PM" | "PN" | "PR" | "PS" | "PT" | "PW" | "PY" | "QA" | "RE" | "RO" | "RS" | "RU" | "RW" | "SA" | "SB" | "SC" | "SD" | "SE" | "SG" | "SH" | "SI" | "SJ" | "SK" | "SL" | "SM" | "SN" | "SO" | "SR" | "SS" | "ST" | "SV" | "SX" | "SY" | "SZ" | "TC" | "TD" | "TF" | "TG" | "TH" | "TJ" | "TK" | "TL" | "TM" | "TN" | "TO" | "TR" | "TT" | "TV" | "TW" | "TZ" | "UA" | "UG" | "UM" | "US" | "UY" | "UZ" | "VA" | "VC" | "VE" | "VG" | "VI" | "VN" | "VU" | "WF" | "WS" | "XK" | "YE" | "YT" | "ZA" | "ZM" | "ZW";
             };
             /**
              * Format: email
@@ -1086,7 +1087,7 @@ export interface components {
             email: string;
             /**
              * Format: date
-             * @description A real calendar date in the past, YYYY-MM-DD.
+             * @description A real calendar date in the past, YYYY-MM-DD, on or after 1900-01-01. Checked beyond this schema.
              * @example 1990-12-10
              */
             date_of_birth: string;
@@ -1474,10 +1475,14 @@ export interface components {
             created_at: string;
         };
         WebhookEndpointCreate: {
-            /** @example https://operator.example.com/hooks/ledger */
+            /**
+             * Format: uri
+             * @description An absolute http:// or https:// URL without credentials or a fragment (production also refuses private addresses).
+             * @example https://operator.example.com/hooks/ledger
+             */
             url: string;
             /**
-             * @description Event types to receive; omitted or ['*'] means all.
+             * @description Event types to receive, none twice; omitted or ['*'] means all ('*' stands alone).
              * @example [
              *       "transaction.status_changed"
              *     ]
@@ -1585,7 +1590,7 @@ export interface components {
              * @example 2026-11-21T15:04:05Z
              */
             created_at_lt?: string;
-            /** @description Only these types, each one the endpoint subscribes to; every subscribed type when omitted. */
+            /** @description Only these types, none twice, each one the endpoint subscribes to; every subscribed type when omitted. */
             types?: ("user.created" | "user.status_changed" | "user.updated" | "intent.approved" | "intent.declined" | "intent.updated" | "transaction.created" | "transaction.status_changed" | "transfer.created" | "transfer.settled" | "refund.created" | "dispute.created" | "dispute.resolved")[];
             /**
              * @description Only events no delivery of which to this endpoint succeeded (never delivered ones included).
@@ -1762,6 +1767,7 @@ export interface components {
             created_at: string;
         };
         /**
+         * @description Exactly one of `bank_account` or `card`.
          * @example {
          *       "user_id": "user_7fJ2kQ9xLmN3pR5tV8wY1zA4",
          *       "card": {
@@ -1777,7 +1783,7 @@ export interface components {
             user_id: string;
             bank_account?: {
                 /**
-                 * @description ABA routing number: 9 digits passing the 3-7-1 checksum.
+                 * @description ABA routing number: 9 digits passing the 3-7-1 checksum (checked beyond this schema).
                  * @example 110000000
                  */
                 routing_number: string;
@@ -1789,24 +1795,24 @@ export interface components {
             };
             card?: {
                 /**
-                 * @description Card number, 12 to 19 digits passing the Luhn check. Only its brand and last four digits are kept.
+                 * @description Card number, 12 to 19 digits passing the Luhn check (checked beyond this schema). Only its brand and last four digits are kept.
                  * @example 4242424242424242
                  */
                 number: string;
                 /** @example 12 */
                 exp_month: number;
                 /**
-                 * @description Four digits. The card must not have expired (Eastern-time months).
+                 * @description Four digits. The card must not have expired (Eastern-time months; checked beyond this schema).
                  * @example 2030
                  */
                 exp_year: number;
                 /**
-                 * @description Checked for its length (4 digits on Amex, 3 elsewhere) and never stored.
+                 * @description Checked for its length (4 digits on Amex, 3 elsewhere; beyond this schema) and never stored.
                  * @example 123
                  */
                 cvc: string;
             };
-        };
+        } & (unknown | unknown);
         /**
          * @example {
          *       "token": "token_7fJ2kQ9xLmN3pR5tV8wY1zA4",
@@ -2094,7 +2100,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path?: never;
@@ -2148,6 +2154,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2248,7 +2267,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
                 /** @description Only users in this status. */
                 status?: "created" | "enabled" | "suspended" | "disabled";
@@ -2304,6 +2323,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -2353,7 +2385,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path?: never;
@@ -2411,6 +2443,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2570,6 +2615,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -2619,7 +2677,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path: {
@@ -2691,6 +2749,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2790,7 +2861,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path: {
@@ -2858,6 +2929,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2958,7 +3042,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
                 /** @description `approved` created a transaction; `declined` created none (see decline_category); `pending` waits for approve/cancel (manual mode). */
                 status?: "pending" | "approved" | "declined" | "canceled";
@@ -3017,6 +3101,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -3066,7 +3163,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key": string;
             };
             path?: never;
@@ -3124,6 +3221,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3223,7 +3333,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key": string;
             };
             path?: never;
@@ -3281,6 +3391,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3439,6 +3562,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -3488,7 +3624,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path: {
@@ -3559,6 +3695,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3658,7 +3807,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path: {
@@ -3725,6 +3874,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3824,7 +3986,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path: {
@@ -3891,6 +4053,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4049,6 +4224,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -4099,7 +4287,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
                 /** @description cash_in: pending → available → settled. cash_out: pending → in_transfer → settled. `settled` is final. */
                 status?: "pending" | "available" | "in_transfer" | "settled";
@@ -4168,6 +4356,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -4217,7 +4418,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path: {
@@ -4284,6 +4485,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4384,7 +4598,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
             };
             header?: never;
@@ -4428,6 +4642,19 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Always `Bearer`: the scheme to authenticate with. */
                     "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4542,6 +4769,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -4592,7 +4832,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
             };
             header?: never;
@@ -4636,6 +4876,19 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Always `Bearer`: the scheme to authenticate with. */
                     "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4691,7 +4944,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path?: never;
@@ -4749,6 +5002,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4907,6 +5173,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -5026,6 +5305,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Body over 64 KiB. */
             413: {
                 headers: {
@@ -5098,7 +5390,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
             };
             header?: never;
@@ -5161,6 +5453,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -5210,7 +5515,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path: {
@@ -5281,6 +5586,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5380,7 +5698,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path: {
@@ -5451,6 +5769,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5610,6 +5941,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -5660,9 +6004,9 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
-                /** @description One event type, or several separated by commas. */
+                /** @description One event type, or up to 32 separated by commas, none twice. */
                 type?: string;
                 /** @description Created at or after (ISO 8601). */
                 "created_at.gte"?: string;
@@ -5712,6 +6056,19 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Always `Bearer`: the scheme to authenticate with. */
                     "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5826,6 +6183,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -5876,7 +6246,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
                 /** @description Only refunds of this intent. */
                 intent_id?: string;
@@ -5932,6 +6302,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -5981,7 +6364,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path?: never;
@@ -6039,6 +6422,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6197,6 +6593,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -6246,7 +6655,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path?: never;
@@ -6315,6 +6724,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6414,7 +6836,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path: {
@@ -6485,6 +6907,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6643,6 +7078,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -6693,7 +7141,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
                 /** @description `created` while the network decides; `won` (the funds come back) or `lost` (they stay with the user), both final. */
                 status?: "created" | "won" | "lost";
@@ -6740,6 +7188,19 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Always `Bearer`: the scheme to authenticate with. */
                     "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6795,7 +7256,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path?: never;
@@ -6853,6 +7314,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7011,6 +7485,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -7060,7 +7547,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path?: never;
@@ -7118,6 +7605,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7218,7 +7718,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
             };
             header?: never;
@@ -7281,6 +7781,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -7331,7 +7844,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
                 /** @description Settlement date (YYYY-MM-DD). */
                 date?: string;
@@ -7390,6 +7903,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -7439,7 +7965,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path?: never;
@@ -7497,6 +8023,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7596,7 +8135,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path: {
@@ -7663,6 +8202,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7763,7 +8315,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
                 /** @description `json` (default): totals and one page of members. `csv`: the full statement as text/csv. */
                 format?: "json" | "csv";
@@ -7823,6 +8375,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7940,6 +8505,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -7990,7 +8568,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
                 "created_at.gte"?: string;
                 "created_at.lt"?: string;
@@ -8051,6 +8629,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8173,6 +8764,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -8241,6 +8845,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description A query parameter: this endpoint takes none (`validation_failed`). */
+            400: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getReadiness: {
@@ -8274,6 +8902,30 @@ export interface operations {
                             [key: string]: string;
                         };
                     };
+                };
+            };
+            /** @description A query parameter: this endpoint takes none (`validation_failed`). */
+            400: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Postgres (or a supervised service of `npm start`) is unreachable: the error object plus `checks`. */
@@ -8334,6 +8986,30 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description A query parameter: this endpoint takes none (`validation_failed`). */
+            400: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getOpenApiDocument: {
@@ -8360,6 +9036,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description A query parameter: this endpoint takes none (`validation_failed`). */
+            400: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getApiReference: {
@@ -8381,6 +9081,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
         };
     };
