@@ -39,7 +39,10 @@ export const idExample = (prefix: string) => `${prefix}_7fJ2kQ9xLmN3pR5tV8wY1zA4
 /** `?limit=1..100` (25) and `?cursor=`: the one paging scheme of every list (SPEC §8). */
 export const pageQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(25).openapi({ description: 'Page size, 1 to 100.' }),
-  cursor: z.string().max(200).optional().openapi({ description: 'The `next_cursor` of the previous page: the id of its last item.' }),
+  cursor: z.string().max(200).optional().openapi({
+    description: 'The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400.',
+    'x-refined': 'a next_cursor this list returned',
+  }),
 });
 
 export function listEnvelope<T extends z.ZodType>(item: T) {

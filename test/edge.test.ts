@@ -814,24 +814,56 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
       await edge.close();
     });
 
-    test(`after ${EDGE_LIMITS.authFailuresPerWindow} failures in 60 s an address gets 429 too_many_auth_failures, even with a valid key, until they age out`, async () => {
+    test(`after ${EDGE_LIMITS.authFailuresPerWindow} failures in 60 s an address's invalid keys get 429 too_many_auth_failures, uncounted, until they age out`, async () => {
       const start = clock.freeze();
-      const org = await createTestOrg(edge.pool);
       const attacker = '198.51.100.200';
       for (let i = 0; i < EDGE_LIMITS.authFailuresPerWindow; i++) {
         clock.set(start + i * 100);
         expect((await client(edge.url, `sk_sandbox_${randomString(32)}`, attacker)('GET', '/test/ping')).status).toBe(401);
       }
       clock.set(start + 30_000);
-      const blocked = await client(edge.url, `sk_sandbox_${randomString(32)}`, attacker)('GET', '/test/ping');
-      expectError(blocked, 429, 'rate_limit_error', 'too_many_auth_failures');
-      expect(blocked.headers.get('retry-after')).toBe('30');
-      const validFromAttacker = await client(edge.url, org.apiKey, attacker)('GET', '/test/ping');
-      expectError(validFromAttacker, 429, 'rate_limit_error', 'too_many_auth_failures');
-      expect((await client(edge.url, org.apiKey, '198.51.100.201')('GET', '/test/ping')).status).toBe(200);
+      for (const key of [`sk_sandbox_${randomString(32)}`, 'not a key', `sk_production_${randomString(32)}`]) {
+        const blocked = await client(edge.url, key, attacker)('GET', '/test/ping');
+        expectError(blocked, 429, 'rate_limit_error', 'too_many_auth_failures');
+        expect(blocked.headers.get('retry-after')).toBe('30');
+      }
+      // Refused past the limit, those were not counted: the window holds the first twenty only.
+      const { rows } = await edge.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM auth_failures WHERE ip = $1::inet`, [attacker]);
+      expect(rows[0]!.n).toBe(EDGE_LIMITS.authFailuresPerWindow);
 
       clock.set(start + 60_000); // the first failure left the window: 19 remain
-      expect((await client(edge.url, org.apiKey, attacker)('GET', '/test/ping')).status).toBe(200);
+      expect((await client(edge.url, `sk_sandbox_${randomString(32)}`, attacker)('GET', '/test/ping')).status).toBe(401);
+      expectError(
+        await client(edge.url, 'sk_sandbox_nope', attacker)('GET', '/test/ping'),
+        429,
+        'rate_limit_error',
+        'too_many_auth_failures',
+      );
+    });
+
+    test("a valid key is never refused for other requests' failures from its address (a NAT, a load balancer without TRUST_PROXY)", async () => {
+      const start = clock.freeze();
+      const seen = await createTestOrg(edge.pool); // its key is in the cache before the address is blocked
+      const unseen = await createTestOrg(edge.pool); // its key is first presented from the blocked address
+      const shared = '198.51.100.202';
+      expect((await client(edge.url, seen.apiKey, shared)('GET', '/test/ping')).status).toBe(200);
+      for (let i = 0; i < EDGE_LIMITS.authFailuresPerWindow; i++) {
+        clock.set(start + i * 100);
+        expect((await client(edge.url, `sk_sandbox_${randomString(32)}`, shared)('GET', '/test/ping')).status).toBe(401);
+      }
+      clock.set(start + 30_000);
+      expectError(
+        await client(edge.url, `sk_sandbox_${randomString(32)}`, shared)('GET', '/test/ping'),
+        429,
+        'rate_limit_error',
+        'too_many_auth_failures',
+      );
+      for (const org of [seen, unseen, seen, unseen]) {
+        const read = await client(edge.url, org.apiKey, shared)('GET', '/test/ping');
+        expect(read.status).toBe(200);
+        const write = await client(edge.url, org.apiKey, shared)('POST', '/test/notes', { name: `n ${randomString(8)}` });
+        expect(write.status).toBe(200);
+      }
     });
 
     test('IPv6 failures count per /64, so one subscriber cannot rotate addresses to escape the limit', async () => {
@@ -840,9 +872,10 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
       for (let i = 1; i <= EDGE_LIMITS.authFailuresPerWindow; i++) {
         expect((await client(edge.url, 'sk_sandbox_nope', `2001:db8:77:1::${i.toString(16)}`)('GET', '/test/ping')).status).toBe(401);
       }
-      const sameBlock = await client(edge.url, org.apiKey, '2001:db8:77:1:ffff::1')('GET', '/test/ping');
+      const sameBlock = await client(edge.url, 'sk_sandbox_still_nope', '2001:db8:77:1:ffff::1')('GET', '/test/ping');
       expectError(sameBlock, 429, 'rate_limit_error', 'too_many_auth_failures');
-      expect((await client(edge.url, org.apiKey, '2001:db8:77:2::1')('GET', '/test/ping')).status).toBe(200);
+      expect((await client(edge.url, org.apiKey, '2001:db8:77:1:ffff::1')('GET', '/test/ping')).status).toBe(200);
+      expect((await client(edge.url, 'sk_sandbox_still_nope', '2001:db8:77:2::1')('GET', '/test/ping')).status).toBe(401);
     });
   });
 
@@ -1216,7 +1249,7 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
       expectError(await call('GET', '/test/ping'), 401, 'authentication_error', 'unauthenticated');
     });
 
-    test('a valid key from an address blocked by failures made at another process gets 429 too_many_auth_failures', async () => {
+    test('an address blocked by failures made at another process gets 429 there for keys that are not valid, and its valid keys still pass', async () => {
       await cacheOn(other);
       const org = await createTestOrg(main.pool);
       const attacker = '198.51.100.210';
@@ -1227,14 +1260,20 @@ describe('SPEC §4 authentication, IP allowlist, rate limits', () => {
       }
       const blocked = await eventually(
         async () => {
-          const response = await client(other.url, org.apiKey, attacker)('GET', '/test/ping');
+          const response = await client(other.url, 'not a key', attacker)('GET', '/test/ping');
           return response.status === 429 ? response : undefined;
         },
         10_000,
         'the block to reach the other process',
       );
       expectError(blocked, 429, 'rate_limit_error', 'too_many_auth_failures');
-      expect((await client(other.url, org.apiKey, '198.51.100.211')('GET', '/test/ping')).status).toBe(200);
+      expectError(
+        await client(other.url, `sk_sandbox_${randomString(32)}`, attacker)('GET', '/test/ping'),
+        429,
+        'rate_limit_error',
+        'too_many_auth_failures',
+      );
+      expect((await client(other.url, org.apiKey, attacker)('GET', '/test/ping')).status).toBe(200);
     });
 
     test('two app instances under concurrent load never admit more than the limit in any sliding 60 s window', async () => {

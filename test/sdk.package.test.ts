@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import ts from 'typescript';
@@ -79,5 +80,80 @@ describe('SPEC §22 SDK package', () => {
     const wrong = diagnosticsOf('wrongFieldType.ts');
     expect(wrong).toHaveLength(1);
     expect(wrong[0]).toMatch(/Type 'string' is not assignable to type 'number'/);
+  });
+
+  describe('npm pack of sdk/, installed in an empty directory', () => {
+    const work = mkdtempSync(path.join(tmpdir(), 'ledger-sdk-pack-'));
+    let app: string;
+    let npmOutput: string;
+    afterAll(() => rmSync(work, { recursive: true, force: true }));
+    beforeAll(async () => {
+      app = path.join(work, 'app');
+      // prepack builds dist afresh (scripts/build.js empties it first): nothing of an earlier build is packed.
+      const packed = await run('npm', ['pack', '--pack-destination', work], { cwd: path.join(ROOT, 'sdk') });
+      const tarball = path.join(
+        work,
+        readdirSync(work).find((name) => name.endsWith('.tgz'))!,
+      );
+      await run('mkdir', ['-p', app]);
+      writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'app', private: true }));
+      const installed = await run('npm', ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund'], { cwd: app });
+      npmOutput = `${packed.stderr}${installed.stdout}${installed.stderr}`;
+    }, 180_000);
+
+    test('installs without a warning (no engine warning on Node 20, no install script to approve)', () => {
+      expect(npmOutput).not.toMatch(/warn/i);
+      const manifest = JSON.parse(readFileSync(path.join(app, 'node_modules', '@payments-ledger', 'sdk', 'package.json'), 'utf8')) as {
+        scripts: Record<string, string>;
+      };
+      expect(manifest.scripts.prepare).toBeUndefined();
+    });
+
+    const script = `const l = new Ledger({ apiKey: 'k', baseUrl: 'http://x' });
+      if (typeof l.transactions.list !== 'function' || typeof l.webhooks.verify !== 'function' || typeof LedgerError !== 'function') throw new Error('not the SDK');
+      console.log('ok');`;
+
+    test('works from CommonJS and from an ES module, printing nothing on stderr', async () => {
+      writeFileSync(path.join(app, 'main.cjs'), `const { Ledger, LedgerError } = require('@payments-ledger/sdk');\n${script}`);
+      writeFileSync(path.join(app, 'main.mjs'), `import { Ledger, LedgerError } from '@payments-ledger/sdk';\n${script}`);
+      for (const file of ['main.cjs', 'main.mjs']) {
+        const result = await run(process.execPath, [file], { cwd: app });
+        expect({ file, stdout: result.stdout.trim(), stderr: result.stderr }).toEqual({ file, stdout: 'ok', stderr: '' });
+      }
+    });
+
+    test('works from TypeScript: its declarations type a call, reject a wrong field, and the compiled file runs', async () => {
+      const source = `import { Ledger, LedgerError, type Schemas } from '@payments-ledger/sdk';
+${script}
+export async function pay(ledger: Ledger): Promise<Schemas['Transaction']['status']> {
+  await ledger.intents.create({ direction: 'cash_in', user_id: 'usr_1', amount: 1250, currency: 'USD' });
+  return (await ledger.transactions.retrieve('txn_1')).status;
+}
+`;
+      const compile = (text: string) => {
+        const file = path.join(app, 'main.ts');
+        writeFileSync(file, text);
+        const program = ts.createProgram([file], {
+          strict: true,
+          target: ts.ScriptTarget.ES2022,
+          module: ts.ModuleKind.Node16,
+          moduleResolution: ts.ModuleResolutionKind.Node16,
+          lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'],
+          types: [],
+          outDir: path.join(app, 'out'),
+        });
+        const emitted = program.emit();
+        return [...ts.getPreEmitDiagnostics(program), ...emitted.diagnostics].map((d) =>
+          ts.flattenDiagnosticMessageText(d.messageText, '\n'),
+        );
+      };
+      expect(compile(source)).toEqual([]);
+      const result = await run(process.execPath, [path.join(app, 'out', 'main.js')], { cwd: app });
+      expect(result.stdout.trim()).toBe('ok');
+      expect(result.stderr).toBe('');
+      expect(compile(source.replace('amount: 1250', "amount: '1250'")).join('\n')).toMatch(
+        /Type 'string' is not assignable to type 'number'/,
+      );
+    });
   });
 });

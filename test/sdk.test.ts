@@ -1,5 +1,9 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import {
   AuthenticationError,
   IdempotencyError,
@@ -153,6 +157,28 @@ async function standIn(answers: Array<{ status: number; headers?: Record<string,
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return { url, seen, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
+
+describe("SPEC §22 the README's quickstart (sdk/examples/quickstart.ts)", () => {
+  test('runs as the README says against a stack: a user, an approved intent, its transaction, the user.created webhook verified', async () => {
+    const quickOrg = await createTestOrg(stack.pool);
+    const root = path.resolve(__dirname, '..');
+    // The README shows the file itself, so the two cannot drift.
+    expect(readFileSync(path.join(root, 'README.md'), 'utf8')).toContain(
+      readFileSync(path.join(root, 'sdk', 'examples', 'quickstart.ts'), 'utf8').trim(),
+    );
+    const { stdout, stderr } = await promisify(execFile)(
+      process.execPath,
+      [path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs'), 'sdk/examples/quickstart.ts'],
+      { cwd: root, env: { ...process.env, LEDGER_API_KEY: quickOrg.apiKey, LEDGER_URL: stack.url }, timeout: 50_000 },
+    );
+    expect(stderr).toBe('');
+    const lines = stdout.trim().split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatch(/^intent intent_\S+ approved$/);
+    expect(lines[1]).toMatch(/^transaction txn_\S+ pending 1250$/);
+    expect(lines[2]).toMatch(/^webhook user\.created user_\S+$/);
+  });
+});
 
 describe('SPEC §22 SDK retries', () => {
   test('what is retried, and the wait: Retry-After (seconds or a date) plus at most 10 %, else exponential backoff with jitter', () => {

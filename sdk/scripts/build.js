@@ -1,6 +1,8 @@
-// Builds dist/cjs (CommonJS) and dist/esm (ES modules), each with declarations, with the workspace's tsc.
-// Run by the root's `prepare` on every install, so a fresh clone's `npm ci` leaves the package importable. An
-// install without devDependencies (the Docker image's `npm ci --omit=dev`) has no tsc and builds nothing.
+// Builds dist/cjs (CommonJS) and dist/esm (ES modules), each with declarations, with tsc. Run by the root's
+// `prepare` on every install of the workspace, and by this package's own `prepare` (an install from a clone
+// or a git URL) and `prepack` (npm pack, npm publish), so the package never leaves without dist. An install
+// without devDependencies (the Docker image's `npm ci --omit=dev`) has no tsc and builds nothing; a pack
+// without tsc fails rather than make a tarball that cannot be imported.
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
@@ -10,6 +12,7 @@ let tsc;
 try {
   tsc = require.resolve('typescript/bin/tsc', { paths: [root] });
 } catch {
+  if (process.env.npm_lifecycle_event === 'prepack') throw new Error('@payments-ledger/sdk: typescript is needed to pack the package');
   process.stdout.write('@payments-ledger/sdk: typescript is not installed (a production install); not built\n');
   return;
 }

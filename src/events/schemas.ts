@@ -10,6 +10,9 @@ export const eventList = listEnvelope(eventSchema).openapi('EventList');
 
 const knownTypes = new Set<string>(WEBHOOK_EVENT_TYPES);
 
+const oneType = `\\s*(?:${WEBHOOK_EVENT_TYPES.map((type) => type.replace(/\./g, '\\.')).join('|')})\\s*`;
+const typeListPattern = `${oneType}(?:,${oneType}){0,${EVENT_LIMITS.typesPerFilterMax - 1}}`;
+
 /** `type=a` or `type=a,b`: each a known event type, none twice. */
 const typeFilter = z
   .string()
@@ -27,7 +30,11 @@ const typeFilter = z
   })
   .openapi({
     type: 'string',
-    description: 'One event type, or several separated by commas.',
+    // What the transform accepts, save that no type may repeat (said in the description).
+    pattern: `^${typeListPattern}$`,
+    maxLength: 1_000,
+    'x-refined': 'no type twice',
+    description: `One event type, or up to ${EVENT_LIMITS.typesPerFilterMax} separated by commas, none twice.`,
     example: 'transaction.created,transaction.status_changed',
   });
 

@@ -72,7 +72,7 @@ function allowed(allowlist: Cidr[], address: string | null): boolean {
 }
 
 /**
- * Failed-auth limit (429) → key (401), from memory when the key cache holds the key and is on, else in one
+ * Key, then the failed-auth limit for a key that is not valid (429) → 401, from memory when the key cache holds the key and is on, else in one
  * database round trip (edge_authenticate, migrations/0013_edge_leases.sql) whose answer the cache keeps.
  */
 async function authenticate(presented: {
@@ -85,14 +85,18 @@ async function authenticate(presented: {
 }): Promise<CachedKey> {
   const { deps, cache, client, key, keyHash, now } = presented;
   const keyHashHex = keyHash.toString('hex');
+  const environment = deps.config.LEDGER_ENVIRONMENT;
   if (cache.on()) {
-    const blockedSince = cache.blockedSince(client.failureBucket, now.getTime());
-    if (blockedSince !== null) throw errors.tooManyAuthFailures(retryAfterSeconds(blockedSince + EDGE_LIMITS.windowMs, now));
+    // A valid key is never refused for other requests' failures (SPEC §4): an address may be shared.
     const cached = cache.get(keyHashHex);
     if (cached) return cached;
+    const blockedSince = cache.blockedSince(client.failureBucket, now.getTime());
+    // A key that cannot be one of this deployment's is refused from memory; any other is looked up (read only).
+    if (blockedSince !== null && parseApiKey(key)?.environment !== environment) {
+      throw errors.tooManyAuthFailures(retryAfterSeconds(blockedSince + EDGE_LIMITS.windowMs, now));
+    }
   }
   const version = cache.lookupVersion();
-  const environment = deps.config.LEDGER_ENVIRONMENT;
   const { rows } = await deps.pool.query<AuthenticateRow>({
     // Named: each connection parses and plans it once, then only executes it.
     name: 'edge_authenticate',
@@ -124,7 +128,7 @@ async function authenticate(presented: {
 }
 
 /**
- * SPEC §4's checks in order: failed-auth limit (429) → key (401) → allowlist (403, writes) → rate limit (429).
+ * SPEC §4's checks in order: key (401, or 429 past the failed-auth limit) → allowlist (403, writes) → rate limit (429).
  * Sets X-RateLimit-* on every authenticated answer, the refused ones included. An admitted request with a
  * cached key touches no database at all (docs/edge.md).
  */

@@ -1,5 +1,6 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from '@asteasolutions/zod-to-openapi';
 import type { ZodType } from 'zod';
+import { EDGE_LIMITS, IDEMPOTENCY_KEY_PATTERN } from './limits';
 import type { AnyRoute } from './route';
 import { registerWebhookDocs } from '../webhooks/openapi';
 import { errorBodySchema, z } from '../zod';
@@ -14,6 +15,7 @@ const EDGE_ERRORS: Record<number, string> = {
   415: 'Body is not JSON.',
   422: 'X-Idempotency-Key reused with another endpoint or body.',
   429: 'Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address.',
+  405: 'A method this path does not have (`method_not_allowed`); `Allow` names the ones it has.',
   500: 'Internal error; quote request_id.',
   503: 'A backing service is briefly unavailable. Retry after Retry-After seconds with the same idempotency key.',
 };
@@ -50,6 +52,7 @@ const ERROR_HEADERS: Record<number, Record<string, { description: string; schema
   401: {
     'WWW-Authenticate': { description: 'Always `Bearer`: the scheme to authenticate with.', schema: { type: 'string', const: 'Bearer' } },
   },
+  405: { Allow: { description: 'The methods this path answers, comma-separated.', schema: { type: 'string' } } },
   429: { ...RETRY_AFTER_HEADER, ...RATE_HEADERS },
   503: RETRY_AFTER_HEADER,
 };
@@ -113,8 +116,8 @@ const DESCRIPTION = `Account-to-account payments ledger and settlement engine.
 **Authentication.** Send \`Authorization: Bearer sk_<environment>_…\` on every request. Keys are stored only
 as hashes, shown once, revocable by the operator; a key of the other environment, a revoked or unknown key
 gets 401. After 20 failed authentications within 60 seconds from one address (an IPv6 /64 counts as one),
-every request from it gets 429 \`too_many_auth_failures\` with \`Retry-After\` until the oldest failure is
-60 seconds old. Requests to unknown routes without credentials get 404 and do not count.
+a request from it whose key is not valid gets 429 \`too_many_auth_failures\` with \`Retry-After\` until the
+oldest failure is 60 seconds old; a valid key is never refused for other requests' failures. Requests to unknown routes without credentials get 404 and do not count.
 
 **IP allowlist.** When the operator configured one, writes (POST, PUT, PATCH, DELETE) from other addresses
 get 403 \`ip_not_allowed\`; reads are never restricted. \`X-Forwarded-For\` is believed only through the
@@ -208,11 +211,11 @@ function requestOf(route: AnyRoute): RouteConfig['request'] {
   const body = route.documentedBody ?? route.body;
   if (body) request.body = { content: { 'application/json': { schema: body as ZodType } }, required: true };
   if (route.method === 'post') {
-    const key = z
-      .string()
-      .min(1)
-      .max(255)
-      .openapi({ description: 'Makes retries safe: a repeat within 24 hours replays the first response.' });
+    const key = z.string().min(1).max(EDGE_LIMITS.idempotencyKeyLengthMax).regex(IDEMPOTENCY_KEY_PATTERN).openapi({
+      description: 'Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII.',
+      // HTTP drops a header value's leading and trailing spaces before the edge sees them: a key cannot hold them.
+      pattern: '^[\\x21-\\x7e](?:[\\x20-\\x7e]*[\\x21-\\x7e])?$',
+    });
     request.headers = z.object({ 'X-Idempotency-Key': route.idempotency?.requireHeader ? key : key.optional() });
   }
   return request;
@@ -223,6 +226,7 @@ function responsesOf(route: AnyRoute): RouteConfig['responses'] {
   const errorStatuses = new Set([
     400,
     401,
+    405,
     429,
     500,
     503,
@@ -257,6 +261,17 @@ function registerOperationalDocs(registry: OpenAPIRegistry): void {
     headers: REQUEST_ID_HEADER,
     content: { [type]: { schema } },
   });
+  const refused = (statuses: number[]) =>
+    Object.fromEntries(
+      statuses.map((status) => [
+        status,
+        {
+          description: status === 400 ? 'A query parameter: this endpoint takes none (`validation_failed`).' : EDGE_ERRORS[status]!,
+          headers: { ...REQUEST_ID_HEADER, ...ERROR_HEADERS[status] },
+          content: { 'application/json': { schema: errorBodySchema } },
+        },
+      ]),
+    );
   const common = { tags: ['Operations'], security: [] };
   registry.registerPath({
     ...common,
@@ -265,7 +280,7 @@ function registerOperationalDocs(registry: OpenAPIRegistry): void {
     operationId: 'getHealth',
     summary: 'Liveness: the process answers',
     description: 'Says nothing about Postgres or Temporal; see /readyz.',
-    responses: { 200: ok('The process is up.', z.object({ status: z.literal('ok') })) },
+    responses: { 200: ok('The process is up.', z.object({ status: z.literal('ok') })), ...refused([400, 405]) },
   });
   const checks = z.record(z.string(), z.string()).openapi({
     description: 'Each dependency (`postgres`, `temporal`): `ok`, or `unavailable: <reason>`.',
@@ -288,6 +303,7 @@ function registerOperationalDocs(registry: OpenAPIRegistry): void {
         headers: { ...REQUEST_ID_HEADER, ...RETRY_AFTER_HEADER },
         content: { 'application/json': { schema: z.object({ error: errorBodySchema.shape.error, checks }) } },
       },
+      ...refused([400, 405]),
     },
   });
   registry.registerPath({
@@ -297,7 +313,7 @@ function registerOperationalDocs(registry: OpenAPIRegistry): void {
     operationId: 'getMetrics',
     summary: 'Prometheus metrics',
     description: 'Prometheus text exposition format 0.0.4: the process defaults and the HTTP request histogram.',
-    responses: { 200: ok('Metrics in the Prometheus text format.', z.string(), 'text/plain') },
+    responses: { 200: ok('Metrics in the Prometheus text format.', z.string(), 'text/plain'), ...refused([400, 405]) },
   });
   registry.registerPath({
     ...common,
@@ -306,7 +322,7 @@ function registerOperationalDocs(registry: OpenAPIRegistry): void {
     operationId: 'getOpenApiDocument',
     summary: 'This OpenAPI 3.1 document',
     description: 'Generated at start from the same zod schemas that validate requests.',
-    responses: { 200: ok('The OpenAPI document.', z.object({ openapi: z.string() }).catchall(z.unknown())) },
+    responses: { 200: ok('The OpenAPI document.', z.object({ openapi: z.string() }).catchall(z.unknown())), ...refused([400, 405]) },
   });
   registry.registerPath({
     ...common,
@@ -320,6 +336,7 @@ function registerOperationalDocs(registry: OpenAPIRegistry): void {
         description: 'Moved to `/docs/`, the HTML page.',
         headers: { ...REQUEST_ID_HEADER, Location: { description: '`/docs/`', schema: { type: 'string' } } },
       },
+      ...refused([405]),
     },
   });
 }

@@ -130,6 +130,12 @@ export const intentBodyShape = {
   metadata: metadataField,
 };
 
+/** refineIntentBody as JSON Schema: `approval_mode: manual` only with `direction: cash_out`. */
+const manualIsCashOut = {
+  if: { properties: { approval_mode: { const: 'manual' } }, required: ['approval_mode'] },
+  then: { properties: { direction: { const: 'cash_out' } } },
+};
+
 /** The rules across an intent body's fields. */
 export function refineIntentBody(body: { approval_mode: 'automatic' | 'manual'; direction: Direction }, ctx: z.RefinementCtx): void {
   if (body.approval_mode === 'manual' && body.direction !== 'cash_out') {
@@ -142,6 +148,7 @@ export const createIntentBody = z
   .strict()
   .superRefine(refineIntentBody)
   .openapi('CreateIntent', {
+    ...manualIsCashOut,
     example: { direction: 'cash_in', user_id: idExample('user'), amount: 1250, currency: 'USD', metadata: { order_id: 'order-1234' } },
   });
 export type CreateIntentBody = z.infer<typeof createIntentBody>;
@@ -192,7 +199,7 @@ export const createIntentBatchBody = z
         z
           .strictObject({ idempotency_key: batchItemKey, ...intentBodyShape })
           .superRefine(refineIntentBody)
-          .openapi('CreateIntentBatchItem'),
+          .openapi('CreateIntentBatchItem', manualIsCashOut),
       )
       .min(1)
       .max(BATCH_LIMITS.intentsMax),

@@ -20,7 +20,11 @@ const bankAccountInput = z
       .string()
       .regex(/^\d{9}$/, { message: 'must be 9 digits', abort: true })
       .refine(abaValid, 'is not a valid ABA routing number (checksum or Federal Reserve prefix)')
-      .openapi({ description: 'ABA routing number: 9 digits passing the 3-7-1 checksum.', example: '110000000' }),
+      .openapi({
+        description: 'ABA routing number: 9 digits passing the 3-7-1 checksum (checked beyond this schema).',
+        'x-refined': 'ABA checksum',
+        example: '110000000',
+      }),
     account_number: accountNumberInput.openapi({
       description:
         'Account number, 4 to 17 letters or digits. Kept only sealed (AES-256-GCM under BANK_DATA_KEY) for the ACH rail; answers show its last four characters.',
@@ -40,20 +44,25 @@ const cardInput = z
       })
       .refine(luhnValid, 'fails the Luhn check')
       .openapi({
-        description: 'Card number, 12 to 19 digits passing the Luhn check. Only its brand and last four digits are kept.',
+        description:
+          'Card number, 12 to 19 digits passing the Luhn check (checked beyond this schema). Only its brand and last four digits are kept.',
+        'x-refined': 'Luhn check',
         example: '4242424242424242',
       }),
     exp_month: z.number().int().min(1).max(12).openapi({ example: 12 }),
-    exp_year: z
-      .number()
-      .int()
-      .min(2000)
-      .max(2100)
-      .openapi({ description: 'Four digits. The card must not have expired (Eastern-time months).', example: 2030 }),
+    exp_year: z.number().int().min(2000).max(2100).openapi({
+      description: 'Four digits. The card must not have expired (Eastern-time months; checked beyond this schema).',
+      'x-refined': 'not expired',
+      example: 2030,
+    }),
     cvc: z
       .string()
       .regex(/^\d{3,4}$/, 'must be 3 or 4 digits')
-      .openapi({ description: 'Checked for its length (4 digits on Amex, 3 elsewhere) and never stored.', example: '123' }),
+      .openapi({
+        description: 'Checked for its length (4 digits on Amex, 3 elsewhere; beyond this schema) and never stored.',
+        'x-refined': 'length by card brand',
+        example: '123',
+      }),
   })
   .strict()
   .superRefine((card, ctx) => {
@@ -80,6 +89,8 @@ export const createTokenBody = z
     }
   })
   .openapi('CreateToken', {
+    description: 'Exactly one of `bank_account` or `card`.',
+    oneOf: [{ required: ['bank_account'] }, { required: ['card'] }],
     example: { user_id: exampleId('user'), card: { number: '4242424242424242', exp_month: 12, exp_year: 2030, cvc: '123' } },
   });
 export type CreateTokenBody = z.infer<typeof createTokenBody>;

@@ -162,16 +162,22 @@ const addressSchema = closed({
   locality: text(USER_LIMITS.localityLengthMax).openapi({ description: 'City or town.', example: 'Newark' }),
   administrative_area: text(USER_LIMITS.administrativeAreaLengthMax).openapi({
     description: 'State, province or region. For `US`: a USPS state or territory code (NJ, DC, PR, AA, ...).',
+    'x-refined': 'depends on country',
     example: 'NJ',
   }),
   postal_code: text(USER_LIMITS.postalCodeLengthMax).openapi({
     description: 'For `US`: 5 digits or 5+4 digits (`07102` or `07102-1234`).',
+    'x-refined': 'depends on country',
     example: '07102',
   }),
   country: z
     .string({ error: requiredError })
     .refine(isIsoAlpha2Country, 'must be an ISO 3166-1 alpha-2 country code in capitals, such as US')
-    .openapi({ description: 'ISO 3166-1 alpha-2 code, in capitals.', pattern: '^[A-Z]{2}$', example: 'US' }),
+    .openapi({
+      description: 'ISO 3166-1 alpha-2 code, in capitals.',
+      enum: Object.keys(countries.getAlpha2Codes()).sort(),
+      example: 'US',
+    }),
 })
   // `when` lets these rules run even while another address member fails, so one response names every
   // bad field instead of revealing them one retry at a time.
@@ -195,6 +201,12 @@ const addressSchema = closed({
   )
   .openapi({ description: 'Primary residential address.' });
 
+/** The refinement below as JSON Schema: a state-issued id names its state. */
+const stateIssuedNamesState = {
+  if: { properties: { type: { enum: [...STATE_ISSUED_ID_TYPES] } }, required: ['type'] },
+  then: { required: ['state'], not: { properties: { state: { type: 'null' } } } },
+};
+
 const governmentIdSchema = closed({
   type: z
     .enum(GOVERNMENT_ID_TYPES, { error: (issue) => requiredError(issue) ?? `must be one of ${GOVERNMENT_ID_TYPES.join(', ')}` })
@@ -215,7 +227,10 @@ const governmentIdSchema = closed({
     },
     { path: ['state'], message: 'is required when type is drivers_license or state_id', when: () => true },
   )
-  .openapi({ description: 'Of the government id only its type, last four digits and issuing state are kept.' });
+  .openapi({
+    description: 'Of the government id only its type, last four digits and issuing state are kept.',
+    ...stateIssuedNamesState,
+  });
 
 export const userCreateBody = closed({
   name: nameSchema,
@@ -223,7 +238,7 @@ export const userCreateBody = closed({
   email: z
     .email({ error: (issue) => requiredError(issue) ?? 'must be an email address' })
     .max(USER_LIMITS.emailLengthMax)
-    .openapi({ example: 'ada@example.com' }),
+    .openapi({ 'x-refined': "zod's email check, stricter than the format", example: 'ada@example.com' }),
   date_of_birth: z
     .string({ error: requiredError })
     .max(10, 'must be a date written YYYY-MM-DD')
@@ -234,7 +249,8 @@ export const userCreateBody = closed({
     .openapi({
       format: 'date',
       pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$',
-      description: 'A real calendar date in the past, YYYY-MM-DD.',
+      description: 'A real calendar date in the past, YYYY-MM-DD, on or after 1900-01-01. Checked beyond this schema.',
+      'x-refined': 'a real date in the past, not before 1900',
       example: '1990-12-10',
     }),
   government_id: governmentIdSchema,

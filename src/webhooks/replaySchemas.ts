@@ -21,7 +21,10 @@ export const replayWebhookBody = z
       .max(WEBHOOK_REPLAY_LIMITS.typesMax)
       .refine((types) => new Set(types).size === types.length, 'must not repeat an event type')
       .optional()
-      .openapi({ description: 'Only these types, each one the endpoint subscribes to; every subscribed type when omitted.' }),
+      .openapi({
+        description: 'Only these types, none twice, each one the endpoint subscribes to; every subscribed type when omitted.',
+        uniqueItems: true,
+      }),
     failed_only: z
       .boolean()
       .default(false)

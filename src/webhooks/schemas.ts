@@ -47,7 +47,12 @@ export const webhookUrl = z
       ctx.addIssue({ code: 'custom', message: 'must not contain a fragment' });
     }
   })
-  .openapi({ example: 'https://operator.example.com/hooks/ledger' });
+  .openapi({
+    format: 'uri',
+    minLength: 1,
+    description: 'An absolute http:// or https:// URL without credentials or a fragment (production also refuses private addresses).',
+    example: 'https://operator.example.com/hooks/ledger',
+  });
 
 export const createWebhookBody = z
   .strictObject({
@@ -59,7 +64,12 @@ export const createWebhookBody = z
       .refine((events) => new Set(events).size === events.length, 'must not repeat an event type')
       .refine((events) => !events.includes(ALL_EVENTS) || events.length === 1, `'${ALL_EVENTS}' stands alone`)
       .optional()
-      .openapi({ description: `Event types to receive; omitted or ['${ALL_EVENTS}'] means all.`, example: ['transaction.status_changed'] }),
+      .openapi({
+        description: `Event types to receive, none twice; omitted or ['${ALL_EVENTS}'] means all ('${ALL_EVENTS}' stands alone).`,
+        uniqueItems: true,
+        'x-refined': `'${ALL_EVENTS}' stands alone`,
+        example: ['transaction.status_changed'],
+      }),
   })
   .openapi('WebhookEndpointCreate');
 export type CreateWebhookBody = z.infer<typeof createWebhookBody>;

@@ -1098,8 +1098,9 @@ export interface components {
                 /**
                  * @description ISO 3166-1 alpha-2 code, in capitals.
                  * @example US
+                 * @enum {string}
                  */
-                country: string;
+                country: "AD" | "AE" | "AF" | "AG" | "AI" | "AL" | "AM" | "AO" | "AQ" | "AR" | "AS" | "AT" | "AU" | "AW" | "AX" | "AZ" | "BA" | "BB" | "BD" | "BE" | "BF" | "BG" | "BH" | "BI" | "BJ" | "BL" | "BM" | "BN" | "BO" | "BQ" | "BR" | "BS" | "BT" | "BV" | "BW" | "BY" | "BZ" | "CA" | "CC" | "CD" | "CF" | "CG" | "CH" | "CI" | "CK" | "CL" | "CM" | "CN" | "CO" | "CR" | "CU" | "CV" | "CW" | "CX" | "CY" | "CZ" | "DE" | "DJ" | "DK" | "DM" | "DO" | "DZ" | "EC" | "EE" | "EG" | "EH" | "ER" | "ES" | "ET" | "FI" | "FJ" | "FK" | "FM" | "FO" | "FR" | "GA" | "GB" | "GD" | "GE" | "GF" | "GG" | "GH" | "GI" | "GL" | "GM" | "GN" | "GP" | "GQ" | "GR" | "GS" | "GT" | "GU" | "GW" | "GY" | "HK" | "HM" | "HN" | "HR" | "HT" | "HU" | "ID" | "IE" | "IL" | "IM" | "IN" | "IO" | "IQ" | "IR" | "IS" | "IT" | "JE" | "JM" | "JO" | "JP" | "KE" | "KG" | "KH" | "KI" | "KM" | "KN" | "KP" | "KR" | "KW" | "KY" | "KZ" | "LA" | "LB" | "LC" | "LI" | "LK" | "LR" | "LS" | "LT" | "LU" | "LV" | "LY" | "MA" | "MC" | "MD" | "ME" | "MF" | "MG" | "MH" | "MK" | "ML" | "MM" | "MN" | "MO" | "MP" | "MQ" | "MR" | "MS" | "MT" | "MU" | "MV" | "MW" | "MX" | "MY" | "MZ" | "NA" | "NC" | "NE" | "NF" | "NG" | "NI" | "NL" | "NO" | "NP" | "NR" | "NU" | "NZ" | "OM" | "PA" | "PE" | "PF" | "PG" | "PH" | "PK" | "PL" | "PM" | "PN" | "PR" | "PS" | "PT" | "PW" | "PY" | "QA" | "RE" | "RO" | "RS" | "RU" | "RW" | "SA" | "SB" | "SC" | "SD" | "SE" | "SG" | "SH" | "SI" | "SJ" | "SK" | "SL" | "SM" | "SN" | "SO" | "SR" | "SS" | "ST" | "SV" | "SX" | "SY" | "SZ" | "TC" | "TD" | "TF" | "TG" | "TH" | "TJ" | "TK" | "TL" | "TM" | "TN" | "TO" | "TR" | "TT" | "TV" | "TW" | "TZ" | "UA" | "UG" | "UM" | "US" | "UY" | "UZ" | "VA" | "VC" | "VE" | "VG" | "VI" | "VN" | "VU" | "WF" | "WS" | "XK" | "YE" | "YT" | "ZA" | "ZM" | "ZW";
             };
             /**
              * Format: email
@@ -1108,7 +1109,7 @@ export interface components {
             email: string;
             /**
              * Format: date
-             * @description A real calendar date in the past, YYYY-MM-DD.
+             * @description A real calendar date in the past, YYYY-MM-DD, on or after 1900-01-01. Checked beyond this schema.
              * @example 1990-12-10
              */
             date_of_birth: string;
@@ -1578,10 +1579,14 @@ export interface components {
             created_at: string;
         };
         WebhookEndpointCreate: {
-            /** @example https://operator.example.com/hooks/ledger */
+            /**
+             * Format: uri
+             * @description An absolute http:// or https:// URL without credentials or a fragment (production also refuses private addresses).
+             * @example https://operator.example.com/hooks/ledger
+             */
             url: string;
             /**
-             * @description Event types to receive; omitted or ['*'] means all.
+             * @description Event types to receive, none twice; omitted or ['*'] means all ('*' stands alone).
              * @example [
              *       "transaction.status_changed"
              *     ]
@@ -1689,7 +1694,7 @@ export interface components {
              * @example 2026-11-21T15:04:05Z
              */
             created_at_lt?: string;
-            /** @description Only these types, each one the endpoint subscribes to; every subscribed type when omitted. */
+            /** @description Only these types, none twice, each one the endpoint subscribes to; every subscribed type when omitted. */
             types?: ("user.created" | "user.status_changed" | "user.updated" | "intent.approved" | "intent.declined" | "intent.updated" | "transaction.created" | "transaction.status_changed" | "transfer.created" | "transfer.settled" | "refund.created" | "dispute.created" | "dispute.resolved")[];
             /**
              * @description Only events no delivery of which to this endpoint succeeded (never delivered ones included).
@@ -1876,6 +1881,7 @@ export interface components {
             created_at: string;
         };
         /**
+         * @description Exactly one of `bank_account` or `card`.
          * @example {
          *       "user_id": "user_7fJ2kQ9xLmN3pR5tV8wY1zA4",
          *       "card": {
@@ -1891,7 +1897,7 @@ export interface components {
             user_id: string;
             bank_account?: {
                 /**
-                 * @description ABA routing number: 9 digits passing the 3-7-1 checksum.
+                 * @description ABA routing number: 9 digits passing the 3-7-1 checksum (checked beyond this schema).
                  * @example 110000000
                  */
                 routing_number: string;
@@ -1909,24 +1915,24 @@ export interface components {
             };
             card?: {
                 /**
-                 * @description Card number, 12 to 19 digits passing the Luhn check. Only its brand and last four digits are kept.
+                 * @description Card number, 12 to 19 digits passing the Luhn check (checked beyond this schema). Only its brand and last four digits are kept.
                  * @example 4242424242424242
                  */
                 number: string;
                 /** @example 12 */
                 exp_month: number;
                 /**
-                 * @description Four digits. The card must not have expired (Eastern-time months).
+                 * @description Four digits. The card must not have expired (Eastern-time months; checked beyond this schema).
                  * @example 2030
                  */
                 exp_year: number;
                 /**
-                 * @description Checked for its length (4 digits on Amex, 3 elsewhere) and never stored.
+                 * @description Checked for its length (4 digits on Amex, 3 elsewhere; beyond this schema) and never stored.
                  * @example 123
                  */
                 cvc: string;
             };
-        };
+        } & (unknown | unknown);
         /**
          * @example {
          *       "token": "token_7fJ2kQ9xLmN3pR5tV8wY1zA4",
@@ -2214,7 +2220,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path?: never;
@@ -2268,6 +2274,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2368,7 +2387,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
                 /** @description Only users in this status. */
                 status?: "created" | "enabled" | "suspended" | "disabled";
@@ -2424,6 +2443,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -2473,7 +2505,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path?: never;
@@ -2531,6 +2563,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2690,6 +2735,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -2739,7 +2797,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path: {
@@ -2811,6 +2869,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2910,7 +2981,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path: {
@@ -2978,6 +3049,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3078,7 +3162,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
             };
             header?: never;
@@ -3142,6 +3226,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -3192,7 +3289,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
                 /** @description `approved` created a transaction; `declined` created none (see decline_category); `pending` waits for approve/cancel (manual mode). */
                 status?: "pending" | "approved" | "declined" | "canceled";
@@ -3251,6 +3348,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -3300,7 +3410,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key": string;
             };
             path?: never;
@@ -3358,6 +3468,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3457,7 +3580,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key": string;
             };
             path?: never;
@@ -3515,6 +3638,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3673,6 +3809,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -3722,7 +3871,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path: {
@@ -3793,6 +3942,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3892,7 +4054,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path: {
@@ -3959,6 +4121,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4058,7 +4233,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path: {
@@ -4125,6 +4300,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4283,6 +4471,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -4333,7 +4534,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
                 /** @description cash_in: pending → available → settled. cash_out: pending → in_transfer → settled. `settled` is final. */
                 status?: "pending" | "available" | "in_transfer" | "settled";
@@ -4402,6 +4603,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -4451,7 +4665,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path: {
@@ -4518,6 +4732,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4618,7 +4845,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
             };
             header?: never;
@@ -4662,6 +4889,19 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Always `Bearer`: the scheme to authenticate with. */
                     "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4776,6 +5016,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -4826,7 +5079,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
             };
             header?: never;
@@ -4870,6 +5123,19 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Always `Bearer`: the scheme to authenticate with. */
                     "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4925,7 +5191,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path?: never;
@@ -4983,6 +5249,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5141,6 +5420,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -5260,6 +5552,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Body over 64 KiB. */
             413: {
                 headers: {
@@ -5332,7 +5637,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
             };
             header?: never;
@@ -5395,6 +5700,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -5444,7 +5762,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path: {
@@ -5515,6 +5833,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5614,7 +5945,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path: {
@@ -5685,6 +6016,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5844,6 +6188,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -5894,9 +6251,9 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
-                /** @description One event type, or several separated by commas. */
+                /** @description One event type, or up to 32 separated by commas, none twice. */
                 type?: string;
                 /** @description Created at or after (ISO 8601). */
                 "created_at.gte"?: string;
@@ -5946,6 +6303,19 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Always `Bearer`: the scheme to authenticate with. */
                     "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6060,6 +6430,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -6110,7 +6493,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
                 /** @description Only refunds of this intent. */
                 intent_id?: string;
@@ -6166,6 +6549,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -6215,7 +6611,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path?: never;
@@ -6273,6 +6669,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6431,6 +6840,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -6480,7 +6902,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path?: never;
@@ -6549,6 +6971,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6648,7 +7083,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path: {
@@ -6719,6 +7154,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6877,6 +7325,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -6927,7 +7388,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
                 /** @description `created` while the network decides; `won` (the funds come back) or `lost` (they stay with the user), both final. */
                 status?: "created" | "won" | "lost";
@@ -6974,6 +7435,19 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Always `Bearer`: the scheme to authenticate with. */
                     "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7029,7 +7503,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path?: never;
@@ -7087,6 +7561,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7245,6 +7732,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -7294,7 +7794,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path?: never;
@@ -7352,6 +7852,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7452,7 +7965,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
             };
             header?: never;
@@ -7515,6 +8028,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -7565,7 +8091,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
                 /** @description Settlement date (YYYY-MM-DD). */
                 date?: string;
@@ -7624,6 +8150,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -7673,7 +8212,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path?: never;
@@ -7731,6 +8270,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7830,7 +8382,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
                 "X-Idempotency-Key"?: string;
             };
             path: {
@@ -7897,6 +8449,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7997,7 +8562,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
                 /** @description `json` (default): totals and one page of members. `csv`: the full statement as text/csv. */
                 format?: "json" | "csv";
@@ -8057,6 +8622,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8174,6 +8752,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -8224,7 +8815,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page: the id of its last item. */
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
                 cursor?: string;
                 "created_at.gte"?: string;
                 "created_at.lt"?: string;
@@ -8285,6 +8876,19 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8407,6 +9011,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
             429: {
                 headers: {
@@ -8475,6 +9092,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description A query parameter: this endpoint takes none (`validation_failed`). */
+            400: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getReadiness: {
@@ -8508,6 +9149,30 @@ export interface operations {
                             [key: string]: string;
                         };
                     };
+                };
+            };
+            /** @description A query parameter: this endpoint takes none (`validation_failed`). */
+            400: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Postgres (or a supervised service of `npm start`) is unreachable: the error object plus `checks`. */
@@ -8568,6 +9233,30 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description A query parameter: this endpoint takes none (`validation_failed`). */
+            400: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getOpenApiDocument: {
@@ -8594,6 +9283,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description A query parameter: this endpoint takes none (`validation_failed`). */
+            400: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getApiReference: {
@@ -8615,6 +9328,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
         };
     };
