@@ -10,6 +10,7 @@ import { tokenRoutes } from './tokens/routes';
 import { settlementRoutes } from './settlement/routes';
 import { settlementReportRoutes } from './settlement/reportRoutes';
 import { journalRoutes } from './journal/routes';
+import { limitRoutes } from './limits/routes';
 
 /**
  * Every API route, in one list: the api mounts it and /openapi.json documents it. It lives here, at the
@@ -27,4 +28,5 @@ export const allRoutes: AnyRoute[] = [
   ...settlementRoutes,
   ...settlementReportRoutes,
   ...journalRoutes,
+  ...limitRoutes,
 ];

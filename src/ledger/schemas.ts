@@ -1,6 +1,7 @@
 import { metadataField, metadataFilter, metadataSchema } from '../metadata/schemas';
 import { EDGE_LIMITS, IDEMPOTENCY_KEY_PATTERN } from '../http/limits';
 import { pageQuery, z, dateString, dateTime, errorBodySchema, idExample } from '../zod';
+import { declineLimitSchema } from '../limits/schemas';
 import { DIRECTIONS, TRANSACTION_STATUSES } from './contract';
 
 /** Ledger limits: the largest single payment, $10 million, far below 2^53 cents. */
@@ -63,9 +64,9 @@ export const intentStatusSchema = z.enum(['pending', 'approved', 'declined', 'ca
 });
 export type IntentStatus = z.infer<typeof intentStatusSchema>;
 
-export const declineCategorySchema = z.enum(['user_not_enabled', 'card_expired']).openapi({
+export const declineCategorySchema = z.enum(['user_not_enabled', 'card_expired', 'limit_exceeded']).openapi({
   description:
-    'Why an intent was declined: `user_not_enabled` (the user is not `enabled`), `card_expired` (POST /authorize: the card expired after it was tokenized).',
+    'Why an intent was declined: `user_not_enabled` (the user is not `enabled`), `card_expired` (POST /authorize: the card expired after it was tokenized), `limit_exceeded` (it would take the user over a limit, named in `decline_limit`).',
 });
 export type DeclineCategory = z.infer<typeof declineCategorySchema>;
 
@@ -81,6 +82,9 @@ export const intentSchema = z
     approval_mode: z.enum(['automatic', 'manual']),
     status: intentStatusSchema,
     decline_category: declineCategorySchema.nullable(),
+    decline_limit: declineLimitSchema
+      .nullable()
+      .openapi({ description: 'With `limit_exceeded`: the limit, and what its period had used before this intent; null otherwise.' }),
     transactions: z.array(transactionSchema),
     metadata: metadataSchema,
     created_at: z.string().openapi({ format: 'date-time' }),
