@@ -164,7 +164,18 @@ describe('SPEC §26 PUT/GET /user/{id}/limits', () => {
     const userId = await createTestUser(stack.pool, own.organizationId);
     const bad = await admin(['org', 'limits', 'set', '--org', own.organizationId, '--cash-in-day', '-3']);
     expect(bad.code).toBe(2);
-    const set = await admin(['--json', 'org', 'limits', 'set', '--org', own.organizationId, '--cash-in-day', '2000', '--cash-out-month', '9000']);
+    const set = await admin([
+      '--json',
+      'org',
+      'limits',
+      'set',
+      '--org',
+      own.organizationId,
+      '--cash-in-day',
+      '2000',
+      '--cash-out-month',
+      '9000',
+    ]);
     expect(set.code).toBe(0);
     expect(JSON.parse(set.stdout)).toMatchObject({ cash_in: { day: 2_000, week: null }, cash_out: { month: 9_000 } });
     expect((await ownCall('GET', `/user/${userId}/limits`)).body.cash_in).toEqual({ day: 2_000, week: null, month: null });
@@ -209,7 +220,12 @@ describe('SPEC §26 the check at approval', () => {
     expect(refund.status).toBe(200);
     expect((await call('GET', `/user/${userId}/limits`)).body.used.cash_in.day).toBe(50);
     expect((await postIntent(cashIn(userId, 50))).body.status).toBe('approved');
-    expect((await postIntent(cashIn(userId, 1))).body.decline_limit).toEqual({ direction: 'cash_in', period: 'day', limit: 100, used: 100 });
+    expect((await postIntent(cashIn(userId, 1))).body.decline_limit).toEqual({
+      direction: 'cash_in',
+      period: 'day',
+      limit: 100,
+      used: 100,
+    });
   });
 
   it('gives back a disputed deposit, and counts it again when the dispute is won', async () => {
@@ -266,7 +282,10 @@ describe('SPEC §26 the check at approval', () => {
       const userId = await createTestUser(stack.pool, org.organizationId);
       expect((await putLimits(userId, { cash_in: { day: 10_000 } })).status).toBe(200);
       const tokens = await Promise.all(
-        Array.from({ length: 8 }, async () => (await call('POST', '/token', { user_id: userId, card }, idempotencyKey())).body.id as string),
+        Array.from(
+          { length: 8 },
+          async () => (await call('POST', '/token', { user_id: userId, card }, idempotencyKey())).body.id as string,
+        ),
       );
       const singles = Array.from({ length: 24 }, () => postIntent(cashIn(userId, 1_000)));
       const batches = Array.from({ length: 4 }, () =>
@@ -327,7 +346,12 @@ describe('SPEC §26 self-exclusion', () => {
     const until = new Date(Date.now() + 30 * 24 * HOUR_MS).toISOString();
     const excluded = await exclude(userId, until);
     expect(excluded.status).toBe(200);
-    expect(excluded.body).toMatchObject({ id: userId, status: 'suspended', suspended_reason: 'self_exclusion', self_excluded_until: until });
+    expect(excluded.body).toMatchObject({
+      id: userId,
+      status: 'suspended',
+      suspended_reason: 'self_exclusion',
+      self_excluded_until: until,
+    });
     expect(await eventsOf('user.self_excluded', userId)).toEqual([excluded.body]);
     expect((await eventsOf('user.status_changed', userId)).at(-1)).toMatchObject({ status: 'suspended', previous_status: 'enabled' });
 
@@ -340,9 +364,9 @@ describe('SPEC §26 self-exclusion', () => {
     expect(simulated.body.status).toBe('suspended');
     const shorter = await exclude(userId, new Date(Date.now() + 10 * 24 * HOUR_MS).toISOString());
     expect(shorter.status).toBe(409);
-    await expect(stack.pool.query(`UPDATE users SET status = 'enabled', self_excluded_until = NULL WHERE id = $1`, [userId])).rejects.toThrow(
-      /self-excluded/,
-    );
+    await expect(
+      stack.pool.query(`UPDATE users SET status = 'enabled', self_excluded_until = NULL WHERE id = $1`, [userId]),
+    ).rejects.toThrow(/self-excluded/);
     await expect(
       stack.pool.query(`UPDATE users SET self_excluded_until = now() + interval '2 days' WHERE id = $1`, [userId]),
     ).rejects.toThrow(/self-excluded/);
@@ -358,7 +382,12 @@ describe('SPEC §26 self-exclusion', () => {
     const op: Omit<Op, 'db'> = {
       organizationId: org.organizationId,
       now: new Date(),
-      deps: { config: stack.config, pool: stack.pool, log: createLogger('silent'), services: { temporal: stack.temporal, taskQueue: stack.config.TEMPORAL_TASK_QUEUE } },
+      deps: {
+        config: stack.config,
+        pool: stack.pool,
+        log: createLogger('silent'),
+        services: { temporal: stack.temporal, taskQueue: stack.config.TEMPORAL_TASK_QUEUE },
+      },
       lifecyclePoke: { poke: () => undefined },
     };
     // Past the API's one-day minimum only through the domain function: the timer is what is under test.
@@ -366,12 +395,16 @@ describe('SPEC §26 self-exclusion', () => {
     await withTransaction(stack.pool, (db) => selfExclude({ ...op, db }, userId, until));
     const { rows } = await stack.pool.query<{ id: string }>(`SELECT id FROM self_exclusions WHERE user_id = $1`, [userId]);
     const exclusionId = rows[0]!.id;
-    await eventually(async () => {
-      const started = await stack.pool.query<{ at: Date | null }>(`SELECT workflow_started_at AS at FROM self_exclusions WHERE id = $1`, [
-        exclusionId,
-      ]);
-      return started.rows[0]!.at ?? undefined;
-    }, 20_000, 'the self-exclusion workflow to start');
+    await eventually(
+      async () => {
+        const started = await stack.pool.query<{ at: Date | null }>(`SELECT workflow_started_at AS at FROM self_exclusions WHERE id = $1`, [
+          exclusionId,
+        ]);
+        return started.rows[0]!.at ?? undefined;
+      },
+      20_000,
+      'the self-exclusion workflow to start',
+    );
     // The worker that started the timer stops; another takes over before `until`.
     await stack.worker!.shutdown();
     expect(Date.now()).toBeLessThan(until.getTime());

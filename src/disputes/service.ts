@@ -44,7 +44,12 @@ export async function openDispute(op: Op, input: CreateDisputeBody): Promise<Out
 async function countWonDeposit(op: Op, intentId: string, amountCents: number): Promise<void> {
   const intent = await getIntentRow(op.db, op.organizationId, intentId);
   if (!intent) throw new Error(`dispute of intent ${intentId}, which does not exist`);
-  await adjustLimitUse(op.db, { userId: intent.user_id, direction: intent.direction, deltaCents: amountCents, approvedAt: intent.created_at });
+  await adjustLimitUse(op.db, {
+    userId: intent.user_id,
+    direction: intent.direction,
+    deltaCents: amountCents,
+    approvedAt: intent.created_at,
+  });
 }
 
 export async function resolveDispute(op: Op, disputeId: string, input: ResolveDisputeBody): Promise<Outcome<Dispute>> {

@@ -181,7 +181,13 @@ export async function approveIntent(op: Op, intentId: string): Promise<Outcome<I
   if (over)
     return decline(
       op,
-      await decideIntent(op.db, { intentId: intent.id, status: 'declined', declineCategory: 'limit_exceeded', declineLimit: over, now: op.now }),
+      await decideIntent(op.db, {
+        intentId: intent.id,
+        status: 'declined',
+        declineCategory: 'limit_exceeded',
+        declineLimit: over,
+        now: op.now,
+      }),
     );
   return approve(op, await decideIntent(op.db, { intentId: intent.id, status: 'approved', declineCategory: null, now: op.now }));
 }

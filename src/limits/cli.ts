@@ -15,7 +15,8 @@ function limitValue(value: string): number | null {
 }
 
 const optionOf = (direction: string, period: string) => `${direction.replace('_', '-')}-${period}`;
-const camelOf = (direction: string, period: string) => `${direction === 'cash_in' ? 'cashIn' : 'cashOut'}${period[0]!.toUpperCase()}${period.slice(1)}`;
+const camelOf = (direction: string, period: string) =>
+  `${direction === 'cash_in' ? 'cashIn' : 'cashOut'}${period[0]!.toUpperCase()}${period.slice(1)}`;
 
 /**
  * `org limits set --org O --cash-in-day N ...` and `org limits show --org O` (SPEC §26): an organization's
@@ -36,7 +37,8 @@ export const registerLimitCommands: CommandRegistrar = (program, ctx) => {
         return value === undefined ? [] : [{ direction, period, limitCents: value as number | null }];
       }),
     );
-    if (given.length === 0) set.error('error: give at least one --cash-in-… or --cash-out-… limit', { code: 'commander.usage', exitCode: 2 });
+    if (given.length === 0)
+      set.error('error: give at least one --cash-in-… or --cash-out-… limit', { code: 'commander.usage', exitCode: 2 });
     const { pool, out } = ctx();
     const organizationId = String(options.org);
     await withTransaction(pool, async (tx) => {
@@ -61,4 +63,3 @@ function printDefaults(out: (human: string, json: unknown) => void, organization
     `${direction.padEnd(8)} ${LIMIT_PERIODS.map((period) => `${period} ${defaults[direction][period] ?? 'none'}`).join(', ')}`;
   out([`${organizationId} default limits (cents)`, ...DIRECTIONS.map(line)].join('\n'), { organization_id: organizationId, ...defaults });
 }
-

@@ -71,7 +71,10 @@ export async function lockUse(
  * Adds what was approved to the counters that lockUse locked and rolled (in this transaction), one statement
  * for all: each counter is of the current period, so the amounts simply add.
  */
-export async function addUse(db: Queryable, uses: ReadonlyArray<{ userId: string; direction: Direction; amountCents: number }>): Promise<void> {
+export async function addUse(
+  db: Queryable,
+  uses: ReadonlyArray<{ userId: string; direction: Direction; amountCents: number }>,
+): Promise<void> {
   if (uses.length === 0) return;
   await db.query({
     name: 'limits_add_use',

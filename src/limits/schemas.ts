@@ -68,7 +68,10 @@ export const limitsSchema = z
       description: 'Raises and removals waiting out the cooling-off (LIMIT_RAISE_COOLING_OFF_HOURS), each with when it takes effect.',
     }),
     used: z.object({ cash_in: periodUse, cash_out: periodUse }),
-    updated_at: z.string().nullable().openapi({ format: 'date-time', description: 'The last change of the user’s own limits; null: never.' }),
+    updated_at: z
+      .string()
+      .nullable()
+      .openapi({ format: 'date-time', description: 'The last change of the user’s own limits; null: never.' }),
   })
   .openapi('Limits');
 export type Limits = z.infer<typeof limitsSchema>;

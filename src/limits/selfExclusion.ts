@@ -27,13 +27,17 @@ export function selfExclusionEndOf(body: SelfExclusionBody, now: Date): Date | '
   const latest = DateTime.fromJSDate(now).plus({ years: LIMITS_LIMITS.selfExclusionYearsMax }).toMillis();
   if (until.getTime() < earliest || until.getTime() > latest) {
     throw errors.validation([
-      { param: 'until', message: `must be ${LIMITS_LIMITS.selfExclusionDaysMin} day to ${LIMITS_LIMITS.selfExclusionYearsMax} years ahead, or "indefinite"` },
+      {
+        param: 'until',
+        message: `must be ${LIMITS_LIMITS.selfExclusionDaysMin} day to ${LIMITS_LIMITS.selfExclusionYearsMax} years ahead, or "indefinite"`,
+      },
     ]);
   }
   return until;
 }
 
-const endMs = (end: Date | 'infinity' | string) =>
+/** An end as epoch ms: a Date, 'infinity' (a request's indefinite) or the API's text ('indefinite' or a date-time). */
+const endMs = (end: Date | string) =>
   end === 'infinity' || end === 'indefinite' ? Infinity : end instanceof Date ? end.getTime() : Date.parse(end);
 
 /** Where the user's current exclusion returns it: the status before the first of a chain of extensions. */
@@ -62,7 +66,9 @@ export async function selfExclude(op: Op, userId: string, until: Date | 'infinit
   if (user.self_excluded_until !== null) {
     const currentEndMs = endMs(user.self_excluded_until);
     if (endMs(until) < currentEndMs)
-      throw errors.invalidState(`User ${userId} is self-excluded until ${user.self_excluded_until}; an exclusion can be extended, never shortened.`);
+      throw errors.invalidState(
+        `User ${userId} is self-excluded until ${user.self_excluded_until}; an exclusion can be extended, never shortened.`,
+      );
     if (endMs(until) === currentEndMs) return { body: user };
     statusBefore = await statusBeforeCurrent(op.db, userId);
   }

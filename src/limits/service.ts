@@ -6,7 +6,15 @@ import type { Op, Outcome } from '../services';
 import { getUserStatus } from '../users/repo';
 import { periodStartsOf } from './periods';
 import * as repo from './repo';
-import { DIRECTIONS, LIMIT_PERIODS, type DeclineLimit, type LimitPeriod, type Limits, type LimitsUpdateBody, type PendingRaise } from './schemas';
+import {
+  DIRECTIONS,
+  LIMIT_PERIODS,
+  type DeclineLimit,
+  type LimitPeriod,
+  type Limits,
+  type LimitsUpdateBody,
+  type PendingRaise,
+} from './schemas';
 
 /**
  * SPEC §26: per-user limits of what each Eastern day, ISO week and month may approve, per direction. Lowering
@@ -38,7 +46,10 @@ function exceeded(use: repo.LockedUse, amountCents: number): DeclineLimit | null
  * one after the other against committed use: together they can never exceed a limit. Every approval is
  * counted, with a limit or without, so a limit set later starts from what the period really used.
  */
-export async function takeLimits(op: Pick<Op, 'db' | 'organizationId' | 'now'>, takes: readonly LimitTake[]): Promise<Array<DeclineLimit | null>> {
+export async function takeLimits(
+  op: Pick<Op, 'db' | 'organizationId' | 'now'>,
+  takes: readonly LimitTake[],
+): Promise<Array<DeclineLimit | null>> {
   if (takes.length === 0) return [];
   const locked = await repo.lockUse(op.db, {
     organizationId: op.organizationId,

@@ -27,7 +27,9 @@ export function exclusionEndText(until: Date | number): string {
   return until instanceof Date && Number.isFinite(until.getTime()) ? until.toISOString() : 'indefinite';
 }
 
-export function toUser(row: Pick<UserRow, 'id' | 'tag' | 'status' | 'identity_verified' | 'self_excluded_until' | 'metadata' | 'created_at'>): User {
+export function toUser(
+  row: Pick<UserRow, 'id' | 'tag' | 'status' | 'identity_verified' | 'self_excluded_until' | 'metadata' | 'created_at'>,
+): User {
   const excluded = row.self_excluded_until !== null;
   return {
     id: row.id,

@@ -292,7 +292,8 @@ export const userSchema = z
     status: userStatus,
     identity_verified: z.boolean({ error: (issue) => requiredError(issue) ?? 'must be true or false' }).openapi({ example: true }),
     suspended_reason: z.enum(['self_exclusion']).nullable().openapi({
-      description: '`self_exclusion` while the user excluded themselves (SPEC §26: nobody can lift it before `self_excluded_until`); null otherwise.',
+      description:
+        '`self_exclusion` while the user excluded themselves (SPEC §26: nobody can lift it before `self_excluded_until`); null otherwise.',
     }),
     self_excluded_until: z.string().nullable().openapi({
       description: 'When the self-exclusion ends (a date-time) or `indefinite`; null when the user is not self-excluded.',
