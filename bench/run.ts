@@ -45,6 +45,7 @@ const BENCHES = [
   'sdk',
   'batch',
   'console',
+  'limits',
 ] as const;
 const OPTIONAL_BENCHES = ['capacity', 'intake'] as const;
 const REPO_ROOT = path.resolve(__dirname, '..');
