@@ -135,11 +135,11 @@ export interface UserLimitRow {
   updated_at: Date;
 }
 
-/** The user's own limit rows, FOR UPDATE inside a change (concurrent changes of one user run one at a time). */
-export async function userLimitRows(db: Queryable, userId: string, forUpdate = false): Promise<UserLimitRow[]> {
+/** The user's own limit rows (a change reads them under the user's row lock). */
+export async function userLimitRows(db: Queryable, userId: string): Promise<UserLimitRow[]> {
   const { rows } = await db.query<UserLimitRow>(
     `SELECT direction, period, limit_cents, pending_cents, pending_effective_at, updated_at
-       FROM user_limits WHERE user_id = $1 ORDER BY direction, period ${forUpdate ? 'FOR UPDATE' : ''}`,
+       FROM user_limits WHERE user_id = $1 ORDER BY direction, period`,
     [userId],
   );
   return rows;

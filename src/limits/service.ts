@@ -3,7 +3,7 @@ import { errors } from '../errors';
 import { recordEvent } from '../events/outbox';
 import type { Direction } from '../ledger/contract';
 import type { Op, Outcome } from '../services';
-import { getUserStatus } from '../users/repo';
+import { getUserStatus, lockUser } from '../users/repo';
 import { periodStartsOf } from './periods';
 import * as repo from './repo';
 import {
@@ -168,13 +168,13 @@ const sameRow = (a: repo.UserLimitRow | undefined, b: repo.UserLimitRow) =>
   (a.pending_effective_at?.getTime() ?? null) === (b.pending_effective_at?.getTime() ?? null);
 
 /**
- * PUT /user/{id}/limits: each period given is set (nextLimitRow), under the lock of the user's own rows and of
- * the user. A request that changes nothing writes nothing and emits nothing, so repeating it is harmless;
+ * PUT /user/{id}/limits: each period given is set (nextLimitRow), under the lock of the user. A request that changes nothing writes nothing and emits nothing, so repeating it is harmless;
  * one that changes something emits `user.limits_changed` with the limits and their pending raises.
  */
 export async function setLimits(op: Op, userId: string, body: LimitsUpdateBody): Promise<Outcome<Limits>> {
-  if ((await getUserStatus(op.db, op.organizationId, userId, { lock: 'share' })) === null) throw errors.notFound('user', userId);
-  const own = await repo.userLimitRows(op.db, userId, true);
+  // The user's row lock orders concurrent changes of one user's limits, rows or not yet.
+  if (!(await lockUser(op.db, userId, op.organizationId))) throw errors.notFound('user', userId);
+  const own = await repo.userLimitRows(op.db, userId);
   const defaults = await repo.orgDefaults(op.db, op.organizationId);
   const coolingOffMs = op.deps.config.LIMIT_RAISE_COOLING_OFF_HOURS * 3_600_000;
   const changed: repo.UserLimitRow[] = [];
