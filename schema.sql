@@ -662,6 +662,23 @@ CREATE FUNCTION public.user_status_transition_allowed(p_from text, p_to text) RE
 $$;
 
 --
+-- Name: users_self_exclusion_guard(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.users_self_exclusion_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF OLD.self_excluded_until IS NOT NULL AND OLD.self_excluded_until > now()
+     AND (NEW.status IS DISTINCT FROM OLD.status
+          OR NEW.self_excluded_until IS NULL OR NEW.self_excluded_until < OLD.self_excluded_until) THEN
+    RAISE EXCEPTION 'user % is self-excluded until %', OLD.id, OLD.self_excluded_until
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'user_self_exclusion';
+  END IF;
+  RETURN NEW;
+END $$;
+
+--
 -- Name: users_status_guard(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -885,6 +902,7 @@ CREATE TABLE public.intents (
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone NOT NULL,
     metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    decline_limit jsonb,
     bank_account_id text,
     CONSTRAINT intents_amount_cents_check CHECK ((amount_cents >= 1)),
     CONSTRAINT intents_approval_mode_check CHECK ((approval_mode = ANY (ARRAY['automatic'::text, 'manual'::text]))),
@@ -892,7 +910,8 @@ CREATE TABLE public.intents (
     CONSTRAINT intents_check1 CHECK (((status = 'declined'::text) = (decline_category IS NOT NULL))),
     CONSTRAINT intents_check2 CHECK (((status <> 'pending'::text) OR (approval_mode = 'manual'::text))),
     CONSTRAINT intents_currency_check CHECK ((currency = 'USD'::text)),
-    CONSTRAINT intents_decline_category_check CHECK ((decline_category = ANY (ARRAY['user_not_enabled'::text, 'card_expired'::text, 'bank_account_disabled'::text, 'no_bank_account'::text]))),
+    CONSTRAINT intents_decline_category_check CHECK ((decline_category = ANY (ARRAY['user_not_enabled'::text, 'card_expired'::text, 'limit_exceeded'::text, 'bank_account_disabled'::text, 'no_bank_account'::text]))),
+    CONSTRAINT intents_decline_limit_check CHECK (((NOT (decline_category IS DISTINCT FROM 'limit_exceeded'::text)) = (decline_limit IS NOT NULL))),
     CONSTRAINT intents_direction_check CHECK ((direction = ANY (ARRAY['cash_in'::text, 'cash_out'::text]))),
     CONSTRAINT intents_id_check CHECK ((id ~ '^intent_(sandbox|production)_[A-Za-z0-9_-]{16,}$'::text)),
     CONSTRAINT intents_idempotency_key_check CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 255))),
@@ -1012,6 +1031,21 @@ CREATE TABLE public.operator_bank_accounts (
 );
 
 --
+-- Name: org_limit_defaults; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.org_limit_defaults (
+    organization_id text NOT NULL,
+    direction text NOT NULL,
+    period text NOT NULL,
+    limit_cents bigint NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT org_limit_defaults_direction_check CHECK ((direction = ANY (ARRAY['cash_in'::text, 'cash_out'::text]))),
+    CONSTRAINT org_limit_defaults_limit_cents_check CHECK ((limit_cents >= 0)),
+    CONSTRAINT org_limit_defaults_period_check CHECK ((period = ANY (ARRAY['day'::text, 'week'::text, 'month'::text])))
+);
+
+--
 -- Name: organization_ach; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1127,6 +1161,23 @@ CREATE TABLE public.refunds (
     CONSTRAINT refunds_currency_check CHECK ((currency = 'USD'::text)),
     CONSTRAINT refunds_id_check CHECK ((id ~ '^refund_[A-Za-z0-9_-]{16,}$'::text)),
     CONSTRAINT refunds_metadata_check CHECK ((jsonb_typeof(metadata) = 'object'::text))
+);
+
+--
+-- Name: self_exclusions; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.self_exclusions (
+    id text NOT NULL,
+    organization_id text NOT NULL,
+    user_id text NOT NULL,
+    until timestamp with time zone NOT NULL,
+    status_before text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    task_queue text NOT NULL,
+    workflow_started_at timestamp with time zone,
+    ended_at timestamp with time zone,
+    CONSTRAINT self_exclusions_status_before_check CHECK ((status_before = ANY (ARRAY['enabled'::text, 'suspended'::text])))
 );
 
 --
@@ -1249,6 +1300,47 @@ CREATE TABLE public.transfers (
 );
 
 --
+-- Name: user_limit_usage; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.user_limit_usage (
+    user_id text NOT NULL,
+    direction text NOT NULL,
+    day date NOT NULL,
+    day_used_cents bigint NOT NULL,
+    week date NOT NULL,
+    week_used_cents bigint NOT NULL,
+    month date NOT NULL,
+    month_used_cents bigint NOT NULL,
+    CONSTRAINT user_limit_usage_day_used_cents_check CHECK ((day_used_cents >= 0)),
+    CONSTRAINT user_limit_usage_direction_check CHECK ((direction = ANY (ARRAY['cash_in'::text, 'cash_out'::text]))),
+    CONSTRAINT user_limit_usage_month_check CHECK ((EXTRACT(day FROM month) = (1)::numeric)),
+    CONSTRAINT user_limit_usage_month_used_cents_check CHECK ((month_used_cents >= 0)),
+    CONSTRAINT user_limit_usage_week_check CHECK ((EXTRACT(isodow FROM week) = (1)::numeric)),
+    CONSTRAINT user_limit_usage_week_used_cents_check CHECK ((week_used_cents >= 0))
+)
+WITH (fillfactor='80');
+
+--
+-- Name: user_limits; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.user_limits (
+    user_id text NOT NULL,
+    direction text NOT NULL,
+    period text NOT NULL,
+    limit_cents bigint,
+    pending_cents bigint,
+    pending_effective_at timestamp with time zone,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT user_limits_check CHECK (((pending_effective_at IS NOT NULL) OR (pending_cents IS NULL))),
+    CONSTRAINT user_limits_direction_check CHECK ((direction = ANY (ARRAY['cash_in'::text, 'cash_out'::text]))),
+    CONSTRAINT user_limits_limit_cents_check CHECK ((limit_cents >= 0)),
+    CONSTRAINT user_limits_pending_cents_check CHECK ((pending_cents >= 0)),
+    CONSTRAINT user_limits_period_check CHECK ((period = ANY (ARRAY['day'::text, 'week'::text, 'month'::text])))
+);
+
+--
 -- Name: user_status_history; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1304,6 +1396,7 @@ CREATE TABLE public.users (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    self_excluded_until timestamp with time zone,
     CONSTRAINT users_address_check CHECK ((jsonb_typeof(address) = 'object'::text)),
     CONSTRAINT users_email_check CHECK (((length(email) >= 3) AND (length(email) <= 254))),
     CONSTRAINT users_first_name_check CHECK (((length(first_name) >= 1) AND (length(first_name) <= 100))),
@@ -1315,6 +1408,7 @@ CREATE TABLE public.users (
     CONSTRAINT users_last_name_check CHECK (((length(last_name) >= 1) AND (length(last_name) <= 100))),
     CONSTRAINT users_metadata_check CHECK ((jsonb_typeof(metadata) = 'object'::text)),
     CONSTRAINT users_phone_number_check CHECK ((phone_number ~ '^\+[1-9][0-9]{1,14}$'::text)),
+    CONSTRAINT users_self_exclusion_suspended CHECK (((self_excluded_until IS NULL) OR (status = 'suspended'::text))),
     CONSTRAINT users_status_check CHECK ((status = ANY (ARRAY['created'::text, 'enabled'::text, 'suspended'::text, 'disabled'::text]))),
     CONSTRAINT users_tag_check CHECK (((length(tag) >= 1) AND (length(tag) <= 255)))
 );
@@ -1539,6 +1633,13 @@ ALTER TABLE ONLY public.operator_bank_accounts
     ADD CONSTRAINT operator_bank_accounts_pkey PRIMARY KEY (account_id);
 
 --
+-- Name: org_limit_defaults org_limit_defaults_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.org_limit_defaults
+    ADD CONSTRAINT org_limit_defaults_pkey PRIMARY KEY (organization_id, direction, period);
+
+--
 -- Name: organization_ach organization_ach_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1572,6 +1673,13 @@ ALTER TABLE ONLY public.rate_limit_leases
 
 ALTER TABLE ONLY public.refunds
     ADD CONSTRAINT refunds_pkey PRIMARY KEY (id);
+
+--
+-- Name: self_exclusions self_exclusions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.self_exclusions
+    ADD CONSTRAINT self_exclusions_pkey PRIMARY KEY (id);
 
 --
 -- Name: temporal_commands temporal_commands_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1621,6 +1729,20 @@ ALTER TABLE ONLY public.transfers
 
 ALTER TABLE ONLY public.transfers
     ADD CONSTRAINT transfers_pkey PRIMARY KEY (id);
+
+--
+-- Name: user_limit_usage user_limit_usage_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.user_limit_usage
+    ADD CONSTRAINT user_limit_usage_pkey PRIMARY KEY (user_id, direction);
+
+--
+-- Name: user_limits user_limits_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.user_limits
+    ADD CONSTRAINT user_limits_pkey PRIMARY KEY (user_id, direction, period);
 
 --
 -- Name: user_status_history user_status_history_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1806,6 +1928,18 @@ CREATE INDEX refunds_list ON public.refunds USING btree (organization_id, create
 --
 
 CREATE INDEX refunds_metadata ON public.refunds USING gin (metadata jsonb_path_ops) WITH (fastupdate=off);
+
+--
+-- Name: self_exclusions_by_user; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX self_exclusions_by_user ON public.self_exclusions USING btree (user_id, created_at DESC);
+
+--
+-- Name: self_exclusions_to_start; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX self_exclusions_to_start ON public.self_exclusions USING btree (task_queue, created_at) WHERE ((workflow_started_at IS NULL) AND (until <> 'infinity'::timestamp with time zone));
 
 --
 -- Name: temporal_commands_by_queue; Type: INDEX; Schema: public; Owner: -
@@ -2060,6 +2194,12 @@ CREATE CONSTRAINT TRIGGER transfers_net_check AFTER INSERT OR UPDATE ON public.t
 CREATE TRIGGER user_status_history_append_only BEFORE DELETE OR UPDATE ON public.user_status_history FOR EACH ROW EXECUTE FUNCTION public.user_status_history_append_only();
 
 --
+-- Name: users users_self_exclusion_guard; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER users_self_exclusion_guard BEFORE UPDATE OF status, self_excluded_until ON public.users FOR EACH ROW EXECUTE FUNCTION public.users_self_exclusion_guard();
+
+--
 -- Name: users users_status_guard_update; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -2198,6 +2338,13 @@ ALTER TABLE ONLY public.operator_bank_accounts
     ADD CONSTRAINT operator_bank_accounts_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
 
 --
+-- Name: org_limit_defaults org_limit_defaults_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.org_limit_defaults
+    ADD CONSTRAINT org_limit_defaults_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
+
+--
 -- Name: organization_ach organization_ach_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2261,6 +2408,20 @@ ALTER TABLE ONLY public.refunds
     ADD CONSTRAINT refunds_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
 
 --
+-- Name: self_exclusions self_exclusions_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.self_exclusions
+    ADD CONSTRAINT self_exclusions_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
+
+--
+-- Name: self_exclusions self_exclusions_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.self_exclusions
+    ADD CONSTRAINT self_exclusions_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id);
+
+--
 -- Name: transactions transactions_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2294,6 +2455,20 @@ ALTER TABLE ONLY public.transfers
 
 ALTER TABLE ONLY public.transfers
     ADD CONSTRAINT transfers_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
+
+--
+-- Name: user_limit_usage user_limit_usage_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.user_limit_usage
+    ADD CONSTRAINT user_limit_usage_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id);
+
+--
+-- Name: user_limits user_limits_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.user_limits
+    ADD CONSTRAINT user_limits_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id);
 
 --
 -- Name: user_status_history user_status_history_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

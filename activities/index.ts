@@ -1,5 +1,6 @@
 import type { ActivityDeps } from './deps';
 import { createLedgerActivities } from './ledger';
+import { createLimitsActivities } from './limits';
 import { createSettlementActivities } from './settlement';
 import { createWebhookActivities } from './webhooks';
 import { createWebhookReplayActivities } from './webhookReplay';
@@ -13,5 +14,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createWebhookActivities(deps),
     ...createWebhookReplayActivities(deps),
     ...createSettlementActivities(deps),
+    ...createLimitsActivities(deps),
   };
 }

@@ -46,6 +46,7 @@ const BENCHES = [
   'batch',
   'console',
   'ach',
+  'limits',
 ] as const;
 const OPTIONAL_BENCHES = ['capacity', 'intake'] as const;
 const REPO_ROOT = path.resolve(__dirname, '..');

@@ -63,7 +63,7 @@ ALTER TABLE intents
   ADD COLUMN bank_account_id text REFERENCES bank_accounts (id),
   DROP CONSTRAINT intents_decline_category_check,
   ADD CONSTRAINT intents_decline_category_check
-    CHECK (decline_category IN ('user_not_enabled', 'card_expired', 'bank_account_disabled', 'no_bank_account'));
+    CHECK (decline_category IN ('user_not_enabled', 'card_expired', 'limit_exceeded', 'bank_account_disabled', 'no_bank_account'));
 CREATE INDEX intents_bank_account ON intents (bank_account_id) WHERE bank_account_id IS NOT NULL;
 
 -- An intent's bank account is fixed when it is recorded, like its user and account.
@@ -119,7 +119,7 @@ END $$;
 ALTER TABLE intents
   DROP COLUMN bank_account_id,
   DROP CONSTRAINT intents_decline_category_check,
-  ADD CONSTRAINT intents_decline_category_check CHECK (decline_category IN ('user_not_enabled', 'card_expired'));
+  ADD CONSTRAINT intents_decline_category_check CHECK (decline_category IN ('user_not_enabled', 'card_expired', 'limit_exceeded'));
 CREATE OR REPLACE FUNCTION payment_tokens_guard() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF OLD.used_at IS NOT NULL THEN

@@ -123,6 +123,8 @@ const fields = z.object({
   WEBHOOK_RETRY_MAX_MS: z.coerce.number().int().min(10).max(86_400_000).default(3_600_000),
   // SPEC §17: how long GET /event, resends and replays can reach an event; older ones are deleted in batches.
   EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3_650).default(30),
+  // SPEC §26: how long a raised (or removed) user limit waits before it takes effect; a lowering is immediate.
+  LIMIT_RAISE_COOLING_OFF_HOURS: z.coerce.number().int().min(0).max(8_760).default(24),
   WEBHOOK_SECRET_KEY: z
     .string()
     .refine((value) => Buffer.from(value, 'base64').length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)')

@@ -377,6 +377,28 @@ describe('SPEC §23 operator console: pages', () => {
     });
   }, 180_000);
 
+  test("SPEC §26: a user's page shows its limits, each period's use and the pending raises", async () => {
+    // An organization of its own, so the other tests' user counts stay as they are.
+    const own = await createTestOrg(stack.pool, { kycRequired: false });
+    const call = apiClient(stack.url, own.apiKey);
+    const userId = (await call('POST', '/user', userBody())).body.id as string;
+    expect((await call('PUT', `/user/${userId}/limits`, { cash_in: { day: 50_000, month: 200_000 } })).status).toBe(200);
+    expect((await call('PUT', `/user/${userId}/limits`, { cash_in: { day: 75_000 } })).body.pending).toHaveLength(1);
+    await cashIn(call, userId, 12_345);
+    await inTab('user-limits', async (page) => {
+      await signIn(page, own.apiKey);
+      await visit(page, `users/${userId}`);
+      const limits = page.getByRole('region', { name: 'Limits and use of each period' });
+      const dayRow = limits.locator('tbody tr').first();
+      expect(await dayRow.innerText()).toMatch(/cash in\s+day\s+\$500\.00\s+\$123\.45\s+\$376\.55/);
+      expect(await limits.locator('tbody tr').count()).toBe(6);
+      const pending = page.getByRole('region', { name: 'Pending raises' });
+      expect(await pending.innerText()).toMatch(/cash in\s+day\s+\$750\.00/);
+      await accessible(page, 'user-limits');
+      await shoot(page, 'user-limits');
+    });
+  }, 60_000);
+
   test("another organization's ids read as not found, with the API's request id", async () => {
     await inTab('not-found', async (page) => {
       await signIn(page);

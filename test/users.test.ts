@@ -766,6 +766,8 @@ describe('SPEC §6 users: GET /user/{id}', () => {
       tag: body.tag,
       status: 'enabled',
       identity_verified: true,
+      suspended_reason: null,
+      self_excluded_until: null,
       metadata: {},
       created_at: expect.any(String),
     });
@@ -963,6 +965,8 @@ describe('SPEC §6 users: status lifecycle', () => {
           tag: body.tag,
           status: 'enabled',
           identity_verified: true,
+          suspended_reason: null,
+          self_excluded_until: null,
           metadata: {},
           created_at: expect.any(String),
         },

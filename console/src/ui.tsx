@@ -88,7 +88,8 @@ export function Show<T>({
 }
 
 // Columns of amounts and counts, right-aligned like their values.
-const NUMERIC = /^(Pending|Available|In transfer|Count|Amount|Cash in|Cash out|Net|Members|Attempt|Opening.*|Closing.*)$/;
+const NUMERIC =
+  /^(Pending|Available|In transfer|Count|Amount|Cash in|Cash out|Net|Members|Attempt|Opening.*|Closing.*|Limit|Used|Left|New limit)$/;
 
 /** A table that scrolls sideways on a narrow screen; focusable so a keyboard can scroll it. */
 export function Table({ caption, head, children }: { caption: string; head: string[]; children: ComponentChildren }) {

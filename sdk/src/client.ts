@@ -69,6 +69,7 @@ async function bodyOf(response: Response): Promise<unknown> {
 export class Ledger {
   readonly keys: Resource<Resources['keys']>;
   readonly users: Resource<Resources['users']>;
+  readonly limits: Resource<Resources['limits']>;
   readonly intents: Resource<Resources['intents']>;
   readonly transactions: Resource<Resources['transactions']>;
   readonly accounts: Resource<Resources['accounts']>;
@@ -95,6 +96,7 @@ export class Ledger {
     this.timeoutMs = options.timeoutMs ?? 60_000;
     this.keys = this.resource(resources.keys);
     this.users = this.resource(resources.users);
+    this.limits = this.resource(resources.limits);
     this.intents = this.resource(resources.intents);
     this.transactions = this.resource(resources.transactions);
     this.accounts = this.resource(resources.accounts);

@@ -6,7 +6,14 @@ import type { OperationId } from './types.js';
  */
 export const resources = {
   keys: { verify: 'verifyKey' },
-  users: { create: 'createUser', retrieve: 'retrieveUser', update: 'updateUser', list: 'listUsers', bankAccounts: 'listUserBankAccounts' },
+  users: {
+    create: 'createUser',
+    retrieve: 'retrieveUser',
+    update: 'updateUser',
+    list: 'listUsers',
+    selfExclude: 'createUserSelfExclusion',
+  },
+  limits: { retrieve: 'retrieveUserLimits', update: 'updateUserLimits' },
   intents: {
     create: 'createIntent',
     createBatch: 'createIntentBatch',

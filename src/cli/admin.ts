@@ -6,6 +6,7 @@ import { ApiError } from '../errors';
 import * as orgs from '../orgs/repo';
 import { registerJournalCommands } from '../journal/cli';
 import { registerLedgerCommands } from '../ledger/cli';
+import { registerLimitCommands } from '../limits/cli';
 import { registerRefundCommands } from '../refunds/cli';
 import { registerSettlementCommands } from '../settlement/cli';
 import { registerCalendarCommands, registerSettlementReportCommands } from '../settlement/reportCli';
@@ -191,6 +192,7 @@ export const commandRegistrars: CommandRegistrar[] = [
   registerCalendarCommands,
   registerWebhookCommands,
   registerBankAccountCommands,
+  registerLimitCommands,
 ];
 
 /** The whole command tree; `ctx` is called only by a command that runs (help and usage errors need no database). */

@@ -1,7 +1,9 @@
 import { errors } from '../errors';
 import { recordEvent } from '../events/outbox';
 import { newId } from '../ids';
+import { getIntentRow } from '../ledger/intents';
 import { recordTransaction } from '../ledger/service';
+import { adjustLimitUse } from '../limits/service';
 import { transactionsOfSources } from '../ledger/transactions';
 import { lockReturnableIntent } from '../refunds/service';
 import type { Op, Outcome } from '../services';
@@ -15,6 +17,8 @@ export async function openDispute(op: Op, input: CreateDisputeBody): Promise<Out
   const existing = await disputeOfIntent(op.db, intent.id);
   if (existing) throw errors.invalidState(`Intent ${intent.id} is already disputed (${existing.id}, ${existing.status}).`);
   if (leftCents <= 0) throw errors.invalidState(`Intent ${intent.id} was fully refunded; there is nothing left to dispute.`);
+  // A deposit the network took back does not count as used (SPEC §26); winning the dispute counts it again.
+  await adjustLimitUse(op.db, { userId: intent.user_id, direction: 'cash_in', deltaCents: -leftCents, approvedAt: intent.created_at });
   const dispute = await insertDispute(op.db, {
     id: newId('dispute'),
     organization_id: op.organizationId,
@@ -36,12 +40,25 @@ export async function openDispute(op: Op, input: CreateDisputeBody): Promise<Out
   return { body, afterCommit };
 }
 
+/** The deposit a won dispute brings back counts as used again, in the periods it was approved in; never limited. */
+async function countWonDeposit(op: Op, intentId: string, amountCents: number): Promise<void> {
+  const intent = await getIntentRow(op.db, op.organizationId, intentId);
+  if (!intent) throw new Error(`dispute of intent ${intentId}, which does not exist`);
+  await adjustLimitUse(op.db, {
+    userId: intent.user_id,
+    direction: intent.direction,
+    deltaCents: amountCents,
+    approvedAt: intent.created_at,
+  });
+}
+
 export async function resolveDispute(op: Op, disputeId: string, input: ResolveDisputeBody): Promise<Outcome<Dispute>> {
   const open = await getDisputeRow(op.db, op.organizationId, disputeId, true);
   if (!open) throw errors.notFound('dispute', disputeId);
   if (open.status !== 'created')
     throw errors.invalidState(`Dispute ${open.id} was already ${open.status}; only a created dispute can be resolved.`);
   const resolved = await markResolved(op.db, open.id, input.result, op.now);
+  if (resolved.status === 'won') await countWonDeposit(op, resolved.intent_id, resolved.amount_cents);
   const recorded =
     resolved.status === 'won'
       ? await recordTransaction(op, {

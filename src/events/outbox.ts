@@ -1,11 +1,13 @@
 import type { Queryable } from '../db/pool';
 import { rowOf } from '../assert';
 
-/** SPEC §12's event types, and §18's `*.updated`. */
+/** SPEC §12's event types, §18's `*.updated` and §26's limits and self-exclusion. */
 export type EventType =
   | 'user.created'
   | 'user.status_changed'
   | 'user.updated'
+  | 'user.limits_changed'
+  | 'user.self_excluded'
   | 'intent.approved'
   | 'intent.declined'
   | 'intent.updated'

@@ -61,6 +61,7 @@ const ERROR_HEADERS: Record<number, Record<string, { description: string; schema
 const TAGS: { name: string; description: string }[] = [
   { name: 'Keys', description: 'Checking an API key.' },
   { name: 'Users', description: 'The people who pay and get paid (SPEC §6).' },
+  { name: 'Limits', description: 'Deposit and withdrawal limits per user with a cooling-off on raises, and self-exclusion (SPEC §26).' },
   { name: 'Accounts', description: "The organization's settlement accounts and their balances." },
   { name: 'Intents', description: 'Payment intents: a request to move money in or out, and card/bank authorization.' },
   { name: 'Transactions', description: 'The ledger entries intents, refunds and disputes create, with their lifecycle.' },

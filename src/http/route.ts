@@ -49,7 +49,7 @@ export interface RouteResult extends Outcome<unknown> {
 }
 
 export interface RouteDef<B = unknown, P = unknown, Q = unknown> {
-  method: 'get' | 'post' | 'delete';
+  method: 'get' | 'post' | 'put' | 'delete';
   /** OpenAPI-style path: `/user/{id}`. */
   path: string;
   tag: string;

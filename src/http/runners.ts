@@ -120,17 +120,21 @@ async function runRead(run: Run) {
   sendJsonText(res, result.status ?? route.response.status ?? 200, JSON.stringify(result.body));
 }
 
-/** DELETE and other non-POST writes: naturally idempotent, still one bounded transaction. */
+/**
+ * PUT and DELETE: naturally idempotent (the same request again leaves the same state), still one bounded
+ * transaction. No stored answer: a PUT repeated after another PUT must set its values again, not replay.
+ */
 async function runWriteWithoutIdempotency(run: Run) {
   const { deps, route, req, res } = run;
   const params: unknown = parseWith(route.params, req.params, undefined);
   const query: unknown = parseWith(route.query, req.query, undefined);
+  const body: unknown = route.body ? parseWith(route.body, parseJsonBody(req), undefined) : undefined;
   const tx = await WriteTransaction.checkout(deps.pool);
   let committed = false;
   let result: RouteResult;
   try {
     await tx.begin();
-    result = await route.handler(contextOf(run, tx.client, { body: undefined, params, query }, null));
+    result = await route.handler(contextOf(run, tx.client, { body, params, query }, null));
     await tx.commit();
     committed = true;
   } finally {

@@ -16,7 +16,7 @@ import type { Op, Outcome } from '../services';
 import { lookupIntentPartiesOfMany } from './accounts';
 import { insertIntents, renderIntent, type IntentRow } from './intents';
 import { createIntentBody, type CreateIntentBody, type Intent, type IntentBatchEnvelope, type IntentBatchItemResult } from './schemas';
-import { planIntent, recordTransactions } from './service';
+import { planIntent, recordTransactions, withinLimits } from './service';
 
 /**
  * POST /intent/batch (SPEC §19): each item is POST /intent with `X-Idempotency-Key: <its key>` — the same
@@ -193,7 +193,15 @@ export async function createIntentBatch(
     else decided.push(item);
   }
   if (decided.length === 0) return { body: { data: results } };
-  const { intents, afterCommit } = await recordDecided(op, decided);
+  // The limits decide after every item is planned, in request order: an item sees the use of the ones before it.
+  const limited = await withinLimits(
+    op,
+    decided.map(({ intent }) => intent),
+  );
+  const { intents, afterCommit } = await recordDecided(
+    op,
+    decided.map(({ request }, i) => ({ request, intent: limited[i]! })),
+  );
   decided.forEach(({ request }, i) => {
     results[request.index] = { idempotency_key: request.identity.key, status: 200, intent: intents[i]! };
   });

@@ -2,6 +2,7 @@ import { Filters, keysetPage, type ListPage } from '../db/paging';
 import type { Queryable } from '../db/pool';
 import type { Metadata } from '../metadata/schemas';
 import { metadataContains } from '../metadata/sql';
+import type { DeclineLimit } from '../limits/schemas';
 import type { Direction } from './contract';
 import type { DeclineCategory, Intent, IntentListQuery, IntentStatus, Transaction } from './schemas';
 import { transactionsOfSources } from './transactions';
@@ -23,6 +24,8 @@ export interface IntentRow {
   decline_category: DeclineCategory | null;
   /** SPEC §24: the account its ACH entry moves money with; null: none. */
   bank_account_id: string | null;
+  /** With decline_category `limit_exceeded`: which limit (SPEC §26). */
+  decline_limit: DeclineLimit | null;
   metadata: Metadata;
   created_at: Date;
 }
@@ -32,7 +35,7 @@ export interface IntentRow {
  * column a later migration adds would make every connection that prepared `RETURNING *` fail until it closes.
  */
 const INTENT_COLUMNS = `id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, currency, approval_mode,
-  status, decline_category, bank_account_id, metadata, created_at`;
+  status, decline_category, decline_limit, bank_account_id, metadata, created_at`;
 
 export function renderIntent(row: IntentRow, transactions: Transaction[]): Intent {
   return {
@@ -47,6 +50,7 @@ export function renderIntent(row: IntentRow, transactions: Transaction[]): Inten
     status: row.status,
     decline_category: row.decline_category,
     bank_account_id: row.bank_account_id,
+    decline_limit: row.decline_limit,
     transactions,
     metadata: row.metadata,
     created_at: row.created_at.toISOString(),
@@ -64,11 +68,11 @@ export async function insertIntents(db: Queryable, intents: readonly IntentRow[]
     // Named: src/events/outbox.ts says why.
     name: 'intents_insert',
     text: `INSERT INTO intents (id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, approval_mode,
-                          status, decline_category, bank_account_id, metadata, created_at, updated_at)
+                          status, decline_category, decline_limit, bank_account_id, metadata, created_at, updated_at)
      SELECT id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, approval_mode,
-            status, decline_category, bank_account_id, metadata, created_at, created_at
+            status, decline_category, decline_limit, bank_account_id, metadata, created_at, created_at
        FROM jsonb_to_recordset($1::jsonb) AS i (id text, organization_id text, account_id text, user_id text, idempotency_key text,
-            direction text, amount_cents bigint, approval_mode text, status text, decline_category text, bank_account_id text,
+            direction text, amount_cents bigint, approval_mode text, status text, decline_category text, decline_limit jsonb, bank_account_id text,
             metadata jsonb, created_at timestamptz)
      RETURNING ${INTENT_COLUMNS}`,
     values: [JSON.stringify(intents)],
@@ -91,12 +95,18 @@ export async function getIntentRow(db: Queryable, organizationId: string, intent
 
 export async function decideIntent(
   db: Queryable,
-  decision: { intentId: string; status: IntentStatus; declineCategory: IntentRow['decline_category']; now: Date },
+  decision: {
+    intentId: string;
+    status: IntentStatus;
+    declineCategory: IntentRow['decline_category'];
+    declineLimit?: DeclineLimit | null;
+    now: Date;
+  },
 ): Promise<IntentRow> {
   const { intentId, status, declineCategory, now } = decision;
   const { rows } = await db.query<IntentRow>(
-    `UPDATE intents SET status = $2, decline_category = $3, updated_at = $4 WHERE id = $1 RETURNING *`,
-    [intentId, status, declineCategory, now],
+    `UPDATE intents SET status = $2, decline_category = $3, decline_limit = $5, updated_at = $4 WHERE id = $1 RETURNING ${INTENT_COLUMNS}`,
+    [intentId, status, declineCategory, now, decision.declineLimit ? JSON.stringify(decision.declineLimit) : null],
   );
   return rowOf(rows, 'the intent being decided is locked by the caller, so it exists');
 }

@@ -1,6 +1,7 @@
 import { metadataField, metadataFilter, metadataSchema } from '../metadata/schemas';
 import { EDGE_LIMITS, IDEMPOTENCY_KEY_PATTERN } from '../http/limits';
 import { pageQuery, z, dateString, dateTime, errorBodySchema, idExample } from '../zod';
+import { declineLimitSchema } from '../limits/schemas';
 import { DIRECTIONS, TRANSACTION_STATUSES } from './contract';
 
 /** Ledger limits: the largest single payment, $10 million, far below 2^53 cents. */
@@ -63,10 +64,12 @@ export const intentStatusSchema = z.enum(['pending', 'approved', 'declined', 'ca
 });
 export type IntentStatus = z.infer<typeof intentStatusSchema>;
 
-export const declineCategorySchema = z.enum(['user_not_enabled', 'card_expired', 'bank_account_disabled', 'no_bank_account']).openapi({
-  description:
-    'Why an intent was declined: `user_not_enabled` (the user is not `enabled`), `card_expired` (POST /authorize: the card expired after it was tokenized), `bank_account_disabled` (its bank account is `disabled`), `no_bank_account` (production only: no bank account named and the user has no active one, so the ACH rail has nothing to debit or credit).',
-});
+export const declineCategorySchema = z
+  .enum(['user_not_enabled', 'card_expired', 'bank_account_disabled', 'no_bank_account', 'limit_exceeded'])
+  .openapi({
+    description:
+      'Why an intent was declined: `user_not_enabled` (the user is not `enabled`), `card_expired` (POST /authorize: the card expired after it was tokenized), `bank_account_disabled` (its bank account is `disabled`), `no_bank_account` (production only: no bank account named and the user has no active one, so the ACH rail has nothing to debit or credit), `limit_exceeded` (it would take the user over a limit, named in `decline_limit`).',
+  });
 export type DeclineCategory = z.infer<typeof declineCategorySchema>;
 
 export const intentSchema = z
@@ -89,6 +92,9 @@ export const intentSchema = z
           'The bank account (ba_…) its ACH entry debits or credits; null when it has none (sandbox simulates the network; a card authorization names none).',
         example: idExample('ba'),
       }),
+    decline_limit: declineLimitSchema
+      .nullable()
+      .openapi({ description: 'With `limit_exceeded`: the limit, and what its period had used before this intent; null otherwise.' }),
     transactions: z.array(transactionSchema),
     metadata: metadataSchema,
     created_at: z.string().openapi({ format: 'date-time' }),

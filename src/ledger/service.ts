@@ -6,6 +6,7 @@ import { newId } from '../ids';
 import { mergeMetadata, type MetadataUpdateBody } from '../metadata/schemas';
 import type { Environment } from '../orgs/keys';
 import type { Op, Outcome } from '../services';
+import { takeLimits } from '../limits/service';
 import { getUserStatus } from '../users/repo';
 import { lookupIntentParties, type IntentParties, type IntentPartiesRequest } from './accounts';
 import { settlementDateOf } from './dates';
@@ -156,14 +157,33 @@ export function planIntent(
     status: declineCategory ? 'declined' : input.approval_mode === 'manual' ? 'pending' : 'approved',
     decline_category: declineCategory,
     bank_account_id: bankAccount.id,
+    decline_limit: null,
     metadata: input.metadata ?? {},
     created_at: context.now,
   };
 }
 
 /**
- * Creates an intent and decides it (planIntent): declined, pending (manual), or approved with its
- * transaction. POST /intent and POST /authorize both create intents through here.
+ * The check at approval (SPEC §26) of intents planned `approved`, in order: each one within its user's limits
+ * stays approved and is counted; each one over a limit becomes declined `limit_exceeded`. Every path that
+ * approves an intent passes here, inside its own transaction (src/limits/service.ts serializes per user).
+ */
+export async function withinLimits(op: Op, planned: readonly IntentRow[]): Promise<IntentRow[]> {
+  const approved = planned.filter((intent) => intent.status === 'approved');
+  const decisions = await takeLimits(
+    op,
+    approved.map((intent) => ({ userId: intent.user_id, direction: intent.direction, amountCents: intent.amount_cents })),
+  );
+  const declineOf = new Map(approved.map((intent, i) => [intent.id, decisions[i] ?? null]));
+  return planned.map((intent) => {
+    const over = declineOf.get(intent.id);
+    return over ? { ...intent, status: 'declined', decline_category: 'limit_exceeded', decline_limit: over } : intent;
+  });
+}
+
+/**
+ * Creates an intent and decides it (planIntent, then the limits): declined, pending (manual), or approved
+ * with its transaction. POST /intent and POST /authorize both create intents through here.
  */
 export async function createIntent(
   op: Op,
@@ -171,7 +191,10 @@ export async function createIntent(
   options: { environment: Environment; idempotencyKey: string; declineCategory?: DeclineCategory | null },
 ): Promise<Outcome<Intent>> {
   const parties = await lookupIntentParties(op.db, op.organizationId, input);
-  const intent = await insertIntent(op.db, planIntent(input, parties, { ...options, organizationId: op.organizationId, now: op.now }));
+  const planned = planIntent(input, parties, { ...options, organizationId: op.organizationId, now: op.now });
+  const [decided] = await withinLimits(op, [planned]);
+  assert(decided, 'withinLimits answers one decision per planned intent');
+  const intent = await insertIntent(op.db, decided);
   if (intent.status === 'approved') return approve(op, intent);
   if (intent.status === 'declined') return decline(op, intent);
   return { body: renderIntent(intent, []) };
@@ -184,7 +207,10 @@ async function pendingIntent(op: Op, intentId: string, action: 'approved' | 'can
   return intent;
 }
 
-/** Approves a pending (manual) intent; a user no longer `enabled`, or its bank account disabled since, declines it instead. */
+/**
+ * Approves a pending (manual) intent; a user no longer `enabled`, its bank account disabled since, or a limit the
+ * intent would now exceed, declines it instead.
+ */
 export async function approveIntent(op: Op, intentId: string): Promise<Outcome<Intent>> {
   const intent = await pendingIntent(op, intentId, 'approved');
   const enabled = (await getUserStatus(op.db, op.organizationId, intent.user_id)) === 'enabled';
@@ -195,6 +221,18 @@ export async function approveIntent(op: Op, intentId: string): Promise<Outcome<I
       : null;
   if (declineCategory)
     return decline(op, await decideIntent(op.db, { intentId: intent.id, status: 'declined', declineCategory, now: op.now }));
+  const [over] = await takeLimits(op, [{ userId: intent.user_id, direction: intent.direction, amountCents: intent.amount_cents }]);
+  if (over)
+    return decline(
+      op,
+      await decideIntent(op.db, {
+        intentId: intent.id,
+        status: 'declined',
+        declineCategory: 'limit_exceeded',
+        declineLimit: over,
+        now: op.now,
+      }),
+    );
   return approve(op, await decideIntent(op.db, { intentId: intent.id, status: 'approved', declineCategory: null, now: op.now }));
 }
 

@@ -3,6 +3,7 @@ import { recordEvent } from '../events/outbox';
 import { newId } from '../ids';
 import { getIntentRow, type IntentRow } from '../ledger/intents';
 import { recordTransaction } from '../ledger/service';
+import { adjustLimitUse } from '../limits/service';
 import type { Op, Outcome } from '../services';
 import { insertRefund, intentReturnedCents, renderRefund } from './repo';
 import type { CreateRefundBody, Refund } from './schemas';
@@ -44,6 +45,8 @@ export async function createRefund(op: Op, input: CreateRefundBody): Promise<Out
   if (leftCents <= 0) throw errors.invalidState(`Intent ${intent.id} has nothing left to refund.`);
   const amountCents = input.amount ?? leftCents;
   if (amountCents > leftCents) throw amountTooLarge(leftCents);
+  // What goes back to the user does not count as used (SPEC §26).
+  await adjustLimitUse(op.db, { userId: intent.user_id, direction: 'cash_in', deltaCents: -amountCents, approvedAt: intent.created_at });
   const refund = await insertRefund(op.db, {
     id: newId('refund'),
     organization_id: op.organizationId,

@@ -14,19 +14,31 @@ interface UserRow {
   tag: string | null;
   status: UserStatus;
   identity_verified: boolean;
+  /** SPEC §26: set while the user is self-excluded (Infinity: indefinitely). */
+  self_excluded_until: Date | number | null;
   metadata: Metadata;
   created_at: Date;
 }
 
 /** Only the columns the API shows; personal data stays in the table. */
-const PUBLIC_COLUMNS = 'id, organization_id, tag, status, identity_verified, metadata, created_at';
+const PUBLIC_COLUMNS = 'id, organization_id, tag, status, identity_verified, self_excluded_until, metadata, created_at';
 
-export function toUser(row: Pick<UserRow, 'id' | 'tag' | 'status' | 'identity_verified' | 'metadata' | 'created_at'>): User {
+/** A self-exclusion's end as the API writes it: node-postgres reads `infinity` as Infinity. */
+export function exclusionEndText(until: Date | number): string {
+  return until instanceof Date && Number.isFinite(until.getTime()) ? until.toISOString() : 'indefinite';
+}
+
+export function toUser(
+  row: Pick<UserRow, 'id' | 'tag' | 'status' | 'identity_verified' | 'self_excluded_until' | 'metadata' | 'created_at'>,
+): User {
+  const excluded = row.self_excluded_until !== null;
   return {
     id: row.id,
     tag: row.tag,
     status: row.status,
     identity_verified: row.identity_verified,
+    suspended_reason: excluded ? 'self_exclusion' : null,
+    self_excluded_until: excluded ? exclusionEndText(row.self_excluded_until!) : null,
     metadata: row.metadata,
     created_at: row.created_at.toISOString(),
   };
@@ -67,7 +79,7 @@ export async function findUserByTag(db: Queryable, organizationId: string, tag: 
 }
 
 /** Names who is changing statuses in this transaction; the history trigger records it. */
-export async function setStatusSource(db: Queryable, source: 'api' | 'cli' | 'simulation'): Promise<void> {
+export async function setStatusSource(db: Queryable, source: 'api' | 'cli' | 'simulation' | 'self_exclusion'): Promise<void> {
   await db.query(`SELECT set_config('ledger.status_source', $1, true)`, [source]);
 }
 
@@ -172,4 +184,21 @@ export async function updateUserMetadata(db: Queryable, userId: string, metadata
     [userId, JSON.stringify(metadata), now],
   );
   return toUser(rowOf(rows, 'the user whose metadata changes is locked by the caller, so it exists'));
+}
+
+/**
+ * Puts a locked user under a self-exclusion until `until` ('infinity': indefinitely), or, with `until` null and
+ * `status` its status before, ends it. The database's own guard (users_self_exclusion_guard) refuses an end
+ * before its time whoever asks.
+ */
+export async function setSelfExclusion(
+  db: Queryable,
+  input: { userId: string; status: UserStatus; until: Date | 'infinity' | null; now: Date },
+): Promise<User> {
+  const { rows } = await db.query<UserRow>(
+    `UPDATE users SET status = $2, self_excluded_until = $3, updated_at = greatest($4::timestamptz, updated_at)
+      WHERE id = $1 RETURNING ${PUBLIC_COLUMNS}`,
+    [input.userId, input.status, input.until, input.now],
+  );
+  return toUser(rows[0]!);
 }

@@ -307,6 +307,13 @@ export const userSchema = z
     tag: z.string().nullable().openapi({ example: 'customer-8841' }),
     status: userStatus,
     identity_verified: z.boolean({ error: (issue) => requiredError(issue) ?? 'must be true or false' }).openapi({ example: true }),
+    suspended_reason: z.enum(['self_exclusion']).nullable().openapi({
+      description:
+        '`self_exclusion` while the user excluded themselves (SPEC §26: nobody can lift it before `self_excluded_until`); null otherwise.',
+    }),
+    self_excluded_until: z.string().nullable().openapi({
+      description: 'When the self-exclusion ends (a date-time) or `indefinite`; null when the user is not self-excluded.',
+    }),
     metadata: metadataSchema,
     created_at: z.string().openapi({ format: 'date-time', example: '2026-11-21T14:03:12.511Z' }),
   })
@@ -317,6 +324,8 @@ export const userSchema = z
       tag: 'customer-8841',
       status: 'enabled',
       identity_verified: true,
+      suspended_reason: null,
+      self_excluded_until: null,
       metadata: { crm_id: 'crm-5521' },
       created_at: '2026-11-21T14:03:12.511Z',
     },
@@ -331,6 +340,8 @@ export const userList = listEnvelope(userSchema).openapi('UserList', {
         tag: 'customer-8841',
         status: 'enabled',
         identity_verified: true,
+        suspended_reason: null,
+        self_excluded_until: null,
         metadata: { crm_id: 'crm-5521' },
         created_at: '2026-11-21T14:03:12.511Z',
       },

@@ -50,6 +50,12 @@ export async function changeUserStatus(
   if (!current) throw errors.notFound('user', input.userId);
   const { organization_id: organizationId, ...user } = current;
   if (user.status === input.to) return { user, previous_status: user.status, changed: false };
+  if (user.self_excluded_until !== null) {
+    // SPEC §26: nobody lifts a self-exclusion early; its own end (src/limits/selfExclusion.ts) returns the user.
+    throw errors.invalidState(
+      `User ${input.userId} excluded themselves until ${user.self_excluded_until}; nobody can change its status before then.`,
+    );
+  }
   await repo.setStatusSource(tx, input.source);
   const updated = await repo.updateUserStatus(tx, input.userId, input.to, input.now);
   if (!updated) {

@@ -9,6 +9,8 @@ const EVENT_TYPES: Record<EventType, true> = {
   'user.created': true,
   'user.status_changed': true,
   'user.updated': true,
+  'user.limits_changed': true,
+  'user.self_excluded': true,
   'intent.approved': true,
   'intent.declined': true,
   'intent.updated': true,

@@ -867,6 +867,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/user/{id}/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve a user's limits
+         * @description The limits in force (the user's own, else the organization's defaults), the raises waiting out their cooling-off, and what the current Eastern day, week and month have used.
+         */
+        get: operations["retrieveUserLimits"];
+        /**
+         * Set a user's limits
+         * @description Sets the limit of each period given (integer cents ≥ 0, or null for none); periods left out keep theirs. Periods are Eastern calendar periods: the day, the ISO week (Monday first), the month. Lowering takes effect at once and replaces any pending raise; raising or removing a limit takes effect after LIMIT_RAISE_COOLING_OFF_HOURS (24 by default) and waits under `pending` until then. The same request again changes nothing (a raise already waiting keeps its time). Each approval (POST /intent, batch items, /authorize, /intent/{id}/approve) that would take the period over a limit is declined `limit_exceeded`. A change emits `user.limits_changed` with the limits and their pending raises. Bad input is a 400 naming the field and changes nothing.
+         */
+        put: operations["updateUserLimits"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/user/{id}/self_exclusion": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Self-exclude a user
+         * @description Suspends the user (`status: suspended`, `suspended_reason: self_exclusion`) until `until` — a date-time 1 day to 5 years ahead — or indefinitely. Nothing lifts it early: no API call or CLI command changes the user’s status before then. At `until` a durable timer returns the user to the status it had before (`enabled`). A later `until` extends a running exclusion; an earlier one is 409 `invalid_state`. `created` and `disabled` users answer 409. Emits `user.self_excluded` (and `user.status_changed`).
+         */
+        post: operations["createUserSelfExclusion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -996,7 +1040,7 @@ export interface components {
             /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
             id: string;
             /** @enum {string} */
-            type: "user.created" | "user.status_changed" | "user.updated" | "intent.approved" | "intent.declined" | "intent.updated" | "transaction.created" | "transaction.status_changed" | "transfer.created" | "transfer.settled" | "refund.created" | "dispute.created" | "dispute.resolved";
+            type: "user.created" | "user.status_changed" | "user.updated" | "user.limits_changed" | "user.self_excluded" | "intent.approved" | "intent.declined" | "intent.updated" | "transaction.created" | "transaction.status_changed" | "transfer.created" | "transfer.settled" | "refund.created" | "dispute.created" | "dispute.resolved";
             /** Format: date-time */
             created_at: string;
             /** @description The resource the event is about, as the API returns it (transaction.status_changed adds previous_status). */
@@ -1162,6 +1206,8 @@ export interface components {
          *       "tag": "customer-8841",
          *       "status": "enabled",
          *       "identity_verified": true,
+         *       "suspended_reason": null,
+         *       "self_excluded_until": null,
          *       "metadata": {
          *         "crm_id": "crm-5521"
          *       },
@@ -1181,6 +1227,13 @@ export interface components {
             status: "created" | "enabled" | "suspended" | "disabled";
             /** @example true */
             identity_verified: boolean;
+            /**
+             * @description `self_exclusion` while the user excluded themselves (SPEC §26: nobody can lift it before `self_excluded_until`); null otherwise.
+             * @enum {string|null}
+             */
+            suspended_reason: "self_exclusion" | null;
+            /** @description When the self-exclusion ends (a date-time) or `indefinite`; null when the user is not self-excluded. */
+            self_excluded_until: string | null;
             metadata: components["schemas"]["Metadata"];
             /**
              * Format: date-time
@@ -1216,6 +1269,8 @@ export interface components {
          *           "tag": "customer-8841",
          *           "status": "enabled",
          *           "identity_verified": true,
+         *           "suspended_reason": null,
+         *           "self_excluded_until": null,
          *           "metadata": {
          *             "crm_id": "crm-5521"
          *           },
@@ -1322,20 +1377,32 @@ export interface components {
              */
             status: "pending" | "approved" | "declined" | "canceled";
             /**
-             * @description Why an intent was declined: `user_not_enabled` (the user is not `enabled`), `card_expired` (POST /authorize: the card expired after it was tokenized), `bank_account_disabled` (its bank account is `disabled`), `no_bank_account` (production only: no bank account named and the user has no active one, so the ACH rail has nothing to debit or credit).
+             * @description Why an intent was declined: `user_not_enabled` (the user is not `enabled`), `card_expired` (POST /authorize: the card expired after it was tokenized), `bank_account_disabled` (its bank account is `disabled`), `no_bank_account` (production only: no bank account named and the user has no active one, so the ACH rail has nothing to debit or credit), `limit_exceeded` (it would take the user over a limit, named in `decline_limit`).
              * @enum {string|null}
              */
-            decline_category: "user_not_enabled" | "card_expired" | "bank_account_disabled" | "no_bank_account" | null;
+            decline_category: "user_not_enabled" | "card_expired" | "bank_account_disabled" | "no_bank_account" | "limit_exceeded" | null;
             /**
              * @description The bank account (ba_…) its ACH entry debits or credits; null when it has none (sandbox simulates the network; a card authorization names none).
              * @example ba_7fJ2kQ9xLmN3pR5tV8wY1zA4
              */
             bank_account_id: string | null;
+            decline_limit: components["schemas"]["DeclineLimit"];
             transactions: components["schemas"]["Transaction"][];
             metadata: components["schemas"]["Metadata"];
             /** Format: date-time */
             created_at: string;
         };
+        /** @description With `limit_exceeded`: the limit, and what its period had used before this intent; null otherwise. */
+        DeclineLimit: {
+            /** @enum {string} */
+            direction: "cash_in" | "cash_out";
+            /** @enum {string} */
+            period: "day" | "week" | "month";
+            /** @description The limit in cents. */
+            limit: number;
+            /** @description What the period had used before this intent, in cents. */
+            used: number;
+        } | null;
         Transaction: {
             /** @example txn_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
             id: string;
@@ -1568,7 +1635,7 @@ export interface components {
             /** @example whk_3kTq8ZrV1nXa9LmC2pW7yB4d */
             id: string;
             url: string;
-            events: ("*" | "user.created" | "user.status_changed" | "user.updated" | "intent.approved" | "intent.declined" | "intent.updated" | "transaction.created" | "transaction.status_changed" | "transfer.created" | "transfer.settled" | "refund.created" | "dispute.created" | "dispute.resolved")[];
+            events: ("*" | "user.created" | "user.status_changed" | "user.updated" | "user.limits_changed" | "user.self_excluded" | "intent.approved" | "intent.declined" | "intent.updated" | "transaction.created" | "transaction.status_changed" | "transfer.created" | "transfer.settled" | "refund.created" | "dispute.created" | "dispute.resolved")[];
             /**
              * @description disabled after a 410 Gone answer; nothing is delivered to it.
              * @enum {string}
@@ -1591,7 +1658,7 @@ export interface components {
              *       "transaction.status_changed"
              *     ]
              */
-            events?: ("*" | "user.created" | "user.status_changed" | "user.updated" | "intent.approved" | "intent.declined" | "intent.updated" | "transaction.created" | "transaction.status_changed" | "transfer.created" | "transfer.settled" | "refund.created" | "dispute.created" | "dispute.resolved")[];
+            events?: ("*" | "user.created" | "user.status_changed" | "user.updated" | "user.limits_changed" | "user.self_excluded" | "intent.approved" | "intent.declined" | "intent.updated" | "transaction.created" | "transaction.status_changed" | "transfer.created" | "transfer.settled" | "refund.created" | "dispute.created" | "dispute.resolved")[];
         };
         WebhookEndpointList: {
             data: components["schemas"]["WebhookEndpoint"][];
@@ -1695,7 +1762,7 @@ export interface components {
              */
             created_at_lt?: string;
             /** @description Only these types, none twice, each one the endpoint subscribes to; every subscribed type when omitted. */
-            types?: ("user.created" | "user.status_changed" | "user.updated" | "intent.approved" | "intent.declined" | "intent.updated" | "transaction.created" | "transaction.status_changed" | "transfer.created" | "transfer.settled" | "refund.created" | "dispute.created" | "dispute.resolved")[];
+            types?: ("user.created" | "user.status_changed" | "user.updated" | "user.limits_changed" | "user.self_excluded" | "intent.approved" | "intent.declined" | "intent.updated" | "transaction.created" | "transaction.status_changed" | "transfer.created" | "transfer.settled" | "refund.created" | "dispute.created" | "dispute.resolved")[];
             /**
              * @description Only events no delivery of which to this endpoint succeeded (never delivered ones included).
              * @default false
@@ -2206,6 +2273,104 @@ export interface components {
                     amount: number;
                 };
             };
+        };
+        Limits: {
+            /** @example user_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            user_id: string;
+            cash_in: components["schemas"]["LimitPeriods"];
+            cash_out: components["schemas"]["LimitPeriods"];
+            /** @description Raises and removals waiting out the cooling-off (LIMIT_RAISE_COOLING_OFF_HOURS), each with when it takes effect. */
+            pending: components["schemas"]["PendingLimitRaise"][];
+            used: {
+                cash_in: components["schemas"]["LimitPeriodsUsed"];
+                cash_out: components["schemas"]["LimitPeriodsUsed"];
+            };
+            /**
+             * Format: date-time
+             * @description The last change of the user’s own limits; null: never.
+             */
+            updated_at: string | null;
+        };
+        /** @description The limit of each Eastern calendar period in force now; null: none. */
+        LimitPeriods: {
+            /**
+             * @description US cents; null: no limit.
+             * @example 50000
+             */
+            day: number | null;
+            /**
+             * @description US cents; null: no limit.
+             * @example 50000
+             */
+            week: number | null;
+            /**
+             * @description US cents; null: no limit.
+             * @example 50000
+             */
+            month: number | null;
+        };
+        PendingLimitRaise: {
+            /** @enum {string} */
+            direction: "cash_in" | "cash_out";
+            /** @enum {string} */
+            period: "day" | "week" | "month";
+            /**
+             * @description The limit it will become (null: none).
+             * @example 50000
+             */
+            amount: number | null;
+            /** Format: date-time */
+            effective_at: string;
+        };
+        /** @description Cents approved in the current Eastern day, ISO week (Monday first) and month, net of refunds and returns. */
+        LimitPeriodsUsed: {
+            day: number;
+            week: number;
+            month: number;
+        };
+        /**
+         * @example {
+         *       "cash_in": {
+         *         "day": 10000,
+         *         "month": 100000
+         *       },
+         *       "cash_out": {
+         *         "week": null
+         *       }
+         *     }
+         */
+        LimitsUpdate: {
+            cash_in?: components["schemas"]["LimitPeriodsUpdate"];
+            cash_out?: components["schemas"]["LimitPeriodsUpdate"];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description Each period given is set; a period left out keeps its limit. */
+        LimitPeriodsUpdate: {
+            /**
+             * @description US cents; null: no limit.
+             * @example 50000
+             */
+            day?: number | null;
+            /**
+             * @description US cents; null: no limit.
+             * @example 50000
+             */
+            week?: number | null;
+            /**
+             * @description US cents; null: no limit.
+             * @example 50000
+             */
+            month?: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        SelfExclusionCreate: {
+            /**
+             * @description When the exclusion ends: a date-time 1 day to 5 years ahead, or `indefinite`.
+             * @example 2027-06-01T00:00:00Z
+             */
+            until: string | "indefinite";
         };
     };
     responses: never;
@@ -9018,6 +9183,471 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description The methods this path answers, comma-separated. */
                     Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
+            429: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests of this kind (read or write) allowed in any 60-second window. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests of this kind still admitted in the current window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error; quote request_id. */
+            500: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service is briefly unavailable. Retry after Retry-After seconds with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    retrieveUserLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user id (user_…). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user's limits. */
+            200: {
+                headers: {
+                    /** @description Requests of this kind (read or write) allowed in any 60-second window. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests of this kind still admitted in the current window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Limits"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or JSON nested deeper than 32 levels, a query parameter the endpoint does not declare, a field failing validation (one `details` entry per field; impossible dates, NUL and lone surrogates included), or a missing resource named in the body. */
+            400: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, revoked or other-environment API key. */
+            401: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `Bearer`: the scheme to authenticate with. */
+                    "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id of another organization. */
+            404: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
+            429: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests of this kind (read or write) allowed in any 60-second window. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests of this kind still admitted in the current window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error; quote request_id. */
+            500: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service is briefly unavailable. Retry after Retry-After seconds with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateUserLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user id (user_…). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LimitsUpdate"];
+            };
+        };
+        responses: {
+            /** @description The user's limits after the change. */
+            200: {
+                headers: {
+                    /** @description Requests of this kind (read or write) allowed in any 60-second window. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests of this kind still admitted in the current window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Limits"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or JSON nested deeper than 32 levels, a query parameter the endpoint does not declare, a field failing validation (one `details` entry per field; impossible dates, NUL and lone surrogates included), or a missing resource named in the body. */
+            400: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, revoked or other-environment API key. */
+            401: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `Bearer`: the scheme to authenticate with. */
+                    "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Write from an address not on the organization's IP allowlist. */
+            403: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id of another organization. */
+            404: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 64 KiB. */
+            413: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON. */
+            415: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
+            429: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests of this kind (read or write) allowed in any 60-second window. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests of this kind still admitted in the current window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error; quote request_id. */
+            500: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service is briefly unavailable. Retry after Retry-After seconds with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createUserSelfExclusion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
+                "X-Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description The user id (user_…). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SelfExclusionCreate"];
+            };
+        };
+        responses: {
+            /** @description The user, self-excluded. */
+            200: {
+                headers: {
+                    /** @description Requests of this kind (read or write) allowed in any 60-second window. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests of this kind still admitted in the current window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or JSON nested deeper than 32 levels, a query parameter the endpoint does not declare, a field failing validation (one `details` entry per field; impossible dates, NUL and lone surrogates included), or a missing resource named in the body. */
+            400: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, revoked or other-environment API key. */
+            401: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `Bearer`: the scheme to authenticate with. */
+                    "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Write from an address not on the organization's IP allowlist. */
+            403: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id of another organization. */
+            404: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The resource is in a state that forbids the action, or a duplicate arrived while the original is executing. */
+            409: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 64 KiB. */
+            413: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON. */
+            415: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description X-Idempotency-Key reused with another endpoint or body. */
+            422: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -1,0 +1,192 @@
+import type { Queryable } from '../db/pool';
+import type { Direction } from '../ledger/contract';
+import type { PeriodStarts } from './periods';
+import { LIMIT_PERIODS, type LimitPeriod } from './schemas';
+
+/** The SQL of limits, their defaults and their use (migrations/0030_limits.sql). */
+
+export type PeriodValues = Record<LimitPeriod, number | null>;
+export type PeriodUse = Record<LimitPeriod, number>;
+
+/** One (user, direction)'s counters, locked, rolled to the current periods, with the limits in force. */
+export interface LockedUse {
+  user_id: string;
+  direction: Direction;
+  used: PeriodUse;
+  limits: PeriodValues;
+}
+
+/**
+ * Locks the use row of each (user, direction) — creating it the first time, starting a counter again when its
+ * period has passed — and answers it with the limits in force at `now` (the user's own, a raise whose time has
+ * come counting as the limit, else the organization's default). The rows are locked in key order, so two
+ * writers that need several never wait on each other in a circle; each stays locked until the caller's
+ * transaction ends, which is what serializes a user's approvals. A writer whose clock is behind never moves
+ * a counter back to an earlier period.
+ */
+export async function lockUse(
+  db: Queryable,
+  input: { organizationId: string; keys: ReadonlyArray<{ userId: string; direction: Direction }>; now: Date; periods: PeriodStarts },
+): Promise<LockedUse[]> {
+  const { rows } = await db.query<{ user_id: string; direction: Direction; used: PeriodUse; limits: PeriodValues }>({
+    name: 'limits_lock_use',
+    text: `WITH keys AS (
+       SELECT DISTINCT k.user_id, k.direction FROM unnest($1::text[], $2::text[]) AS k (user_id, direction)
+     ), locked AS (
+       INSERT INTO user_limit_usage AS u (user_id, direction, day, day_used_cents, week, week_used_cents, month, month_used_cents)
+       SELECT user_id, direction, $3::date, 0, $4::date, 0, $5::date, 0 FROM keys ORDER BY user_id, direction
+       ON CONFLICT (user_id, direction) DO UPDATE SET
+         day_used_cents = CASE WHEN excluded.day > u.day THEN 0 ELSE u.day_used_cents END,
+         day = greatest(u.day, excluded.day),
+         week_used_cents = CASE WHEN excluded.week > u.week THEN 0 ELSE u.week_used_cents END,
+         week = greatest(u.week, excluded.week),
+         month_used_cents = CASE WHEN excluded.month > u.month THEN 0 ELSE u.month_used_cents END,
+         month = greatest(u.month, excluded.month)
+       RETURNING u.user_id, u.direction, u.day_used_cents, u.week_used_cents, u.month_used_cents
+     )
+     SELECT l.user_id, l.direction,
+            jsonb_build_object('day', l.day_used_cents, 'week', l.week_used_cents, 'month', l.month_used_cents) AS used,
+            (SELECT jsonb_object_agg(p.period, CASE WHEN own.user_id IS NULL THEN d.limit_cents
+                                                    WHEN own.pending_effective_at <= $6 THEN own.pending_cents
+                                                    ELSE own.limit_cents END)
+               FROM unnest(ARRAY['day', 'week', 'month']) AS p (period)
+               LEFT JOIN user_limits own ON own.user_id = l.user_id AND own.direction = l.direction AND own.period = p.period
+               LEFT JOIN org_limit_defaults d ON d.organization_id = $7 AND d.direction = l.direction AND d.period = p.period
+            ) AS limits
+       FROM locked l`,
+    values: [
+      input.keys.map((key) => key.userId),
+      input.keys.map((key) => key.direction),
+      input.periods.day,
+      input.periods.week,
+      input.periods.month,
+      input.now,
+      input.organizationId,
+    ],
+  });
+  return rows;
+}
+
+/**
+ * Adds what was approved to the counters that lockUse locked and rolled (in this transaction), one statement
+ * for all: each counter is of the current period, so the amounts simply add.
+ */
+export async function addUse(
+  db: Queryable,
+  uses: ReadonlyArray<{ userId: string; direction: Direction; amountCents: number }>,
+): Promise<void> {
+  if (uses.length === 0) return;
+  await db.query({
+    name: 'limits_add_use',
+    text: `UPDATE user_limit_usage u
+          SET day_used_cents = u.day_used_cents + a.amount, week_used_cents = u.week_used_cents + a.amount,
+              month_used_cents = u.month_used_cents + a.amount
+         FROM (SELECT user_id, direction, sum(amount)::bigint AS amount
+                 FROM unnest($1::text[], $2::text[], $3::bigint[]) AS x (user_id, direction, amount) GROUP BY 1, 2) a
+        WHERE u.user_id = a.user_id AND u.direction = a.direction`,
+    values: [uses.map((use) => use.userId), uses.map((use) => use.direction), uses.map((use) => use.amountCents)],
+  });
+}
+
+/**
+ * Moves the counters of the periods an approval made at `periods` belongs to by `deltaCents` (negative: a
+ * refund or return gives use back), where those periods are still the counted ones; a counter of a later period
+ * never held that approval and stays. Never below zero, never a check: money going back to a user is never
+ * limited. Locks the row like an approval, so the change and a concurrent check are ordered.
+ */
+export async function adjustUse(
+  db: Queryable,
+  input: { userId: string; direction: Direction; deltaCents: number; periods: PeriodStarts },
+): Promise<void> {
+  await db.query(
+    `UPDATE user_limit_usage
+        SET day_used_cents = CASE WHEN day = $4::date THEN greatest(0, day_used_cents + $3) ELSE day_used_cents END,
+            week_used_cents = CASE WHEN week = $5::date THEN greatest(0, week_used_cents + $3) ELSE week_used_cents END,
+            month_used_cents = CASE WHEN month = $6::date THEN greatest(0, month_used_cents + $3) ELSE month_used_cents END
+      WHERE user_id = $1 AND direction = $2`,
+    [input.userId, input.direction, input.deltaCents, input.periods.day, input.periods.week, input.periods.month],
+  );
+}
+
+/** What a user has used of the periods of `periods` (a counter of an earlier period counts as 0). */
+export async function readUse(db: Queryable, userId: string, periods: PeriodStarts): Promise<Record<Direction, PeriodUse>> {
+  const { rows } = await db.query<{ direction: Direction; day: number; week: number; month: number }>(
+    `SELECT direction,
+            CASE WHEN day >= $2::date THEN day_used_cents ELSE 0 END AS day,
+            CASE WHEN week >= $3::date THEN week_used_cents ELSE 0 END AS week,
+            CASE WHEN month >= $4::date THEN month_used_cents ELSE 0 END AS month
+       FROM user_limit_usage WHERE user_id = $1`,
+    [userId, periods.day, periods.week, periods.month],
+  );
+  const none = { day: 0, week: 0, month: 0 };
+  const of = (direction: Direction) => {
+    const row = rows.find((each) => each.direction === direction);
+    return row ? { day: row.day, week: row.week, month: row.month } : none;
+  };
+  return { cash_in: of('cash_in'), cash_out: of('cash_out') };
+}
+
+export interface UserLimitRow {
+  direction: Direction;
+  period: LimitPeriod;
+  limit_cents: number | null;
+  pending_cents: number | null;
+  pending_effective_at: Date | null;
+  updated_at: Date;
+}
+
+/** The user's own limit rows (a change reads them under the user's row lock). */
+export async function userLimitRows(db: Queryable, userId: string): Promise<UserLimitRow[]> {
+  const { rows } = await db.query<UserLimitRow>(
+    `SELECT direction, period, limit_cents, pending_cents, pending_effective_at, updated_at
+       FROM user_limits WHERE user_id = $1 ORDER BY direction, period`,
+    [userId],
+  );
+  return rows;
+}
+
+export async function upsertUserLimits(db: Queryable, userId: string, rows: readonly UserLimitRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  await db.query(
+    `INSERT INTO user_limits (user_id, direction, period, limit_cents, pending_cents, pending_effective_at, updated_at)
+     SELECT $1, direction, period, limit_cents, pending_cents, pending_effective_at, updated_at
+       FROM jsonb_to_recordset($2::jsonb) AS r (direction text, period text, limit_cents bigint, pending_cents bigint,
+            pending_effective_at timestamptz, updated_at timestamptz)
+     ON CONFLICT (user_id, direction, period) DO UPDATE SET limit_cents = excluded.limit_cents, pending_cents = excluded.pending_cents,
+       pending_effective_at = excluded.pending_effective_at, updated_at = excluded.updated_at`,
+    [userId, JSON.stringify(rows)],
+  );
+}
+
+export type DefaultLimits = Record<Direction, PeriodValues>;
+
+export async function orgDefaults(db: Queryable, organizationId: string): Promise<DefaultLimits> {
+  const { rows } = await db.query<{ direction: Direction; period: LimitPeriod; limit_cents: number }>(
+    `SELECT direction, period, limit_cents FROM org_limit_defaults WHERE organization_id = $1`,
+    [organizationId],
+  );
+  const empty = (): PeriodValues => Object.fromEntries(LIMIT_PERIODS.map((period) => [period, null])) as PeriodValues;
+  const defaults: DefaultLimits = { cash_in: empty(), cash_out: empty() };
+  for (const row of rows) defaults[row.direction][row.period] = row.limit_cents;
+  return defaults;
+}
+
+/** Sets (a number) or removes (null) an organization's default of one (direction, period). */
+export async function setOrgDefault(
+  db: Queryable,
+  input: { organizationId: string; direction: Direction; period: LimitPeriod; limitCents: number | null; now: Date },
+): Promise<void> {
+  if (input.limitCents === null) {
+    await db.query(`DELETE FROM org_limit_defaults WHERE organization_id = $1 AND direction = $2 AND period = $3`, [
+      input.organizationId,
+      input.direction,
+      input.period,
+    ]);
+    return;
+  }
+  await db.query(
+    `INSERT INTO org_limit_defaults (organization_id, direction, period, limit_cents, updated_at) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (organization_id, direction, period) DO UPDATE SET limit_cents = excluded.limit_cents, updated_at = excluded.updated_at`,
+    [input.organizationId, input.direction, input.period, input.limitCents, input.now],
+  );
+}
