@@ -118,12 +118,16 @@ function closed<S extends z.ZodRawShape>(shape: S) {
 
 /** A required piece of human-readable text: trimmed, 1..max characters, no control characters. */
 function text(lengthMax: number) {
-  return z
-    .string({ error: requiredError })
-    .trim()
-    .min(1, 'must not be empty')
-    .max(lengthMax, `must be at most ${lengthMax} characters`)
-    .regex(NO_CONTROL_CHARACTERS, 'must not contain control characters');
+  return (
+    z
+      .string({ error: requiredError })
+      .trim()
+      .min(1, 'must not be empty')
+      .max(lengthMax, `must be at most ${lengthMax} characters`)
+      .regex(NO_CONTROL_CHARACTERS, 'must not contain control characters')
+      // The check after trim as a pattern: no control character, and at least one that is not whitespace.
+      .openapi({ pattern: '^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$' })
+  );
 }
 
 export function isIsoAlpha2Country(code: string): boolean {
