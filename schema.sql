@@ -1174,8 +1174,6 @@ CREATE TABLE public.self_exclusions (
     until timestamp with time zone NOT NULL,
     status_before text NOT NULL,
     created_at timestamp with time zone NOT NULL,
-    task_queue text NOT NULL,
-    workflow_started_at timestamp with time zone,
     ended_at timestamp with time zone,
     CONSTRAINT self_exclusions_status_before_check CHECK ((status_before = ANY (ARRAY['enabled'::text, 'suspended'::text])))
 );
@@ -1934,12 +1932,6 @@ CREATE INDEX refunds_metadata ON public.refunds USING gin (metadata jsonb_path_o
 --
 
 CREATE INDEX self_exclusions_by_user ON public.self_exclusions USING btree (user_id, created_at DESC);
-
---
--- Name: self_exclusions_to_start; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX self_exclusions_to_start ON public.self_exclusions USING btree (task_queue, created_at) WHERE ((workflow_started_at IS NULL) AND (until <> 'infinity'::timestamp with time zone));
 
 --
 -- Name: temporal_commands_by_queue; Type: INDEX; Schema: public; Owner: -

@@ -55,9 +55,9 @@ ALTER TABLE intents ADD CONSTRAINT intents_decline_limit_check
 ALTER TABLE users ADD COLUMN self_excluded_until timestamptz;
 ALTER TABLE users ADD CONSTRAINT users_self_exclusion_suspended CHECK (self_excluded_until IS NULL OR status = 'suspended');
 
--- Each self-exclusion asked for. `status_before` is where its end returns the user. workflow_started_at is
--- the durable queue in front of Temporal: NULL until a worker had Temporal accept the workflow whose timer
--- ends it (src/limits/selfExclusionStarter.ts); an indefinite one has no end and no workflow.
+-- Each self-exclusion asked for. `status_before` is where its end returns the user. The workflow whose
+-- durable timer ends it is started from temporal_commands, queued with this row (src/limits/commands.ts); an
+-- indefinite one has no end and no workflow.
 CREATE TABLE self_exclusions (
   id                  text PRIMARY KEY,
   organization_id     text NOT NULL REFERENCES organizations (id),
@@ -65,14 +65,9 @@ CREATE TABLE self_exclusions (
   until               timestamptz NOT NULL,
   status_before       text NOT NULL CHECK (status_before IN ('enabled', 'suspended')),
   created_at          timestamptz NOT NULL,
-  -- The deployment's task queue: its workers start the workflow and run its timer (as lifecycle_queue's rows).
-  task_queue          text NOT NULL,
-  workflow_started_at timestamptz,
   ended_at            timestamptz
 );
 CREATE INDEX self_exclusions_by_user ON self_exclusions (user_id, created_at DESC);
-CREATE INDEX self_exclusions_to_start ON self_exclusions (task_queue, created_at)
-  WHERE workflow_started_at IS NULL AND until <> 'infinity';
 
 -- Nobody lifts a self-exclusion early: while it lasts, no writer (API, CLI, a hand-typed UPDATE) may change the
 -- user's status or shorten it. Only its end, at or after `until`, clears it. The service refuses first with a

@@ -6,7 +6,6 @@ import { createActivities } from '../activities';
 import type { Config } from './config';
 import type { Pool } from './db/pool';
 import { startLifecycleDrainer } from './ledger/lifecycleDrainer';
-import { startSelfExclusionStarter } from './limits/selfExclusionStarter';
 import { temporalConnectionOptions } from './platform/temporal';
 import { settlementTaskQueue } from './settlement/contract';
 import { startWebhookDispatcher } from './webhooks/dispatcher';
@@ -41,10 +40,7 @@ const lifecycleDrainer: WorkerSidecar = (deps) =>
         log: deps.log,
         sweep: deps.config.TEMPORAL_ADDRESS === undefined,
       });
-// SPEC §26: the durable timers that end self-exclusions are started from their table.
-const selfExclusionStarter: WorkerSidecar = (deps) =>
-  startSelfExclusionStarter({ pool: deps.pool, client: deps.temporal, taskQueue: deps.taskQueue, log: deps.log });
-export const workerSidecars: WorkerSidecar[] = [lifecycleDrainer, startWebhookDispatcher, selfExclusionStarter];
+export const workerSidecars: WorkerSidecar[] = [lifecycleDrainer, startWebhookDispatcher];
 
 /**
  * Workflow task pollers of the lifecycle queue. Every lifecycle's first workflow task arrives on the queue

@@ -2,6 +2,7 @@ import { withTransaction } from '../src/db/pool';
 import { createLogger } from '../src/logger';
 import { randomString } from '../src/ids';
 import { selfExclude } from '../src/limits/selfExclusion';
+import { selfExclusionWorkflowId } from '../src/limits/contract';
 import { nextLimitRow } from '../src/limits/service';
 import { periodStartsOf } from '../src/limits/periods';
 import type { Op } from '../src/services';
@@ -397,10 +398,11 @@ describe('SPEC §26 self-exclusion', () => {
     const exclusionId = rows[0]!.id;
     await eventually(
       async () => {
-        const started = await stack.pool.query<{ at: Date | null }>(`SELECT workflow_started_at AS at FROM self_exclusions WHERE id = $1`, [
-          exclusionId,
-        ]);
-        return started.rows[0]!.at ?? undefined;
+        const description = await stack.temporal.workflow
+          .getHandle(selfExclusionWorkflowId(exclusionId))
+          .describe()
+          .catch(() => undefined);
+        return description?.status.name === 'RUNNING' ? description : undefined;
       },
       20_000,
       'the self-exclusion workflow to start',

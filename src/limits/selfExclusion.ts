@@ -6,6 +6,8 @@ import { randomString } from '../ids';
 import type { Op, Outcome } from '../services';
 import { lockUser, setSelfExclusion, setStatusSource } from '../users/repo';
 import type { User, UserStatus } from '../users/schemas';
+import { enqueueTemporalCommand } from '../platform/temporalCommands';
+import { selfExclusionEndCommand } from './commands';
 import type { SelfExclusionEnd } from './contract';
 import { LIMITS_LIMITS, type SelfExclusionBody } from './schemas';
 
@@ -13,8 +15,8 @@ import { LIMITS_LIMITS, type SelfExclusionBody } from './schemas';
  * SPEC §26 self-exclusion: the user asks to be kept from moving money until a date (or for good). It suspends
  * the user at once; nothing but its end returns them — no API call or CLI command (src/users/service.ts
  * refuses, and the database's guard refuses any writer) — and its end comes from a durable Temporal timer
- * (workflows/selfExclusion.ts), started from the self_exclusions table as a durable queue
- * (src/limits/selfExclusionStarter.ts).
+ * (workflows/selfExclusion.ts), whose start is queued with the exclusion on the one road to Temporal
+ * (src/limits/commands.ts, docs/temporal-road.md).
  */
 
 const DAY_MS = 86_400_000;
@@ -72,11 +74,16 @@ export async function selfExclude(op: Op, userId: string, until: Date | 'infinit
     if (endMs(until) === currentEndMs) return { body: user };
     statusBefore = await statusBeforeCurrent(op.db, userId);
   }
+  const selfExclusionId = `sx_${randomString(24)}`;
   await op.db.query(
-    `INSERT INTO self_exclusions (id, organization_id, user_id, until, status_before, created_at, task_queue)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [`sx_${randomString(24)}`, organizationId, userId, until, statusBefore, op.now, op.deps.services.taskQueue],
+    `INSERT INTO self_exclusions (id, organization_id, user_id, until, status_before, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+    [selfExclusionId, organizationId, userId, until, statusBefore, op.now],
   );
+  if (until !== 'infinity') {
+    const input = { selfExclusionId, userId, untilMs: until.getTime() };
+    const context = { drainQueue: op.deps.services.taskQueue, now: op.now };
+    await enqueueTemporalCommand(op.db, context, selfExclusionEndCommand(op.deps.services.taskQueue, organizationId, input));
+  }
   await setStatusSource(op.db, 'self_exclusion');
   const excluded = await setSelfExclusion(op.db, { userId, status: 'suspended', until, now: op.now });
   if (user.status !== 'suspended') {
@@ -84,7 +91,7 @@ export async function selfExclude(op: Op, userId: string, until: Date | 'infinit
     await recordEvent(op.db, { organizationId, type: 'user.status_changed', data, createdAt: op.now });
   }
   await recordEvent(op.db, { organizationId, type: 'user.self_excluded', data: excluded, createdAt: op.now });
-  return { body: excluded };
+  return { body: excluded, afterCommit: () => op.lifecyclePoke.poke() };
 }
 
 /**
