@@ -1,3 +1,4 @@
+import { createAchActivities } from './ach';
 import type { ActivityDeps } from './deps';
 import { createLedgerActivities } from './ledger';
 import { createSettlementActivities } from './settlement';
@@ -13,5 +14,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createWebhookActivities(deps),
     ...createWebhookReplayActivities(deps),
     ...createSettlementActivities(deps),
+    ...createAchActivities(deps),
   };
 }

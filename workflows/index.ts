@@ -4,3 +4,4 @@ export * from './webhooks';
 export { accountSettlementWorkflow, settlementWindowWorkflow } from './settlement';
 export { settlementNotificationWorkflow } from './settlementNotification';
 export { webhookReplayWorkflow } from './webhookReplay';
+export { achWindowWorkflow } from './achWindow';
