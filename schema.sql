@@ -44,7 +44,7 @@ BEGIN
     RAISE EXCEPTION 'ACH entry %: an entry is never deleted', OLD.id USING ERRCODE = 'check_violation';
   END IF;
   IF NEW.id <> OLD.id OR NEW.organization_id <> OLD.organization_id OR NEW.account_id <> OLD.account_id
-     OR NEW.transaction_id IS DISTINCT FROM OLD.transaction_id OR NEW.transfer_id IS DISTINCT FROM OLD.transfer_id
+     OR NEW.environment <> OLD.environment OR NEW.transaction_id IS DISTINCT FROM OLD.transaction_id OR NEW.transfer_id IS DISTINCT FROM OLD.transfer_id
      OR NEW.bank_account_id IS DISTINCT FROM OLD.bank_account_id OR NEW.sec_code <> OLD.sec_code
      OR NEW.transaction_code <> OLD.transaction_code OR NEW.amount_cents <> OLD.amount_cents OR NEW.created_at <> OLD.created_at THEN
     RAISE EXCEPTION 'ACH entry %: only its file and status may change', OLD.id USING ERRCODE = 'check_violation';
@@ -500,9 +500,9 @@ CREATE FUNCTION public.transactions_ach_entries() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-  INSERT INTO ach_entries (organization_id, account_id, transaction_id, bank_account_id, sec_code, transaction_code, amount_cents,
+  INSERT INTO ach_entries (organization_id, account_id, environment, transaction_id, bank_account_id, sec_code, transaction_code, amount_cents,
                            created_at, updated_at)
-  SELECT n.organization_id, n.account_id, n.id, b.id, 'PPD', CASE b.account_type WHEN 'savings' THEN 37 ELSE 27 END, n.amount_cents,
+  SELECT n.organization_id, n.account_id, CASE WHEN i.id LIKE 'intent\_production\_%' THEN 'production' ELSE 'sandbox' END, n.id, b.id, 'PPD', CASE b.account_type WHEN 'savings' THEN 37 ELSE 27 END, n.amount_cents,
          n.created_at, n.created_at
     FROM new_rows n
     JOIN intents i ON i.id = n.source_id
@@ -845,6 +845,7 @@ CREATE TABLE public.ach_entries (
     id text DEFAULT ('ache_'::text || replace((gen_random_uuid())::text, '-'::text, ''::text)) NOT NULL,
     organization_id text NOT NULL,
     account_id text NOT NULL,
+    environment text NOT NULL,
     transaction_id text,
     transfer_id text,
     bank_account_id text,
@@ -865,6 +866,7 @@ CREATE TABLE public.ach_entries (
     CONSTRAINT ach_entries_check3 CHECK (((status = 'queued'::text) = (file_id IS NULL))),
     CONSTRAINT ach_entries_check4 CHECK ((((file_id IS NULL) = (trace_number IS NULL)) AND ((file_id IS NULL) = (effective_date IS NULL)))),
     CONSTRAINT ach_entries_check5 CHECK (((status = 'settled'::text) <= (settled_at IS NOT NULL))),
+    CONSTRAINT ach_entries_environment_check CHECK ((environment = ANY (ARRAY['sandbox'::text, 'production'::text]))),
     CONSTRAINT ach_entries_id_check CHECK ((id ~ '^ache_[0-9a-f]{32}$'::text)),
     CONSTRAINT ach_entries_sec_code_check CHECK ((sec_code = ANY (ARRAY['PPD'::text, 'CCD'::text]))),
     CONSTRAINT ach_entries_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'in_file'::text, 'delivered'::text, 'settled'::text, 'returned'::text]))),
@@ -1911,7 +1913,7 @@ CREATE INDEX ach_entries_of_file ON public.ach_entries USING btree (file_id) WHE
 -- Name: ach_entries_queued; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX ach_entries_queued ON public.ach_entries USING btree (created_at, id) WHERE (status = 'queued'::text);
+CREATE INDEX ach_entries_queued ON public.ach_entries USING btree (environment, created_at, id) WHERE (status = 'queued'::text);
 
 --
 -- Name: ach_files_by_status; Type: INDEX; Schema: public; Owner: -

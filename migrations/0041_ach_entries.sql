@@ -65,6 +65,9 @@ CREATE TABLE ach_entries (
   organization_id  text NOT NULL REFERENCES organizations (id),
   -- The settlement account whose money moves (a CCD entry's operator bank account is this account's).
   account_id       text NOT NULL REFERENCES accounts (id),
+  -- The environment whose key recorded the payment: a sandbox's simulated bank never files a production
+  -- entry (nor production's ODFI a sandbox one) when both share a database.
+  environment      text NOT NULL CHECK (environment IN ('sandbox', 'production')),
   -- What it pays: a transaction (cash_in, cash_out, refund), or a transfer.
   transaction_id   text UNIQUE REFERENCES transactions (id),
   transfer_id      text UNIQUE REFERENCES transfers (id),
@@ -89,7 +92,7 @@ CREATE TABLE ach_entries (
   CHECK ((status = 'settled') <= (settled_at IS NOT NULL))
 );
 -- The window's claim: queued entries, oldest first.
-CREATE INDEX ach_entries_queued ON ach_entries (created_at, id) WHERE status = 'queued';
+CREATE INDEX ach_entries_queued ON ach_entries (environment, created_at, id) WHERE status = 'queued';
 CREATE INDEX ach_entries_of_file ON ach_entries (file_id) WHERE file_id IS NOT NULL;
 
 -- An entry's identity never changes; it joins a file once (file, trace number and effective date set
@@ -102,7 +105,7 @@ BEGIN
     RAISE EXCEPTION 'ACH entry %: an entry is never deleted', OLD.id USING ERRCODE = 'check_violation';
   END IF;
   IF NEW.id <> OLD.id OR NEW.organization_id <> OLD.organization_id OR NEW.account_id <> OLD.account_id
-     OR NEW.transaction_id IS DISTINCT FROM OLD.transaction_id OR NEW.transfer_id IS DISTINCT FROM OLD.transfer_id
+     OR NEW.environment <> OLD.environment OR NEW.transaction_id IS DISTINCT FROM OLD.transaction_id OR NEW.transfer_id IS DISTINCT FROM OLD.transfer_id
      OR NEW.bank_account_id IS DISTINCT FROM OLD.bank_account_id OR NEW.sec_code <> OLD.sec_code
      OR NEW.transaction_code <> OLD.transaction_code OR NEW.amount_cents <> OLD.amount_cents OR NEW.created_at <> OLD.created_at THEN
     RAISE EXCEPTION 'ACH entry %: only its file and status may change', OLD.id USING ERRCODE = 'check_violation';
@@ -146,9 +149,9 @@ CREATE CONSTRAINT TRIGGER ach_entries_file_whole AFTER UPDATE OF file_id ON ach_
 -- queued in the very statement that records the transaction, so no recorded deposit lacks its entry.
 CREATE FUNCTION transactions_ach_entries() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO ach_entries (organization_id, account_id, transaction_id, bank_account_id, sec_code, transaction_code, amount_cents,
+  INSERT INTO ach_entries (organization_id, account_id, environment, transaction_id, bank_account_id, sec_code, transaction_code, amount_cents,
                            created_at, updated_at)
-  SELECT n.organization_id, n.account_id, n.id, b.id, 'PPD', CASE b.account_type WHEN 'savings' THEN 37 ELSE 27 END, n.amount_cents,
+  SELECT n.organization_id, n.account_id, CASE WHEN i.id LIKE 'intent\_production\_%' THEN 'production' ELSE 'sandbox' END, n.id, b.id, 'PPD', CASE b.account_type WHEN 'savings' THEN 37 ELSE 27 END, n.amount_cents,
          n.created_at, n.created_at
     FROM new_rows n
     JOIN intents i ON i.id = n.source_id

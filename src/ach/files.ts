@@ -67,7 +67,7 @@ interface ClaimedEntry {
 }
 
 /** Queued PPD entries, oldest first, locked; entries a concurrent build holds are skipped, not waited for. */
-async function claimQueued(tx: PoolClient): Promise<ClaimedEntry[]> {
+async function claimQueued(tx: PoolClient, environment: string): Promise<ClaimedEntry[]> {
   const { rows } = await tx.query<ClaimedEntry>(
     `SELECT e.id, e.organization_id, o.name AS organization_name, e.transaction_id, e.bank_account_id, e.sec_code,
             e.transaction_code, e.amount_cents, coalesce(u.first_name || ' ' || u.last_name, '') AS individual_name,
@@ -77,11 +77,11 @@ async function claimQueued(tx: PoolClient): Promise<ClaimedEntry[]> {
        LEFT JOIN bank_accounts b ON b.id = e.bank_account_id
        LEFT JOIN users u ON u.id = b.user_id
        LEFT JOIN transactions t ON t.id = e.transaction_id
-      WHERE e.status = 'queued' AND e.sec_code = 'PPD'
+      WHERE e.status = 'queued' AND e.sec_code = 'PPD' AND e.environment = $2
       ORDER BY e.created_at, e.id
       LIMIT $1
         FOR UPDATE OF e SKIP LOCKED`,
-    [ACH_FILE_LIMITS.entriesPerFileMax],
+    [ACH_FILE_LIMITS.entriesPerFileMax, environment],
   );
   return rows;
 }
@@ -173,7 +173,7 @@ export async function buildWindowFile(pool: Pool, config: AchFileConfig, log: Lo
       [builtBy],
     );
     if (done[0]) return { fileId: done[0].id, fileName: done[0].file_name, entryCount: done[0].entry_count, settleAt: done[0].settle_at };
-    const claimed = await claimQueued(tx);
+    const claimed = await claimQueued(tx, config.LEDGER_ENVIRONMENT);
     const identities = await organizationAchOf(tx, [...new Set(claimed.map((e) => e.organization_id))]);
     const ready = claimed.filter((entry) => companyOf(entry, identities, config) !== null);
     if (ready.length < claimed.length) {
