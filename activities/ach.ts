@@ -16,9 +16,15 @@ export function createAchActivities(deps: ActivityDeps) {
      * Builds the window's file (null: nothing queued, or not a business day for a production firing). The run
      * is this activity's workflow; `scheduledAt` is the schedule's nominal time, when a schedule started it.
      */
-    async buildAchFile(input: { scheduledAt: string | null }): Promise<{ fileId: string; fileName: string; entryCount: number; settleAt: string } | null> {
+    async buildAchFile(input: {
+      scheduledAt: string | null;
+    }): Promise<{ fileId: string; fileName: string; entryCount: number; settleAt: string } | null> {
       const { workflowExecution, activityId } = Context.current().info;
-      if (input.scheduledAt && deps.config.LEDGER_ENVIRONMENT === 'production' && !isAchBusinessDay(new Date(input.scheduledAt), deps.config)) {
+      if (
+        input.scheduledAt &&
+        deps.config.LEDGER_ENVIRONMENT === 'production' &&
+        !isAchBusinessDay(new Date(input.scheduledAt), deps.config)
+      ) {
         return null;
       }
       const built = await buildWindowFile(deps.pool, deps.config, deps.log, workflowExecution?.workflowId ?? activityId, new Date());
@@ -45,7 +51,8 @@ export function createAchActivities(deps: ActivityDeps) {
         try {
           await deliverFile(target, file.file_name, bytes);
         } catch (error) {
-          if (error instanceof SftpError && !error.retryable) throw ApplicationFailure.nonRetryable(error.message, `SftpError.${error.code}`);
+          if (error instanceof SftpError && !error.retryable)
+            throw ApplicationFailure.nonRetryable(error.message, `SftpError.${error.code}`);
           throw error;
         }
       }

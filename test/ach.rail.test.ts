@@ -78,7 +78,11 @@ describe('SPEC §24 sandbox: a deposit with a bank account goes through the ACH 
 
     const available = await statusOf(call, transactionId, 'available');
     const entry = (await entryOf(stack, transactionId))!;
-    expect(entry).toMatchObject({ status: 'settled', file_id: expect.stringMatching(/^achf_/), trace_number: expect.stringMatching(/^\d{15}$/) });
+    expect(entry).toMatchObject({
+      status: 'settled',
+      file_id: expect.stringMatching(/^achf_/),
+      trace_number: expect.stringMatching(/^\d{15}$/),
+    });
     const file = (await getAchFile(stack.pool, entry.file_id!))!;
     expect(file).toMatchObject({ status: 'settled' });
     expect(file.created_at.getTime()).toBeLessThanOrEqual(file.delivered_at!.getTime());
@@ -139,7 +143,7 @@ describe('SPEC §24 an entry is in at most one file, and a built file never chan
     const entries = await Promise.all(deposits.map((id) => entryOf(stack, id)));
     const files = new Set(entries.map((e) => e!.file_id));
     expect(entries.every((e) => e!.status === 'in_file')).toBe(true);
-    expect([first, second].filter((f) => f !== null).map((f) => f!.fileId)).toEqual(expect.arrayContaining([...files]));
+    expect([first, second].filter((f) => f !== null).map((f) => f.fileId)).toEqual(expect.arrayContaining([...files]));
     // Nothing left to claim: a third build makes no file.
     expect(await buildWindowFile(stack.pool, stack.config, log, `test-${randomString(8)}`, new Date())).toBeNull();
 
@@ -153,10 +157,12 @@ describe('SPEC §24 an entry is in at most one file, and a built file never chan
     await expect(stack.pool.query(`UPDATE ach_entries SET trace_number = '000000000000001' WHERE id = $1`, [moved.id])).rejects.toThrow(
       /at most one file/,
     );
-    await expect(stack.pool.query('UPDATE ach_files SET total_debit_cents = total_debit_cents + 1 WHERE id = $1', [moved.file_id])).rejects.toThrow(
+    await expect(
+      stack.pool.query('UPDATE ach_files SET total_debit_cents = total_debit_cents + 1 WHERE id = $1', [moved.file_id]),
+    ).rejects.toThrow(/never changes/);
+    await expect(stack.pool.query(`UPDATE ach_files SET bytes_sealed = 'gcm1:AAAA' WHERE id = $1`, [moved.file_id])).rejects.toThrow(
       /never changes/,
     );
-    await expect(stack.pool.query(`UPDATE ach_files SET bytes_sealed = 'gcm1:AAAA' WHERE id = $1`, [moved.file_id])).rejects.toThrow(/never changes/);
     await expect(stack.pool.query('DELETE FROM ach_files WHERE id = $1', [moved.file_id])).rejects.toThrow(/never deleted/);
 
     // A queued entry cannot join a file already built: the file's count and totals would no longer be its bytes'.
@@ -195,9 +201,10 @@ describe('SPEC §24 production: the window delivers its file to the bank over SF
     });
     org = await createTestOrg(stack.pool, { environment: 'production', write: 5000, read: 5000 });
     call = apiClient(stack.url, org.apiKey);
-    await stack.pool.query(`INSERT INTO organization_ach (organization_id, company_id, company_name, updated_at) VALUES ($1, '1234567890', 'TEST COMPANY', now())`, [
-      org.organizationId,
-    ]);
+    await stack.pool.query(
+      `INSERT INTO organization_ach (organization_id, company_id, company_name, updated_at) VALUES ($1, '1234567890', 'TEST COMPANY', now())`,
+      [org.organizationId],
+    );
   });
   afterAll(async () => {
     await stack.stop();
@@ -210,7 +217,11 @@ describe('SPEC §24 production: the window delivers its file to the bank over SF
     const { intent } = await addBankAccount(call, userId, { account_number: number }, 1999);
     const transactionId = intent.transactions[0].id as string;
     const run = (id: string) =>
-      stack.temporal.workflow.start('achWindowWorkflow', { taskQueue: settlementTaskQueue(stack.config.TEMPORAL_TASK_QUEUE), workflowId: id, args: [] });
+      stack.temporal.workflow.start('achWindowWorkflow', {
+        taskQueue: settlementTaskQueue(stack.config.TEMPORAL_TASK_QUEUE),
+        workflowId: id,
+        args: [],
+      });
     const handle = await run(`ach-window-test-${randomString(8)}`);
     const entry = await eventually(
       async () => {

@@ -107,14 +107,26 @@ interface PlannedEntry {
   account: AchAccountDetails;
 }
 
-function batchesOf(planned: readonly PlannedEntry[], identities: Map<string, { company_id: string; company_name: string }>, config: AchFileConfig, effectiveDate: string) {
+function batchesOf(
+  planned: readonly PlannedEntry[],
+  identities: Map<string, { company_id: string; company_name: string }>,
+  config: AchFileConfig,
+  effectiveDate: string,
+) {
   const batches = new Map<string, NachaBatchInput & { entries: NachaEntryInput[] }>();
   for (const { entry, traceSequence, account } of planned) {
     const key = `${entry.organization_id}:${entry.sec_code}`;
     let batch = batches.get(key);
     if (!batch) {
       const company = companyOf(entry, identities, config)!;
-      batch = { serviceClassCode: 200, secCode: entry.sec_code, ...company, companyEntryDescription: 'PAYMENT', effectiveEntryDate: effectiveDate, entries: [] };
+      batch = {
+        serviceClassCode: 200,
+        secCode: entry.sec_code,
+        ...company,
+        companyEntryDescription: 'PAYMENT',
+        effectiveEntryDate: effectiveDate,
+        entries: [],
+      };
       batches.set(key, batch);
     }
     batch.entries.push({
@@ -159,7 +171,13 @@ function sandboxSettleAt(entries: readonly ClaimedEntry[], config: AchFileConfig
  * deployment cannot originate (production without the ODFI's facts). Entries whose organization has no ACH
  * identity in production stay queued, named in the log.
  */
-export async function buildWindowFile(pool: Pool, config: AchFileConfig, log: Logger, builtBy: string, now: Date): Promise<BuiltFile | null> {
+export async function buildWindowFile(
+  pool: Pool,
+  config: AchFileConfig,
+  log: Logger,
+  builtBy: string,
+  now: Date,
+): Promise<BuiltFile | null> {
   const odfi = odfiOf(config);
   if (!odfi) {
     log.warn('ACH: ACH_ODFI_ROUTING, ACH_IMMEDIATE_ORIGIN, ACH_ODFI_NAME and ACH_ORIGIN_NAME are not set; no file is built');
@@ -187,9 +205,19 @@ export async function buildWindowFile(pool: Pool, config: AchFileConfig, log: Lo
       log.warn({ file_date: timing.fileDate }, 'ACH: the 36 File ID Modifiers of the day are used; entries wait for tomorrow');
       return null;
     }
-    const accounts = await openBankAccounts(tx, config, ready.map((e) => e.bank_account_id!));
-    const { rows: sequences } = await tx.query<{ n: string }>(`SELECT nextval('ach_trace_sequence') AS n FROM generate_series(1, $1)`, [ready.length]);
-    const planned = ready.map((entry, i) => ({ entry, traceSequence: Number(sequences[i]!.n), account: accounts.get(entry.bank_account_id!)! }));
+    const accounts = await openBankAccounts(
+      tx,
+      config,
+      ready.map((e) => e.bank_account_id!),
+    );
+    const { rows: sequences } = await tx.query<{ n: string }>(`SELECT nextval('ach_trace_sequence') AS n FROM generate_series(1, $1)`, [
+      ready.length,
+    ]);
+    const planned = ready.map((entry, i) => ({
+      entry,
+      traceSequence: Number(sequences[i]!.n),
+      account: accounts.get(entry.bank_account_id!)!,
+    }));
     const file = buildNachaFile({
       ...odfi,
       creationDate: timing.fileDate,
@@ -199,13 +227,30 @@ export async function buildWindowFile(pool: Pool, config: AchFileConfig, log: Lo
     });
     const settleAt = config.LEDGER_ENVIRONMENT === 'sandbox' ? sandboxSettleAt(ready, config, now) : timing.settleAt;
     const fileName = `ACH-${timing.fileDate.replaceAll('-', '')}-${timing.creationTime.replace(':', '')}-${modifier}.ach`;
-    const fileId = await insertFile(tx, config, { builtBy, fileName, timing, modifier, text: file.text, summary: file.summary, entryCount: ready.length, settleAt, now });
+    const fileId = await insertFile(tx, config, {
+      builtBy,
+      fileName,
+      timing,
+      modifier,
+      text: file.text,
+      summary: file.summary,
+      entryCount: ready.length,
+      settleAt,
+      now,
+    });
     await tx.query(
       `UPDATE ach_entries e SET file_id = $1, status = 'in_file', effective_date = $2::date, updated_at = $3,
               trace_number = $4 || lpad(p.seq::text, 7, '0')
          FROM unnest($5::text[], $6::bigint[]) AS p (id, seq)
         WHERE e.id = p.id`,
-      [fileId, timing.effectiveDate, now, odfi.odfiRouting.slice(0, 8), planned.map((p) => p.entry.id), planned.map((p) => p.traceSequence)],
+      [
+        fileId,
+        timing.effectiveDate,
+        now,
+        odfi.odfiRouting.slice(0, 8),
+        planned.map((p) => p.entry.id),
+        planned.map((p) => p.traceSequence),
+      ],
     );
     return { fileId, fileName, entryCount: ready.length, settleAt };
   });
@@ -286,8 +331,15 @@ export async function achFileBytes(db: Pool | PoolClient, config: AchFileConfig,
 /** built → delivered, with its entries; a repeat (the file is already past built) changes nothing. */
 export async function markFileDelivered(pool: Pool, fileId: string, now: Date): Promise<void> {
   await withTransaction(pool, async (tx) => {
-    const { rowCount } = await tx.query(`UPDATE ach_files SET status = 'delivered', delivered_at = $2 WHERE id = $1 AND status = 'built'`, [fileId, now]);
-    if (rowCount) await tx.query(`UPDATE ach_entries SET status = 'delivered', updated_at = $2 WHERE file_id = $1 AND status = 'in_file'`, [fileId, now]);
+    const { rowCount } = await tx.query(`UPDATE ach_files SET status = 'delivered', delivered_at = $2 WHERE id = $1 AND status = 'built'`, [
+      fileId,
+      now,
+    ]);
+    if (rowCount)
+      await tx.query(`UPDATE ach_entries SET status = 'delivered', updated_at = $2 WHERE file_id = $1 AND status = 'in_file'`, [
+        fileId,
+        now,
+      ]);
   });
 }
 
@@ -297,7 +349,12 @@ export async function markFileDelivered(pool: Pool, fileId: string, now: Date): 
  * a cash_in's confirmFunds (→ `available`). Answers whether this call settled it; a repeat changes nothing,
  * and a file not yet delivered is not settled.
  */
-export async function settleFile(pool: Pool, drainQueue: string, fileId: string, now: Date): Promise<{ settled: boolean; signalled: number }> {
+export async function settleFile(
+  pool: Pool,
+  drainQueue: string,
+  fileId: string,
+  now: Date,
+): Promise<{ settled: boolean; signalled: number }> {
   return withTransaction(pool, async (tx) => {
     const { rows } = await tx.query<{ status: string }>('SELECT status FROM ach_files WHERE id = $1 FOR UPDATE', [fileId]);
     if (rows[0]?.status !== 'delivered') return { settled: false, signalled: 0 };

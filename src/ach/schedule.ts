@@ -60,12 +60,16 @@ export async function ensureAchSchedule(
   } catch (error) {
     if (!(error instanceof ScheduleAlreadyRunning)) throw error;
   }
-  await client.schedule.getHandle(options.scheduleId).update((previous) => ({ ...previous, spec: options.spec, action: options.action, policies: options.policies }));
+  await client.schedule
+    .getHandle(options.scheduleId)
+    .update((previous) => ({ ...previous, spec: options.spec, action: options.action, policies: options.policies }));
   return { scheduleId: options.scheduleId, created: false };
 }
 
 /** What production cannot do without ACH_SFTP_URL (SPEC §24): said at start; /readyz and a gauge say it too. */
-export function achDeliveryStatus(config: Pick<Config, 'LEDGER_ENVIRONMENT' | 'ACH_SFTP_URL'>): 'sftp' | 'simulated_bank' | 'not_configured' {
+export function achDeliveryStatus(
+  config: Pick<Config, 'LEDGER_ENVIRONMENT' | 'ACH_SFTP_URL'>,
+): 'sftp' | 'simulated_bank' | 'not_configured' {
   if (config.LEDGER_ENVIRONMENT === 'sandbox') return 'simulated_bank';
   return config.ACH_SFTP_URL ? 'sftp' : 'not_configured';
 }

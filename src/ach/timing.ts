@@ -37,10 +37,22 @@ export function fileTimingOf(now: Date, config: Pick<Config, 'ACH_WINDOWS' | 'SE
   if (sameDay) {
     // Before the first window (an operator's `ach window run`) the file makes the first window's settlement.
     const settlement = current?.settlement ?? windows[0]!.settlement;
-    return { fileDate, creationTime: clock, windowTime: current?.window ?? null, effectiveDate: fileDate, settleAt: at(fileDate, settlement) };
+    return {
+      fileDate,
+      creationTime: clock,
+      windowTime: current?.window ?? null,
+      effectiveDate: fileDate,
+      settleAt: at(fileDate, settlement),
+    };
   }
   const effectiveDate = nextBusinessDayOnOrAfter(addDays(fileDate, 1), config.SETTLEMENT_CALENDAR);
-  return { fileDate, creationTime: clock, windowTime: current?.window ?? null, effectiveDate, settleAt: at(effectiveDate, NEXT_DAY_SETTLEMENT) };
+  return {
+    fileDate,
+    creationTime: clock,
+    windowTime: current?.window ?? null,
+    effectiveDate,
+    settleAt: at(effectiveDate, NEXT_DAY_SETTLEMENT),
+  };
 }
 
 /** Whether a production window firing at `now` builds a file: only on business days of the §15 calendar. */
