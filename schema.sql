@@ -493,6 +493,28 @@ BEGIN
 END $$;
 
 --
+-- Name: transactions_ach_cash_out_credits(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.transactions_ach_cash_out_credits() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  INSERT INTO ach_entries (organization_id, account_id, environment, transaction_id, bank_account_id, sec_code, transaction_code,
+                           amount_cents, created_at, updated_at)
+  SELECT n.organization_id, n.account_id, CASE WHEN i.id LIKE 'intent\_production\_%' THEN 'production' ELSE 'sandbox' END, n.id, b.id,
+         'PPD', CASE b.account_type WHEN 'savings' THEN 32 ELSE 22 END, n.amount_cents, n.updated_at, n.updated_at
+    FROM new_rows n
+    JOIN old_rows o ON o.id = n.id
+    JOIN intents i ON i.id = n.source_id
+    JOIN bank_accounts b ON b.id = i.bank_account_id
+   WHERE n.type = 'intent' AND n.direction = 'cash_out' AND o.transfer_id IS NULL AND n.transfer_id IS NOT NULL
+   ORDER BY n.updated_at, n.id
+  ON CONFLICT (transaction_id) DO NOTHING;
+  RETURN NULL;
+END $$;
+
+--
 -- Name: transactions_ach_entries(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -500,14 +522,17 @@ CREATE FUNCTION public.transactions_ach_entries() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-  INSERT INTO ach_entries (organization_id, account_id, environment, transaction_id, bank_account_id, sec_code, transaction_code, amount_cents,
-                           created_at, updated_at)
-  SELECT n.organization_id, n.account_id, CASE WHEN i.id LIKE 'intent\_production\_%' THEN 'production' ELSE 'sandbox' END, n.id, b.id, 'PPD', CASE b.account_type WHEN 'savings' THEN 37 ELSE 27 END, n.amount_cents,
-         n.created_at, n.created_at
+  INSERT INTO ach_entries (organization_id, account_id, environment, transaction_id, bank_account_id, sec_code, transaction_code,
+                           amount_cents, created_at, updated_at)
+  SELECT n.organization_id, n.account_id, CASE WHEN i.id LIKE 'intent\_production\_%' THEN 'production' ELSE 'sandbox' END, n.id, b.id,
+         'PPD', CASE WHEN n.direction = 'cash_in' THEN CASE b.account_type WHEN 'savings' THEN 37 ELSE 27 END
+                     ELSE CASE b.account_type WHEN 'savings' THEN 32 ELSE 22 END END,
+         n.amount_cents, n.created_at, n.created_at
     FROM new_rows n
-    JOIN intents i ON i.id = n.source_id
+    LEFT JOIN refunds r ON n.type = 'refund' AND r.id = n.source_id
+    JOIN intents i ON i.id = CASE n.type WHEN 'intent' THEN n.source_id ELSE r.intent_id END
     JOIN bank_accounts b ON b.id = i.bank_account_id
-   WHERE n.type = 'intent' AND n.direction = 'cash_in'
+   WHERE (n.type = 'intent' AND n.direction = 'cash_in') OR (n.type = 'refund' AND n.direction = 'cash_out')
    ORDER BY n.created_at, n.id;
   RETURN NULL;
 END $$;
@@ -2298,6 +2323,12 @@ CREATE TRIGGER transaction_status_history_no_truncate BEFORE TRUNCATE ON public.
 --
 
 CREATE TRIGGER transaction_transitions_read_only BEFORE INSERT OR DELETE OR UPDATE ON public.transaction_transitions FOR EACH STATEMENT EXECUTE FUNCTION public.journal_append_only();
+
+--
+-- Name: transactions transactions_ach_cash_out_credits; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER transactions_ach_cash_out_credits AFTER UPDATE ON public.transactions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.transactions_ach_cash_out_credits();
 
 --
 -- Name: transactions transactions_ach_entries; Type: TRIGGER; Schema: public; Owner: -

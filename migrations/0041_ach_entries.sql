@@ -145,25 +145,52 @@ END $$;
 CREATE CONSTRAINT TRIGGER ach_entries_file_whole AFTER UPDATE OF file_id ON ach_entries DEFERRABLE INITIALLY DEFERRED
   FOR EACH ROW WHEN (NEW.file_id IS NOT NULL AND OLD.file_id IS NULL) EXECUTE FUNCTION ach_entries_file_whole();
 
--- SPEC §24: a cash_in of an intent with a bank account is a PPD debit of it (27 checking, 37 savings),
--- queued in the very statement that records the transaction, so no recorded deposit lacks its entry.
+-- SPEC §24: a cash_in of an intent with a bank account is a PPD debit of it (27 checking, 37 savings), and a
+-- refund of such an intent a PPD credit to it (22, 32), queued in the very statement that records the
+-- transaction, so no recorded payment lacks its entry. The environment is the recording key's (the intent
+-- id's prefix, src/ids.ts).
 CREATE FUNCTION transactions_ach_entries() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO ach_entries (organization_id, account_id, environment, transaction_id, bank_account_id, sec_code, transaction_code, amount_cents,
-                           created_at, updated_at)
-  SELECT n.organization_id, n.account_id, CASE WHEN i.id LIKE 'intent\_production\_%' THEN 'production' ELSE 'sandbox' END, n.id, b.id, 'PPD', CASE b.account_type WHEN 'savings' THEN 37 ELSE 27 END, n.amount_cents,
-         n.created_at, n.created_at
+  INSERT INTO ach_entries (organization_id, account_id, environment, transaction_id, bank_account_id, sec_code, transaction_code,
+                           amount_cents, created_at, updated_at)
+  SELECT n.organization_id, n.account_id, CASE WHEN i.id LIKE 'intent\_production\_%' THEN 'production' ELSE 'sandbox' END, n.id, b.id,
+         'PPD', CASE WHEN n.direction = 'cash_in' THEN CASE b.account_type WHEN 'savings' THEN 37 ELSE 27 END
+                     ELSE CASE b.account_type WHEN 'savings' THEN 32 ELSE 22 END END,
+         n.amount_cents, n.created_at, n.created_at
     FROM new_rows n
-    JOIN intents i ON i.id = n.source_id
+    LEFT JOIN refunds r ON n.type = 'refund' AND r.id = n.source_id
+    JOIN intents i ON i.id = CASE n.type WHEN 'intent' THEN n.source_id ELSE r.intent_id END
     JOIN bank_accounts b ON b.id = i.bank_account_id
-   WHERE n.type = 'intent' AND n.direction = 'cash_in'
+   WHERE (n.type = 'intent' AND n.direction = 'cash_in') OR (n.type = 'refund' AND n.direction = 'cash_out')
    ORDER BY n.created_at, n.id;
   RETURN NULL;
 END $$;
 CREATE TRIGGER transactions_ach_entries AFTER INSERT ON transactions REFERENCING NEW TABLE AS new_rows
   FOR EACH STATEMENT EXECUTE FUNCTION transactions_ach_entries();
 
+-- SPEC §24: a cash_out of an intent with a bank account is a PPD credit to it, queued when its transfer is
+-- created (the statement that batches it), so it is originated in the window after its settlement window.
+CREATE FUNCTION transactions_ach_cash_out_credits() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO ach_entries (organization_id, account_id, environment, transaction_id, bank_account_id, sec_code, transaction_code,
+                           amount_cents, created_at, updated_at)
+  SELECT n.organization_id, n.account_id, CASE WHEN i.id LIKE 'intent\_production\_%' THEN 'production' ELSE 'sandbox' END, n.id, b.id,
+         'PPD', CASE b.account_type WHEN 'savings' THEN 32 ELSE 22 END, n.amount_cents, n.updated_at, n.updated_at
+    FROM new_rows n
+    JOIN old_rows o ON o.id = n.id
+    JOIN intents i ON i.id = n.source_id
+    JOIN bank_accounts b ON b.id = i.bank_account_id
+   WHERE n.type = 'intent' AND n.direction = 'cash_out' AND o.transfer_id IS NULL AND n.transfer_id IS NOT NULL
+   ORDER BY n.updated_at, n.id
+  ON CONFLICT (transaction_id) DO NOTHING;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER transactions_ach_cash_out_credits AFTER UPDATE ON transactions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION transactions_ach_cash_out_credits();
+
 -- Down Migration
+DROP TRIGGER transactions_ach_cash_out_credits ON transactions;
+DROP FUNCTION transactions_ach_cash_out_credits();
 DROP TRIGGER transactions_ach_entries ON transactions;
 DROP FUNCTION transactions_ach_entries();
 DROP TABLE ach_entries;

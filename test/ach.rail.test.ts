@@ -111,6 +111,31 @@ describe('SPEC §24 sandbox: a deposit with a bank account goes through the ACH 
     expect(batch.batchHeader).toMatchObject({ standardEntryClassCode: 'PPD' });
     expect(moov.fileControl).toMatchObject({ entryAddendaCount: file.entry_count, totalDebit: file.total_debit_cents });
   });
+  test('a cash_out to a bank account is a PPD credit queued when its transfer is created, and is filed', async () => {
+    const userId = await createTestUser(stack.pool, org.organizationId);
+    await addBankAccount(call, userId, { account_number: accountNumber() }, 100);
+    const out = await call(
+      'POST',
+      '/intent',
+      { direction: 'cash_out', user_id: userId, amount: 700, currency: 'USD' },
+      { 'X-Idempotency-Key': `k-${randomString(16)}` },
+    );
+    expect(out.body).toMatchObject({ status: 'approved', bank_account_id: expect.stringMatching(/^ba_/) });
+    const cashOutId = out.body.transactions[0].id as string;
+    expect(await entryOf(stack, cashOutId)).toBeUndefined();
+    const closed = await call('POST', '/simulate/settlement', {}, { 'X-Idempotency-Key': `k-${randomString(16)}` });
+    expect(closed.status).toBe(200);
+    await statusOf(call, cashOutId, 'in_transfer');
+    const filed = await eventually(
+      async () => {
+        const row = await entryOf(stack, cashOutId);
+        return row && row.status !== 'queued' ? row : undefined;
+      },
+      30_000,
+      'the cash_out credit filed',
+    );
+    expect(filed).toMatchObject({ sec_code: 'PPD', transaction_code: 22, amount_cents: '700' });
+  });
 });
 
 describe('SPEC §24 an entry is in at most one file, and a built file never changes (the database)', () => {
@@ -176,6 +201,43 @@ describe('SPEC §24 an entry is in at most one file, and a built file never chan
     ).rejects.toThrow(/built with 1 entries/);
     expect(await entryOf(stack, late)).toMatchObject({ status: 'queued', file_id: null });
     expect((await entryOf(stack, other))!.file_id).toBe(otherFile!.fileId);
+  });
+});
+
+describe('SPEC §24 entries follow from their payments in the same database transaction', () => {
+  let stack: Stack;
+  let org: TestOrg;
+  let call: Call;
+
+  beforeAll(async () => {
+    stack = await startStack({ worker: false });
+    org = await createTestOrg(stack.pool, { write: 5000, read: 5000 });
+    call = apiClient(stack.url, org.apiKey);
+  });
+  afterAll(async () => {
+    await stack.stop();
+  });
+
+  test('a refund of a deposit from a bank account is a PPD credit to it; an intent without one makes no entry', async () => {
+    const userId = await createTestUser(stack.pool, org.organizationId);
+    const { intent } = await addBankAccount(call, userId, { account_number: accountNumber(), account_type: 'savings' }, 800);
+    const refund = await call('POST', '/refund', { intent_id: intent.id, amount: 300 }, { 'X-Idempotency-Key': `k-${randomString(16)}` });
+    expect(refund.status).toBe(200);
+    expect(await entryOf(stack, refund.body.transaction.id as string)).toMatchObject({
+      sec_code: 'PPD',
+      transaction_code: 32,
+      amount_cents: '300',
+      status: 'queued',
+    });
+    const plainUser = await createTestUser(stack.pool, org.organizationId);
+    const plain = await call(
+      'POST',
+      '/intent',
+      { direction: 'cash_in', user_id: plainUser, amount: 100, currency: 'USD' },
+      { 'X-Idempotency-Key': `k-${randomString(16)}` },
+    );
+    expect(plain.body).toMatchObject({ status: 'approved', bank_account_id: null });
+    expect(await entryOf(stack, plain.body.transactions[0].id as string)).toBeUndefined();
   });
 });
 
