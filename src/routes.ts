@@ -11,6 +11,7 @@ import { settlementRoutes } from './settlement/routes';
 import { settlementReportRoutes } from './settlement/reportRoutes';
 import { journalRoutes } from './journal/routes';
 import { bankAccountRoutes } from './bankAccounts/routes';
+import { achRoutes } from './ach/routes';
 
 /**
  * Every API route, in one list: the api mounts it and /openapi.json documents it. It lives here, at the
@@ -29,4 +30,5 @@ export const allRoutes: AnyRoute[] = [
   ...settlementRoutes,
   ...settlementReportRoutes,
   ...journalRoutes,
+  ...achRoutes,
 ];

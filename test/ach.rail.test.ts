@@ -96,6 +96,20 @@ describe('SPEC §24 sandbox: a deposit with a bank account goes through the ACH 
     expect(history[1]!.changed_at.getTime()).toBeGreaterThanOrEqual(file.settled_at!.getTime());
     expect(history[1]!.changed_at.getTime() - history[0]!.changed_at.getTime()).toBeGreaterThanOrEqual(3_000);
     expect(available.status).toBe('available');
+    const ach = await call('GET', `/transaction/${transactionId}/ach`);
+    expect(ach.status).toBe(200);
+    expect(ach.body).toEqual({
+      trace_number: entry.trace_number,
+      sec_code: 'PPD',
+      transaction_code: 37,
+      amount: 4321,
+      effective_date: entry.effective_date,
+      file_id: file.id,
+      status: 'settled',
+      return: null,
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+    expect(ach.text).not.toContain(number);
 
     const { bytes, moov, found } = await entryInFile(stack, file.id, entry.trace_number!);
     expect(bytes.length % 95).toBe(0);
@@ -238,6 +252,18 @@ describe('SPEC §24 entries follow from their payments in the same database tran
     );
     expect(plain.body).toMatchObject({ status: 'approved', bank_account_id: null });
     expect(await entryOf(stack, plain.body.transactions[0].id as string)).toBeUndefined();
+    const none = await call('GET', `/transaction/${plain.body.transactions[0].id as string}/ach`);
+    expect(none).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
+    expect((await call('GET', '/transfer/transfer_nonexistent000000000/ach')).status).toBe(404);
+    // Another organization's transaction is not found, exactly like an unknown one.
+    const stranger = await createTestOrg(stack.pool);
+    const strangerCall = apiClient(stack.url, stranger.apiKey);
+    expect((await strangerCall('GET', `/transaction/${refund.body.transaction.id as string}/ach`)).status).toBe(404);
+    expect((await call('GET', `/transaction/${refund.body.transaction.id as string}/ach`)).body).toMatchObject({
+      status: 'queued',
+      trace_number: null,
+      file_id: null,
+    });
   });
 });
 
