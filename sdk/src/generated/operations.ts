@@ -47,6 +47,8 @@ export const operationTable = {
   listAccountBalances: {"method":"GET","path":"/account/{id}/balances","pathParams":["id"],"input":"query","paged":false},
   listAccountEntries: {"method":"GET","path":"/account/{id}/entries","pathParams":["id"],"input":"query","paged":true},
   retrieveAccountStatement: {"method":"GET","path":"/account/{id}/statement","pathParams":["id"],"input":"query","paged":false},
+  getTransactionAch: {"method":"GET","path":"/transaction/{id}/ach","pathParams":["id"],"input":"none","paged":false},
+  getTransferAch: {"method":"GET","path":"/transfer/{id}/ach","pathParams":["id"],"input":"none","paged":false},
   getHealth: {"method":"GET","path":"/healthz","pathParams":[],"input":"none","paged":false},
   getReadiness: {"method":"GET","path":"/readyz","pathParams":[],"input":"none","paged":false},
   getMetrics: {"method":"GET","path":"/metrics","pathParams":[],"input":"none","paged":false},
