@@ -6,6 +6,7 @@
  * a built file.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { achFileBytes, buildWindowFile, getAchFile } from '../src/ach/files';
 import { achScheduleId, ensureAchSchedule } from '../src/ach/schedule';
@@ -15,6 +16,7 @@ import { settlementTaskQueue } from '../src/settlement/contract';
 import { readWithAchcli } from './support/achcli';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
 import { addBankAccount, SANDBOX_ROUTING, statusOf } from './support/payments';
+import { runAdmin } from './support/processes';
 import { startSftpServer, type SftpServer } from './support/sftpServer';
 
 type Call = ReturnType<typeof apiClient>;
@@ -335,6 +337,37 @@ describe('SPEC §24 production: the window delivers its file to the bank over SF
     const again = await run(`ach-window-test-${randomString(8)}`);
     expect(await again.result()).toEqual({ fileId: null, status: 'none' });
     expect(fs.readdirSync(path.join(server.root, 'outbound'))).toEqual([file.file_name]);
+
+    // The operator's CLI: the file listed, shown without account numbers, and downloaded byte for byte.
+    const env = {
+      DATABASE_URL: stack.config.DATABASE_URL!,
+      LEDGER_ENVIRONMENT: 'production',
+      WEBHOOK_SECRET_KEY: stack.config.WEBHOOK_SECRET_KEY!,
+      BANK_DATA_KEY: stack.config.BANK_DATA_KEY!,
+    };
+    const listed = await runAdmin(['ach', 'files', '--json'], env);
+    expect(listed.code).toBe(0);
+    expect(listed.json.files).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          id: file.id,
+          file_name: file.file_name,
+          status: 'delivered',
+          entry_count: file.entry_count,
+          total_debit: file.total_debit_cents,
+        }),
+      ]),
+    );
+    const shown = await runAdmin(['ach', 'file', 'show', file.id, '--json'], env);
+    expect(shown.json.entries).toEqual(
+      expect.arrayContaining([expect.objectContaining({ trace_number: entry.trace_number, amount: 1999, transaction_id: transactionId })]),
+    );
+    expect(shown.stdout).not.toContain(number);
+    expect(listed.stdout).not.toContain(number);
+    const downloaded = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ach-download-')), 'file.ach');
+    expect((await runAdmin(['ach', 'file', 'download', file.id, '--out', downloaded, '--json'], env)).code).toBe(0);
+    expect(fs.readFileSync(downloaded).equals(sent)).toBe(true);
+    expect(fs.statSync(downloaded).mode & 0o777).toBe(0o600);
     await handle.terminate('test over: its settlement timer is hours away');
   });
 });

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
-import { withTransaction, type Pool, type PoolClient } from '../db/pool';
+import { withTransaction, type Pool, type PoolClient, type Queryable } from '../db/pool';
 import { openBankAccounts, organizationAchOf, type AchAccountDetails } from '../bankAccounts/achDetails';
 import { openFileText, sealFileText } from '../bankAccounts/sealing';
 import { buildNachaFile, type NachaBatchInput, type NachaEntryInput } from './build';
@@ -317,13 +317,13 @@ const FILE_COLUMNS = `id, file_name, window_time, to_char(file_date, 'YYYY-MM-DD
   total_debit_cents::float8 AS total_debit_cents, total_credit_cents::float8 AS total_credit_cents, settle_at, status, created_at,
   delivered_at, settled_at`;
 
-export async function getAchFile(db: Pool | PoolClient, fileId: string): Promise<AchFileRow | null> {
+export async function getAchFile(db: Queryable, fileId: string): Promise<AchFileRow | null> {
   const { rows } = await db.query<AchFileRow>(`SELECT ${FILE_COLUMNS} FROM ach_files WHERE id = $1`, [fileId]);
   return rows[0] ?? null;
 }
 
 /** The exact bytes built (and sent), opened from their seal. */
-export async function achFileBytes(db: Pool | PoolClient, config: AchFileConfig, fileId: string): Promise<Buffer | null> {
+export async function achFileBytes(db: Queryable, config: AchFileConfig, fileId: string): Promise<Buffer | null> {
   const { rows } = await db.query<{ bytes_sealed: string }>('SELECT bytes_sealed FROM ach_files WHERE id = $1', [fileId]);
   return rows[0] ? Buffer.from(openFileText(config, rows[0].bytes_sealed, fileId), 'latin1') : null;
 }
