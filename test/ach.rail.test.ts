@@ -368,6 +368,25 @@ describe('SPEC §24 production: the window delivers its file to the bank over SF
     expect((await runAdmin(['ach', 'file', 'download', file.id, '--out', downloaded, '--json'], env)).code).toBe(0);
     expect(fs.readFileSync(downloaded).equals(sent)).toBe(true);
     expect(fs.statSync(downloaded).mode & 0o777).toBe(0o600);
+
+    // `ach window run` builds a file now, as the schedule does, through the worker.
+    const later = await addBankAccount(
+      call,
+      await createTestUser(stack.pool, org.organizationId),
+      { account_number: accountNumber() },
+      555,
+    );
+    const windowEnv = { ...env, TEMPORAL_ADDRESS: stack.config.TEMPORAL_ADDRESS!, TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE };
+    const ran = await runAdmin(['ach', 'window', 'run', '--json'], windowEnv);
+    expect(ran.code).toBe(0);
+    expect(ran.json.file).toMatchObject({ entry_count: 1, total_debit: 555, status: expect.stringMatching(/^(built|delivered)$/) });
+    expect((await entryOf(stack, later.intent.transactions[0].id as string))!.file_id).toBe(ran.json.file.id);
+    await eventually(
+      async () => (fs.readdirSync(path.join(server.root, 'outbound')).length === 2 ? true : undefined),
+      30_000,
+      'the second file delivered',
+    );
+    await stack.temporal.workflow.getHandle(ran.json.workflow_id as string).terminate('test over');
     await handle.terminate('test over: its settlement timer is hours away');
   });
 });
