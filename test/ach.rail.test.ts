@@ -338,6 +338,11 @@ describe('SPEC §24 production: the window delivers its file to the bank over SF
     expect(await again.result()).toEqual({ fileId: null, status: 'none' });
     expect(fs.readdirSync(path.join(server.root, 'outbound'))).toEqual([file.file_name]);
 
+    const metrics = await (await fetch(`${stack.url}/metrics`)).text();
+    expect(metrics).toMatch(/^ledger_ach_delivery_configured 1$/m);
+    expect(Number(/^ledger_ach_files\{status="delivered"\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(1);
+    expect(((await (await fetch(`${stack.url}/readyz`)).json()) as { checks: Record<string, string> }).checks.ach_delivery).toBeUndefined();
+
     // The operator's CLI: the file listed, shown without account numbers, and downloaded byte for byte.
     const env = {
       DATABASE_URL: stack.config.DATABASE_URL!,
@@ -388,5 +393,27 @@ describe('SPEC §24 production: the window delivers its file to the bank over SF
     );
     await stack.temporal.workflow.getHandle(ran.json.workflow_id as string).terminate('test over');
     await handle.terminate('test over: its settlement timer is hours away');
+  });
+});
+
+describe('SPEC §24 production without ACH_SFTP_URL: files are built and kept, and /readyz and a gauge say so', () => {
+  let stack: Stack;
+
+  beforeAll(async () => {
+    stack = await startStack({ worker: false, env: { LEDGER_ENVIRONMENT: 'production' } });
+  });
+  afterAll(async () => {
+    await stack.stop();
+  });
+
+  test('/readyz names undelivered ACH without failing; the gauges read the rail', async () => {
+    const ready = await fetch(`${stack.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(((await ready.json()) as { checks: Record<string, string> }).checks.ach_delivery).toMatch(/ACH_SFTP_URL is not set/);
+    const metrics = await (await fetch(`${stack.url}/metrics`)).text();
+    expect(metrics).toMatch(/^ledger_ach_delivery_configured 0$/m);
+    expect(metrics).toMatch(/^ledger_ach_entries_queued \d+$/m);
+    expect(metrics).toMatch(/^ledger_ach_files\{status="built"\} \d+$/m);
+    expect(metrics).toMatch(/^ledger_ach_oldest_undelivered_file_age_seconds [\d.e+-]+$/m);
   });
 });

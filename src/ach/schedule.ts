@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import { SETTLEMENT_ZONE } from '../ledger/dates';
 import { settlementTaskQueue } from '../settlement/contract';
+import { achDeliveryStatus } from './settings';
 
 /**
  * The Temporal Schedule of the ACH windows (SPEC §24): production fires at each time of ACH_WINDOWS on the
@@ -66,15 +67,7 @@ export async function ensureAchSchedule(
   return { scheduleId: options.scheduleId, created: false };
 }
 
-/** What production cannot do without ACH_SFTP_URL (SPEC §24): said at start; /readyz and a gauge say it too. */
-export function achDeliveryStatus(
-  config: Pick<Config, 'LEDGER_ENVIRONMENT' | 'ACH_SFTP_URL'>,
-): 'sftp' | 'simulated_bank' | 'not_configured' {
-  if (config.LEDGER_ENVIRONMENT === 'sandbox') return 'simulated_bank';
-  return config.ACH_SFTP_URL ? 'sftp' : 'not_configured';
-}
-
-export function warnIfAchUndeliverable(config: Pick<Config, 'LEDGER_ENVIRONMENT' | 'ACH_SFTP_URL'>, log: Logger): void {
+export function warnIfAchUndeliverable(config: Parameters<typeof achDeliveryStatus>[0], log: Logger): void {
   if (achDeliveryStatus(config) === 'not_configured') {
     log.warn('ACH_SFTP_URL is not set: ACH files are built and kept undelivered (status built) until it is');
   }
