@@ -8,8 +8,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { DateTime } from 'luxon';
 import { achFileBytes, buildWindowFile, getAchFile } from '../src/ach/files';
 import { achScheduleId, ensureAchSchedule } from '../src/ach/schedule';
+import { fileTimingOf, isAchBusinessDay } from '../src/ach/timing';
+import { loadConfig } from '../src/config';
 import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';
 import { settlementTaskQueue } from '../src/settlement/contract';
@@ -415,5 +418,40 @@ describe('SPEC §24 production without ACH_SFTP_URL: files are built and kept, a
     expect(metrics).toMatch(/^ledger_ach_entries_queued \d+$/m);
     expect(metrics).toMatch(/^ledger_ach_files\{status="built"\} \d+$/m);
     expect(metrics).toMatch(/^ledger_ach_oldest_undelivered_file_age_seconds [\d.e+-]+$/m);
+  });
+});
+
+describe('SPEC §24 window timing (Eastern clock, §15 calendar)', () => {
+  const config = { ACH_WINDOWS: loadConfig({}).ACH_WINDOWS, SETTLEMENT_CALENDAR: 'federal_reserve' as const };
+  const eastern = (iso: string) => DateTime.fromISO(iso, { zone: 'America/New_York' }).toJSDate();
+
+  test('a same-day window settles at its FedACH time; after the last settlement, a weekend or a holiday, the next business day at 08:30', () => {
+    // Wednesday 2026-11-25, the 14:45 window: effective that day, settles 17:00 Eastern.
+    expect(fileTimingOf(eastern('2026-11-25T14:46'), config)).toEqual({
+      fileDate: '2026-11-25',
+      creationTime: '14:46',
+      windowTime: '14:45',
+      effectiveDate: '2026-11-25',
+      settleAt: eastern('2026-11-25T17:00'),
+    });
+    // The same Wednesday after 18:00: Thursday is Thanksgiving, so Friday 08:30.
+    expect(fileTimingOf(eastern('2026-11-25T18:30'), config)).toMatchObject({
+      effectiveDate: '2026-11-27',
+      settleAt: eastern('2026-11-27T08:30'),
+    });
+    // Saturday: Monday 08:30.
+    expect(fileTimingOf(eastern('2026-11-28T10:30'), config)).toMatchObject({
+      windowTime: '10:30',
+      effectiveDate: '2026-11-30',
+      settleAt: eastern('2026-11-30T08:30'),
+    });
+    // Before the first window (an operator's run) the file makes the first window's settlement.
+    expect(fileTimingOf(eastern('2026-11-30T07:00'), config)).toMatchObject({
+      windowTime: null,
+      effectiveDate: '2026-11-30',
+      settleAt: eastern('2026-11-30T13:00'),
+    });
+    expect(isAchBusinessDay(eastern('2026-11-26T10:30'), config)).toBe(false);
+    expect(isAchBusinessDay(eastern('2026-11-27T10:30'), config)).toBe(true);
   });
 });
