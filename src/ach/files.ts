@@ -8,7 +8,7 @@ import { buildNachaFile, type NachaBatchInput, type NachaEntryInput } from './bu
 import { FILE_ID_MODIFIERS, isDebitCode, type SecCode, type TransactionCode } from './nacha';
 import { fileTimingOf } from './timing';
 import { confirmFundsSignal } from '../ledger/contract';
-import { enqueueTemporalCommand } from '../platform/temporalCommands';
+import { enqueueTemporalSignals } from '../platform/temporalCommands';
 
 /**
  * An ACH window's file (SPEC §24, docs/ach.md "Windows"): every queued entry into one NACHA file, in one
@@ -367,9 +367,7 @@ export async function settleFile(
       [fileId, now],
     );
     const confirmations = entries.filter((e) => e.transaction_id !== null && e.direction === 'cash_in').map((e) => e.transaction_id!);
-    for (const transactionId of confirmations) {
-      await enqueueTemporalCommand(tx, { drainQueue, now }, { kind: 'signal', workflowId: transactionId, signal: confirmFundsSignal.name });
-    }
+    await enqueueTemporalSignals(tx, { drainQueue, now }, confirmFundsSignal.name, confirmations);
     return { settled: true, signalled: confirmations.length };
   });
 }
