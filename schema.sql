@@ -7,6 +7,86 @@
 --
 
 --
+-- Name: ach_entries_file_whole(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ach_entries_file_whole() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  file ach_files;
+  counted bigint;
+  debits bigint;
+  credits bigint;
+BEGIN
+  SELECT * INTO file FROM ach_files WHERE id = NEW.file_id;
+  SELECT count(*), coalesce(sum(amount_cents) FILTER (WHERE transaction_code IN (27, 37)), 0),
+         coalesce(sum(amount_cents) FILTER (WHERE transaction_code IN (22, 32)), 0)
+    INTO counted, debits, credits FROM ach_entries WHERE file_id = NEW.file_id;
+  IF counted <> file.entry_count OR debits <> file.total_debit_cents OR credits <> file.total_credit_cents THEN
+    RAISE EXCEPTION 'ACH file %: built with % entries (debits %, credits %), holds % (debits %, credits %)', file.id,
+      file.entry_count, file.total_debit_cents, file.total_credit_cents, counted, debits, credits USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NULL;
+END $$;
+
+--
+-- Name: ach_entries_guard(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ach_entries_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  steps constant text[] := ARRAY['queued', 'in_file', 'delivered', 'settled', 'returned'];
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    RAISE EXCEPTION 'ACH entry %: an entry is never deleted', OLD.id USING ERRCODE = 'check_violation';
+  END IF;
+  IF NEW.id <> OLD.id OR NEW.organization_id <> OLD.organization_id OR NEW.account_id <> OLD.account_id
+     OR NEW.environment <> OLD.environment OR NEW.transaction_id IS DISTINCT FROM OLD.transaction_id OR NEW.transfer_id IS DISTINCT FROM OLD.transfer_id
+     OR NEW.bank_account_id IS DISTINCT FROM OLD.bank_account_id OR NEW.sec_code <> OLD.sec_code
+     OR NEW.transaction_code <> OLD.transaction_code OR NEW.amount_cents <> OLD.amount_cents OR NEW.created_at <> OLD.created_at THEN
+    RAISE EXCEPTION 'ACH entry %: only its file and status may change', OLD.id USING ERRCODE = 'check_violation';
+  END IF;
+  IF OLD.file_id IS NOT NULL AND (NEW.file_id IS DISTINCT FROM OLD.file_id OR NEW.trace_number IS DISTINCT FROM OLD.trace_number
+     OR NEW.effective_date IS DISTINCT FROM OLD.effective_date) THEN
+    RAISE EXCEPTION 'ACH entry %: already in file %; an entry is in at most one file, ever', OLD.id, OLD.file_id
+      USING ERRCODE = 'check_violation';
+  END IF;
+  IF array_position(steps, NEW.status) < array_position(steps, OLD.status) THEN
+    RAISE EXCEPTION 'ACH entry %: % cannot go back to %', OLD.id, OLD.status, NEW.status USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NEW;
+END $$;
+
+--
+-- Name: ach_files_guard(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ach_files_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    RAISE EXCEPTION 'ACH file %: a built file is never deleted', OLD.id USING ERRCODE = 'check_violation';
+  END IF;
+  IF NEW.id <> OLD.id OR NEW.file_name <> OLD.file_name OR NEW.built_by <> OLD.built_by OR NEW.window_time IS DISTINCT FROM OLD.window_time
+     OR NEW.file_date <> OLD.file_date OR NEW.file_id_modifier <> OLD.file_id_modifier
+     OR NEW.bytes_sealed <> OLD.bytes_sealed OR NEW.sha256 <> OLD.sha256 OR NEW.entry_count <> OLD.entry_count
+     OR NEW.total_debit_cents <> OLD.total_debit_cents OR NEW.total_credit_cents <> OLD.total_credit_cents
+     OR NEW.settle_at <> OLD.settle_at OR NEW.created_at <> OLD.created_at
+     OR (OLD.delivered_at IS NOT NULL AND NEW.delivered_at IS DISTINCT FROM OLD.delivered_at)
+     OR (OLD.settled_at IS NOT NULL AND NEW.settled_at IS DISTINCT FROM OLD.settled_at) THEN
+    RAISE EXCEPTION 'ACH file %: a built file never changes; only its status moves forward', OLD.id USING ERRCODE = 'check_violation';
+  END IF;
+  IF array_position(ARRAY['built', 'delivered', 'settled'], NEW.status) < array_position(ARRAY['built', 'delivered', 'settled'], OLD.status) THEN
+    RAISE EXCEPTION 'ACH file %: % cannot go back to %', OLD.id, OLD.status, NEW.status USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NEW;
+END $$;
+
+--
 -- Name: balance_slot(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -413,6 +493,51 @@ BEGIN
 END $$;
 
 --
+-- Name: transactions_ach_cash_out_credits(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.transactions_ach_cash_out_credits() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  INSERT INTO ach_entries (organization_id, account_id, environment, transaction_id, bank_account_id, sec_code, transaction_code,
+                           amount_cents, created_at, updated_at)
+  SELECT n.organization_id, n.account_id, CASE WHEN i.id LIKE 'intent\_production\_%' THEN 'production' ELSE 'sandbox' END, n.id, b.id,
+         'PPD', CASE b.account_type WHEN 'savings' THEN 32 ELSE 22 END, n.amount_cents, n.updated_at, n.updated_at
+    FROM new_rows n
+    JOIN old_rows o ON o.id = n.id
+    JOIN intents i ON i.id = n.source_id
+    JOIN bank_accounts b ON b.id = i.bank_account_id
+   WHERE n.type = 'intent' AND n.direction = 'cash_out' AND o.transfer_id IS NULL AND n.transfer_id IS NOT NULL
+   ORDER BY n.updated_at, n.id
+  ON CONFLICT (transaction_id) DO NOTHING;
+  RETURN NULL;
+END $$;
+
+--
+-- Name: transactions_ach_entries(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.transactions_ach_entries() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  INSERT INTO ach_entries (organization_id, account_id, environment, transaction_id, bank_account_id, sec_code, transaction_code,
+                           amount_cents, created_at, updated_at)
+  SELECT n.organization_id, n.account_id, CASE WHEN i.id LIKE 'intent\_production\_%' THEN 'production' ELSE 'sandbox' END, n.id, b.id,
+         'PPD', CASE WHEN n.direction = 'cash_in' THEN CASE b.account_type WHEN 'savings' THEN 37 ELSE 27 END
+                     ELSE CASE b.account_type WHEN 'savings' THEN 32 ELSE 22 END END,
+         n.amount_cents, n.created_at, n.created_at
+    FROM new_rows n
+    LEFT JOIN refunds r ON n.type = 'refund' AND r.id = n.source_id
+    JOIN intents i ON i.id = CASE n.type WHEN 'intent' THEN n.source_id ELSE r.intent_id END
+    JOIN bank_accounts b ON b.id = i.bank_account_id
+   WHERE (n.type = 'intent' AND n.direction = 'cash_in') OR (n.type = 'refund' AND n.direction = 'cash_out')
+   ORDER BY n.created_at, n.id;
+  RETURN NULL;
+END $$;
+
+--
 -- Name: transactions_after_insert(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -753,6 +878,90 @@ CREATE TABLE public.accounts (
     CONSTRAINT accounts_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200))),
     CONSTRAINT accounts_type_check CHECK ((type = 'settlement'::text))
 );
+
+--
+-- Name: ach_entries; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.ach_entries (
+    id text DEFAULT ('ache_'::text || replace((gen_random_uuid())::text, '-'::text, ''::text)) NOT NULL,
+    organization_id text NOT NULL,
+    account_id text NOT NULL,
+    environment text NOT NULL,
+    transaction_id text,
+    transfer_id text,
+    bank_account_id text,
+    sec_code text NOT NULL,
+    transaction_code smallint NOT NULL,
+    amount_cents bigint NOT NULL,
+    trace_number text,
+    status text DEFAULT 'queued'::text NOT NULL,
+    file_id text,
+    effective_date date,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    settled_at timestamp with time zone,
+    CONSTRAINT ach_entries_amount_cents_check CHECK ((amount_cents > 0)),
+    CONSTRAINT ach_entries_check CHECK (((transaction_id IS NULL) <> (transfer_id IS NULL))),
+    CONSTRAINT ach_entries_check1 CHECK (((sec_code = 'PPD'::text) = (bank_account_id IS NOT NULL))),
+    CONSTRAINT ach_entries_check2 CHECK (((sec_code = 'CCD'::text) = (transfer_id IS NOT NULL))),
+    CONSTRAINT ach_entries_check3 CHECK (((status = 'queued'::text) = (file_id IS NULL))),
+    CONSTRAINT ach_entries_check4 CHECK ((((file_id IS NULL) = (trace_number IS NULL)) AND ((file_id IS NULL) = (effective_date IS NULL)))),
+    CONSTRAINT ach_entries_check5 CHECK (((status = 'settled'::text) <= (settled_at IS NOT NULL))),
+    CONSTRAINT ach_entries_environment_check CHECK ((environment = ANY (ARRAY['sandbox'::text, 'production'::text]))),
+    CONSTRAINT ach_entries_id_check CHECK ((id ~ '^ache_[0-9a-f]{32}$'::text)),
+    CONSTRAINT ach_entries_sec_code_check CHECK ((sec_code = ANY (ARRAY['PPD'::text, 'CCD'::text]))),
+    CONSTRAINT ach_entries_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'in_file'::text, 'delivered'::text, 'settled'::text, 'returned'::text]))),
+    CONSTRAINT ach_entries_trace_number_check CHECK ((trace_number ~ '^[0-9]{15}$'::text)),
+    CONSTRAINT ach_entries_transaction_code_check CHECK ((transaction_code = ANY (ARRAY[22, 27, 32, 37])))
+);
+
+--
+-- Name: ach_files; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.ach_files (
+    id text DEFAULT ('achf_'::text || replace((gen_random_uuid())::text, '-'::text, ''::text)) NOT NULL,
+    file_name text NOT NULL,
+    window_time text,
+    built_by text NOT NULL,
+    file_date date NOT NULL,
+    file_id_modifier text NOT NULL,
+    bytes_sealed text NOT NULL,
+    sha256 text NOT NULL,
+    entry_count integer NOT NULL,
+    total_debit_cents bigint NOT NULL,
+    total_credit_cents bigint NOT NULL,
+    settle_at timestamp with time zone NOT NULL,
+    status text DEFAULT 'built'::text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    delivered_at timestamp with time zone,
+    settled_at timestamp with time zone,
+    CONSTRAINT ach_files_built_by_check CHECK (((length(built_by) >= 1) AND (length(built_by) <= 300))),
+    CONSTRAINT ach_files_bytes_sealed_check CHECK ((bytes_sealed ~ '^gcm1:[A-Za-z0-9+/=]+$'::text)),
+    CONSTRAINT ach_files_check CHECK (((status = 'built'::text) = (delivered_at IS NULL))),
+    CONSTRAINT ach_files_check1 CHECK (((status = 'settled'::text) = (settled_at IS NOT NULL))),
+    CONSTRAINT ach_files_entry_count_check CHECK ((entry_count > 0)),
+    CONSTRAINT ach_files_file_id_modifier_check CHECK ((file_id_modifier ~ '^[A-Z0-9]$'::text)),
+    CONSTRAINT ach_files_file_name_check CHECK ((file_name ~ '^[A-Za-z0-9._-]{1,100}$'::text)),
+    CONSTRAINT ach_files_id_check CHECK ((id ~ '^achf_[0-9a-f]{32}$'::text)),
+    CONSTRAINT ach_files_sha256_check CHECK ((sha256 ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT ach_files_status_check CHECK ((status = ANY (ARRAY['built'::text, 'delivered'::text, 'settled'::text]))),
+    CONSTRAINT ach_files_total_credit_cents_check CHECK ((total_credit_cents >= 0)),
+    CONSTRAINT ach_files_total_debit_cents_check CHECK ((total_debit_cents >= 0)),
+    CONSTRAINT ach_files_window_time_check CHECK ((window_time ~ '^([01][0-9]|2[0-3]):[0-5][0-9]$'::text))
+);
+
+--
+-- Name: ach_trace_sequence; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.ach_trace_sequence
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    MAXVALUE 9999999
+    CACHE 1;
 
 --
 -- Name: api_keys; Type: TABLE; Schema: public; Owner: -
@@ -1526,6 +1735,62 @@ ALTER TABLE ONLY public.accounts
     ADD CONSTRAINT accounts_pkey PRIMARY KEY (id);
 
 --
+-- Name: ach_entries ach_entries_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entries
+    ADD CONSTRAINT ach_entries_pkey PRIMARY KEY (id);
+
+--
+-- Name: ach_entries ach_entries_trace_number_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entries
+    ADD CONSTRAINT ach_entries_trace_number_key UNIQUE (trace_number);
+
+--
+-- Name: ach_entries ach_entries_transaction_id_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entries
+    ADD CONSTRAINT ach_entries_transaction_id_key UNIQUE (transaction_id);
+
+--
+-- Name: ach_entries ach_entries_transfer_id_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entries
+    ADD CONSTRAINT ach_entries_transfer_id_key UNIQUE (transfer_id);
+
+--
+-- Name: ach_files ach_files_built_by_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_files
+    ADD CONSTRAINT ach_files_built_by_key UNIQUE (built_by);
+
+--
+-- Name: ach_files ach_files_file_date_file_id_modifier_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_files
+    ADD CONSTRAINT ach_files_file_date_file_id_modifier_key UNIQUE (file_date, file_id_modifier);
+
+--
+-- Name: ach_files ach_files_file_name_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_files
+    ADD CONSTRAINT ach_files_file_name_key UNIQUE (file_name);
+
+--
+-- Name: ach_files ach_files_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_files
+    ADD CONSTRAINT ach_files_pkey PRIMARY KEY (id);
+
+--
 -- Name: api_keys api_keys_key_hash_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1782,6 +2047,24 @@ ALTER TABLE ONLY public.webhook_replays
 --
 
 CREATE INDEX accounts_by_org ON public.accounts USING btree (organization_id, created_at DESC, id DESC);
+
+--
+-- Name: ach_entries_of_file; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX ach_entries_of_file ON public.ach_entries USING btree (file_id) WHERE (file_id IS NOT NULL);
+
+--
+-- Name: ach_entries_queued; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX ach_entries_queued ON public.ach_entries USING btree (environment, created_at, id) WHERE (status = 'queued'::text);
+
+--
+-- Name: ach_files_by_status; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX ach_files_by_status ON public.ach_files USING btree (status, created_at);
 
 --
 -- Name: api_keys_by_org; Type: INDEX; Schema: public; Owner: -
@@ -2048,6 +2331,24 @@ CREATE UNIQUE INDEX webhook_replays_one_running ON public.webhook_replays USING 
 CREATE INDEX webhook_replays_running ON public.webhook_replays USING btree (organization_id) WHERE (status = 'running'::text);
 
 --
+-- Name: ach_entries ach_entries_file_whole; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE CONSTRAINT TRIGGER ach_entries_file_whole AFTER UPDATE OF file_id ON public.ach_entries DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((new.file_id IS NOT NULL) AND (old.file_id IS NULL))) EXECUTE FUNCTION public.ach_entries_file_whole();
+
+--
+-- Name: ach_entries ach_entries_guard; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER ach_entries_guard BEFORE DELETE OR UPDATE ON public.ach_entries FOR EACH ROW EXECUTE FUNCTION public.ach_entries_guard();
+
+--
+-- Name: ach_files ach_files_guard; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER ach_files_guard BEFORE DELETE OR UPDATE ON public.ach_files FOR EACH ROW EXECUTE FUNCTION public.ach_files_guard();
+
+--
 -- Name: api_keys api_keys_edge_notify; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -2150,6 +2451,18 @@ CREATE TRIGGER transaction_status_history_no_truncate BEFORE TRUNCATE ON public.
 CREATE TRIGGER transaction_transitions_read_only BEFORE INSERT OR DELETE OR UPDATE ON public.transaction_transitions FOR EACH STATEMENT EXECUTE FUNCTION public.journal_append_only();
 
 --
+-- Name: transactions transactions_ach_cash_out_credits; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER transactions_ach_cash_out_credits AFTER UPDATE ON public.transactions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.transactions_ach_cash_out_credits();
+
+--
+-- Name: transactions transactions_ach_entries; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER transactions_ach_entries AFTER INSERT ON public.transactions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.transactions_ach_entries();
+
+--
 -- Name: transactions transactions_after_insert; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -2223,6 +2536,48 @@ ALTER TABLE ONLY public.account_balances
 
 ALTER TABLE ONLY public.accounts
     ADD CONSTRAINT accounts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
+
+--
+-- Name: ach_entries ach_entries_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entries
+    ADD CONSTRAINT ach_entries_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
+
+--
+-- Name: ach_entries ach_entries_bank_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entries
+    ADD CONSTRAINT ach_entries_bank_account_id_fkey FOREIGN KEY (bank_account_id) REFERENCES public.bank_accounts(id);
+
+--
+-- Name: ach_entries ach_entries_file_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entries
+    ADD CONSTRAINT ach_entries_file_id_fkey FOREIGN KEY (file_id) REFERENCES public.ach_files(id);
+
+--
+-- Name: ach_entries ach_entries_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entries
+    ADD CONSTRAINT ach_entries_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
+
+--
+-- Name: ach_entries ach_entries_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entries
+    ADD CONSTRAINT ach_entries_transaction_id_fkey FOREIGN KEY (transaction_id) REFERENCES public.transactions(id);
+
+--
+-- Name: ach_entries ach_entries_transfer_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entries
+    ADD CONSTRAINT ach_entries_transfer_id_fkey FOREIGN KEY (transfer_id) REFERENCES public.transfers(id);
 
 --
 -- Name: api_keys api_keys_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

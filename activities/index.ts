@@ -1,3 +1,4 @@
+import { createAchActivities } from './ach';
 import type { ActivityDeps } from './deps';
 import { createLedgerActivities } from './ledger';
 import { createLimitsActivities } from './limits';
@@ -15,5 +16,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createWebhookReplayActivities(deps),
     ...createSettlementActivities(deps),
     ...createLimitsActivities(deps),
+    ...createAchActivities(deps),
   };
 }

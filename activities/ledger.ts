@@ -21,6 +21,7 @@ export function createLedgerActivities(deps: ActivityDeps, rail: PaymentRail = r
         accountId: row.account_id,
         direction: row.direction,
         amountCents: row.amount_cents,
+        achEntry: (await deps.pool.query('SELECT 1 FROM ach_entries WHERE transaction_id = $1', [row.id])).rowCount === 1,
       });
       return { status: row.status, confirmAfterSeconds: outcome.kind === 'after_seconds' ? outcome.seconds : null };
     },

@@ -12,6 +12,7 @@ import { settlementReportRoutes } from './settlement/reportRoutes';
 import { journalRoutes } from './journal/routes';
 import { bankAccountRoutes } from './bankAccounts/routes';
 import { limitRoutes } from './limits/routes';
+import { achRoutes } from './ach/routes';
 
 /**
  * Every API route, in one list: the api mounts it and /openapi.json documents it. It lives here, at the
@@ -31,4 +32,5 @@ export const allRoutes: AnyRoute[] = [
   ...settlementReportRoutes,
   ...journalRoutes,
   ...limitRoutes,
+  ...achRoutes,
 ];

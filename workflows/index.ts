@@ -5,3 +5,4 @@ export { accountSettlementWorkflow, settlementWindowWorkflow } from './settlemen
 export { settlementNotificationWorkflow } from './settlementNotification';
 export { webhookReplayWorkflow } from './webhookReplay';
 export { selfExclusionWorkflow } from './selfExclusion';
+export { achWindowWorkflow } from './achWindow';

@@ -30,6 +30,7 @@ import {
 import { startApiProcess, startWorkerProcess, bundleWorkflowsOnce } from '../clusterProcesses';
 import { StartupError } from '../../src/platform/startupError';
 import { ensureSettlementSchedule } from '../../src/settlement/schedule';
+import { ensureAchSchedule, warnIfAchUndeliverable } from '../../src/ach/schedule';
 import { runMain } from '../run';
 
 /** The metrics ports of worker process `index`: the first uses the configured ones, the next the pairs after. */
@@ -160,6 +161,9 @@ runMain(async () => {
     }
     // The daily window close (SPEC §10), created or updated at every start.
     await ensureSettlementSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE, cutoff: config.SETTLEMENT_CUTOFF });
+    // The ACH windows (SPEC §24), likewise; says so when production builds files it cannot deliver.
+    await ensureAchSchedule(client, config.TEMPORAL_TASK_QUEUE, config);
+    warnIfAchUndeliverable(config, log);
     await assertPortFree('API', config.PORT, 'PORT', config.HOST);
     let apiUrl = '';
     for (let index = 0; index < config.API_PROCESSES; index += 1) {

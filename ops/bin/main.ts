@@ -14,6 +14,7 @@ import { connectTemporal, registerSearchAttributes, temporalConnectionOptions } 
 import { installTemporalRuntime } from '../../src/platform/temporalRuntime';
 import { ensureTemporalCli } from '../goTools';
 import { ensureSettlementSchedule } from '../../src/settlement/schedule';
+import { ensureAchSchedule, warnIfAchUndeliverable } from '../../src/ach/schedule';
 import { startWorker } from '../../src/worker';
 import { runMain } from '../run';
 
@@ -54,6 +55,9 @@ runMain(async () => {
     host.onStop('worker', () => worker.shutdown());
     // The daily window close (SPEC §10), created or updated at every start.
     await ensureSettlementSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE, cutoff: config.SETTLEMENT_CUTOFF });
+    // The ACH windows (SPEC §24), likewise; says so when production builds files it cannot deliver.
+    await ensureAchSchedule(client, config.TEMPORAL_TASK_QUEUE, config);
+    warnIfAchUndeliverable(config, log);
     // SPEC §20: the API serves reads and writes while Temporal is away, so the dev server's supervision is
     // named by /readyz without failing it; Postgres's fails it.
     const { temporal_dev_server: temporalDevServer, ...required } = host.readiness;

@@ -127,3 +127,12 @@ export function achSettingsIssues(config: AchSettings): [string, string][] {
   }
   return issues;
 }
+
+/** What production cannot do without ACH_SFTP_URL (SPEC §24): said at start; /readyz and a gauge say it too. */
+export function achDeliveryStatus(config: {
+  LEDGER_ENVIRONMENT: 'sandbox' | 'production';
+  ACH_SFTP_URL?: string | undefined;
+}): 'sftp' | 'simulated_bank' | 'not_configured' {
+  if (config.LEDGER_ENVIRONMENT === 'sandbox') return 'simulated_bank';
+  return config.ACH_SFTP_URL ? 'sftp' : 'not_configured';
+}

@@ -25,12 +25,24 @@ function keyOf(config: BankDataConfig): string {
 
 /** Where a sealed number rests: its table and row. */
 export type SealBinding =
-  { table: 'payment_tokens'; id: string } | { table: 'bank_accounts'; id: string } | { table: 'operator_bank_accounts'; id: string };
+  | { table: 'payment_tokens'; id: string }
+  | { table: 'bank_accounts'; id: string }
+  | { table: 'operator_bank_accounts'; id: string }
+  | { table: 'ach_files'; id: string };
 
 const aadOf = (binding: SealBinding) => `${binding.table}:${binding.id}`;
 
 export function sealAccountNumber(config: BankDataConfig, accountNumber: string, binding: SealBinding): string {
   return seal(accountNumber, keyOf(config), aadOf(binding));
+}
+
+/** An ACH file's bytes (they hold full account numbers): sealed alike, bound to the file's row. */
+export function sealFileText(config: BankDataConfig, text: string, fileId: string): string {
+  return seal(text, keyOf(config), aadOf({ table: 'ach_files', id: fileId }));
+}
+
+export function openFileText(config: BankDataConfig, sealed: string, fileId: string): string {
+  return unseal(sealed, keyOf(config), aadOf({ table: 'ach_files', id: fileId }));
 }
 
 export function openAccountNumber(config: BankDataConfig, sealed: string, binding: SealBinding): string {

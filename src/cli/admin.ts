@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander';
+import { registerAchCommands } from '../ach/cli';
 import { registerBankAccountCommands } from '../bankAccounts/cli';
 import { databaseUrlOf, loadConfig } from '../config';
 import { createPool } from '../db/pool';
@@ -193,6 +194,7 @@ export const commandRegistrars: CommandRegistrar[] = [
   registerWebhookCommands,
   registerBankAccountCommands,
   registerLimitCommands,
+  registerAchCommands,
 ];
 
 /** The whole command tree; `ctx` is called only by a command that runs (help and usage errors need no database). */

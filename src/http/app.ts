@@ -9,6 +9,8 @@ import type { AnyRoute, EdgeDeps } from './route';
 import { edgeFallback, edgeHandler } from './runners';
 import { consoleRouter } from '../console/serve';
 import { ApiError, errors } from '../errors';
+import { achDeliveryStatus } from '../ach/settings';
+import { registerAchGauges } from '../ach/metrics';
 import { ledgerRegistry, registerLifecycleQueueGauges } from '../metrics';
 import { parseQueryString, rejectUnknownQuery } from './input';
 import { allowedMethodsOf } from './methods';
@@ -65,6 +67,7 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[]): { app: express.Exp
   });
 
   registerLifecycleQueueGauges(registry, deps.pool);
+  registerAchGauges(registry, deps.pool, deps.config);
   // The ledger's own counters (src/metrics.ts) beside this process's defaults and request durations.
   const exposed = client.Registry.merge([registry, ledgerRegistry]);
 
@@ -120,6 +123,10 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[]): { app: express.Exp
         }
       }),
     );
+    // SPEC §24: production without ACH_SFTP_URL builds ACH files and keeps them undelivered; named, not failed.
+    if (achDeliveryStatus(deps.config) === 'not_configured') {
+      checks.ach_delivery = 'unavailable: ACH_SFTP_URL is not set; ACH files are built and kept undelivered';
+    }
     const failing = Object.entries(checks).filter(([name, state]) => state !== 'ok' && name in deps.readiness);
     if (failing.length === 0) {
       res.json({ status: 'ready', checks });

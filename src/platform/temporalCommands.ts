@@ -81,6 +81,24 @@ export async function enqueueTemporalCommand(db: Queryable, context: EnqueueCont
   );
 }
 
+/**
+ * enqueueTemporalCommand of one argument-less signal to many workflows, in one statement (an ACH file that
+ * settles thousands of deposits queues their confirmations in one round trip), in the given order.
+ */
+export async function enqueueTemporalSignals(
+  db: Queryable,
+  context: EnqueueContext,
+  signal: string,
+  workflowIds: readonly string[],
+): Promise<void> {
+  if (workflowIds.length === 0) return;
+  await db.query(
+    `INSERT INTO temporal_commands (kind, workflow_id, signal_name, drain_queue, created_at)
+     SELECT 'signal', w.id, $2, $3, $4 FROM unnest($1::text[]) WITH ORDINALITY AS w (id, ord) ORDER BY w.ord`,
+    [workflowIds, signal, context.drainQueue, context.now],
+  );
+}
+
 interface CommandSqlRow {
   queue_id: string;
   attempts: number;

@@ -16,6 +16,8 @@ export interface RailPayment {
   accountId: string;
   direction: 'cash_in' | 'cash_out';
   amountCents: number;
+  /** It is an ACH entry (its intent names a bank account, SPEC §24): the ACH window settles it and signals. */
+  achEntry: boolean;
 }
 
 export interface RailTransfer {
@@ -34,8 +36,10 @@ export interface PaymentRail {
 }
 
 /**
- * The sandbox network: confirms every deposit after SANDBOX_CONFIRM_SECONDS and settles every transfer
- * after SANDBOX_SETTLE_SECONDS; /simulate endpoints signal earlier.
+ * The sandbox network: confirms a deposit without a bank account after SANDBOX_CONFIRM_SECONDS and settles
+ * every transfer after SANDBOX_SETTLE_SECONDS; /simulate endpoints signal earlier. A deposit that is an ACH
+ * entry goes the production road (SPEC §24): the ACH window files it to the simulated bank and signals when
+ * it settles, SANDBOX_CONFIRM_SECONDS after it was recorded.
  */
 export class SandboxRail implements PaymentRail {
   readonly name = 'sandbox';
@@ -44,8 +48,8 @@ export class SandboxRail implements PaymentRail {
     private readonly settleSeconds: number,
   ) {}
 
-  async submitPayment(_payment: RailPayment): Promise<RailOutcome> {
-    return { kind: 'after_seconds', seconds: this.confirmSeconds };
+  async submitPayment(payment: RailPayment): Promise<RailOutcome> {
+    return payment.achEntry ? { kind: 'signal' } : { kind: 'after_seconds', seconds: this.confirmSeconds };
   }
 
   async submitTransfer(_transfer: RailTransfer): Promise<RailOutcome> {

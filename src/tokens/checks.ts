@@ -1,4 +1,5 @@
 import { DateTime } from 'luxon';
+import { isRoutingNumber } from '../ach/routing';
 import { SETTLEMENT_ZONE } from '../ledger/dates';
 
 /**
@@ -22,17 +23,13 @@ export function luhnValid(digits: string): boolean {
 }
 
 /**
- * ABA routing number: nine digits, weights 3-7-1 summing to a multiple of 10, and a first two digits
- * the Federal Reserve assigns (01–12 banks, 21–32 thrifts, 61–72 electronic, 80 traveler's checks).
+ * ABA routing number: nine digits with their check digit (src/ach/routing.ts, the one implementation), and a
+ * first two digits the Federal Reserve assigns (01–12 banks, 21–32 thrifts, 61–72 electronic, 80 traveler's checks).
  */
 export function abaValid(routing: string): boolean {
-  if (!/^\d{9}$/.test(routing)) return false;
+  if (!isRoutingNumber(routing)) return false;
   const prefix = Number(routing.slice(0, 2));
-  const prefixOk = (prefix >= 0 && prefix <= 12) || (prefix >= 21 && prefix <= 32) || (prefix >= 61 && prefix <= 72) || prefix === 80;
-  if (!prefixOk) return false;
-  const d = [...routing].map(Number);
-  const sum = 3 * (d[0]! + d[3]! + d[6]!) + 7 * (d[1]! + d[4]! + d[7]!) + (d[2]! + d[5]! + d[8]!);
-  return sum % 10 === 0;
+  return (prefix >= 0 && prefix <= 12) || (prefix >= 21 && prefix <= 32) || (prefix >= 61 && prefix <= 72) || prefix === 80;
 }
 
 export type CardBrand = 'visa' | 'mastercard' | 'amex' | 'discover' | 'diners' | 'jcb' | 'unionpay' | 'unknown';

@@ -50,6 +50,8 @@ export const operationTable = {
   updateUserLimits: {"method":"PUT","path":"/user/{id}/limits","pathParams":["id"],"input":"body","paged":false},
   retrieveUserLimits: {"method":"GET","path":"/user/{id}/limits","pathParams":["id"],"input":"none","paged":false},
   createUserSelfExclusion: {"method":"POST","path":"/user/{id}/self_exclusion","pathParams":["id"],"input":"body","paged":false},
+  getTransactionAch: {"method":"GET","path":"/transaction/{id}/ach","pathParams":["id"],"input":"none","paged":false},
+  getTransferAch: {"method":"GET","path":"/transfer/{id}/ach","pathParams":["id"],"input":"none","paged":false},
   getHealth: {"method":"GET","path":"/healthz","pathParams":[],"input":"none","paged":false},
   getReadiness: {"method":"GET","path":"/readyz","pathParams":[],"input":"none","paged":false},
   getMetrics: {"method":"GET","path":"/metrics","pathParams":[],"input":"none","paged":false},

@@ -1,0 +1,457 @@
+/**
+ * SPEC §24 the ACH rail end to end, on real Postgres and Temporal: a cash_in with a bank account is a PPD debit
+ * queued with its transaction, filed by an ACH window, delivered (sandbox: the simulated bank; production: a
+ * real OpenSSH SFTP server), settled, and only then `available`. The stored file is read back by moov-io/ach's
+ * achcli and its entries equal the ledger's rows; the database refuses an entry in two files and any change to
+ * a built file.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { DateTime } from 'luxon';
+import { achFileBytes, buildWindowFile, getAchFile } from '../src/ach/files';
+import { achScheduleId, ensureAchSchedule } from '../src/ach/schedule';
+import { fileTimingOf, isAchBusinessDay } from '../src/ach/timing';
+import { loadConfig } from '../src/config';
+import { randomString } from '../src/ids';
+import { createLogger } from '../src/logger';
+import { settlementTaskQueue } from '../src/settlement/contract';
+import { readWithAchcli } from './support/achcli';
+import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
+import { addBankAccount, SANDBOX_ROUTING, statusOf } from './support/payments';
+import { runAdmin } from './support/processes';
+import { startSftpServer, type SftpServer } from './support/sftpServer';
+
+type Call = ReturnType<typeof apiClient>;
+
+const accountNumber = () => `9${randomString(8).replace(/[^0-9]/g, '7')}${Date.now() % 100_000_000}`.slice(0, 17);
+
+interface EntryRow {
+  id: string;
+  status: string;
+  file_id: string | null;
+  trace_number: string | null;
+  transaction_code: number;
+  amount_cents: string;
+  sec_code: string;
+  effective_date: string | null;
+  settled_at: Date | null;
+}
+
+async function entryOf(stack: Stack, transactionId: string): Promise<EntryRow | undefined> {
+  const { rows } = await stack.pool.query<EntryRow>(
+    `SELECT id, status, file_id, trace_number, transaction_code, amount_cents::text, sec_code,
+            to_char(effective_date, 'YYYY-MM-DD') AS effective_date, settled_at
+       FROM ach_entries WHERE transaction_id = $1`,
+    [transactionId],
+  );
+  return rows[0];
+}
+
+/** The file's bytes as achcli reads them, and the entry with `traceNumber`. */
+async function entryInFile(stack: Stack, fileId: string, traceNumber: string) {
+  const bytes = (await achFileBytes(stack.pool, stack.config, fileId))!;
+  const moov = await readWithAchcli(bytes.toString('latin1'));
+  const entries = moov.batches.flatMap((batch) => batch.entryDetails.map((entry) => ({ batch, entry })));
+  return { bytes, moov, found: entries.filter(({ entry }) => entry.traceNumber === traceNumber) };
+}
+
+describe('SPEC §24 sandbox: a deposit with a bank account goes through the ACH window to the simulated bank', () => {
+  let stack: Stack;
+  let org: TestOrg;
+  let call: Call;
+
+  beforeAll(async () => {
+    stack = await startStack({ env: { SANDBOX_ACH_WINDOW_SECONDS: '1', SANDBOX_CONFIRM_SECONDS: '3' } });
+    org = await createTestOrg(stack.pool, { write: 5000, read: 5000 });
+    call = apiClient(stack.url, org.apiKey);
+    await ensureAchSchedule(stack.temporal, stack.config.TEMPORAL_TASK_QUEUE, stack.config);
+  });
+  afterAll(async () => {
+    await stack.temporal.schedule.getHandle(achScheduleId(stack.config.TEMPORAL_TASK_QUEUE)).delete();
+    await stack.stop();
+  });
+
+  test('pending → in a file → delivered → settled → available, and the file achcli reads holds the ledger row', async () => {
+    const userId = await createTestUser(stack.pool, org.organizationId);
+    const number = accountNumber();
+    const { intent } = await addBankAccount(call, userId, { account_number: number, account_type: 'savings' }, 4321);
+    const transactionId = intent.transactions[0].id as string;
+    // Queued in the transaction that recorded the deposit: there from the first answer.
+    const queued = await entryOf(stack, transactionId);
+    expect(queued).toMatchObject({ sec_code: 'PPD', transaction_code: 37, amount_cents: '4321' });
+
+    const available = await statusOf(call, transactionId, 'available');
+    const entry = (await entryOf(stack, transactionId))!;
+    expect(entry).toMatchObject({
+      status: 'settled',
+      file_id: expect.stringMatching(/^achf_/),
+      trace_number: expect.stringMatching(/^\d{15}$/),
+    });
+    const file = (await getAchFile(stack.pool, entry.file_id!))!;
+    expect(file).toMatchObject({ status: 'settled' });
+    expect(file.created_at.getTime()).toBeLessThanOrEqual(file.delivered_at!.getTime());
+    expect(file.delivered_at!.getTime()).toBeLessThanOrEqual(file.settled_at!.getTime());
+    // The deposit became available only when its debit settled, SANDBOX_CONFIRM_SECONDS after it was recorded.
+    const { rows: history } = await stack.pool.query<{ to_status: string; changed_at: Date }>(
+      'SELECT to_status, changed_at FROM transaction_status_history WHERE transaction_id = $1 ORDER BY id',
+      [transactionId],
+    );
+    expect(history.map((h) => h.to_status)).toEqual(['pending', 'available']);
+    expect(history[1]!.changed_at.getTime()).toBeGreaterThanOrEqual(file.settled_at!.getTime());
+    expect(history[1]!.changed_at.getTime() - history[0]!.changed_at.getTime()).toBeGreaterThanOrEqual(3_000);
+    expect(available.status).toBe('available');
+    const ach = await call('GET', `/transaction/${transactionId}/ach`);
+    expect(ach.status).toBe(200);
+    expect(ach.body).toEqual({
+      trace_number: entry.trace_number,
+      sec_code: 'PPD',
+      transaction_code: 37,
+      amount: 4321,
+      effective_date: entry.effective_date,
+      file_id: file.id,
+      status: 'settled',
+      return: null,
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+    expect(ach.text).not.toContain(number);
+
+    const { bytes, moov, found } = await entryInFile(stack, file.id, entry.trace_number!);
+    expect(bytes.length % 95).toBe(0);
+    expect(found).toHaveLength(1);
+    const [{ entry: moovEntry, batch }] = found as [(typeof found)[number]];
+    expect(moovEntry).toMatchObject({
+      transactionCode: 37,
+      RDFIIdentification: SANDBOX_ROUTING.slice(0, 8),
+      checkDigit: SANDBOX_ROUTING.slice(8),
+      DFIAccountNumber: number.padEnd(17, ' '),
+      amount: 4321,
+    });
+    expect(batch.batchHeader).toMatchObject({ standardEntryClassCode: 'PPD' });
+    expect(moov.fileControl).toMatchObject({ entryAddendaCount: file.entry_count, totalDebit: file.total_debit_cents });
+  });
+  test('a cash_out to a bank account is a PPD credit queued when its transfer is created, and is filed', async () => {
+    const userId = await createTestUser(stack.pool, org.organizationId);
+    await addBankAccount(call, userId, { account_number: accountNumber() }, 100);
+    const out = await call(
+      'POST',
+      '/intent',
+      { direction: 'cash_out', user_id: userId, amount: 700, currency: 'USD' },
+      { 'X-Idempotency-Key': `k-${randomString(16)}` },
+    );
+    expect(out.body).toMatchObject({ status: 'approved', bank_account_id: expect.stringMatching(/^ba_/) });
+    const cashOutId = out.body.transactions[0].id as string;
+    expect(await entryOf(stack, cashOutId)).toBeUndefined();
+    const closed = await call('POST', '/simulate/settlement', {}, { 'X-Idempotency-Key': `k-${randomString(16)}` });
+    expect(closed.status).toBe(200);
+    await statusOf(call, cashOutId, 'in_transfer');
+    const filed = await eventually(
+      async () => {
+        const row = await entryOf(stack, cashOutId);
+        return row && row.status !== 'queued' ? row : undefined;
+      },
+      30_000,
+      'the cash_out credit filed',
+    );
+    expect(filed).toMatchObject({ sec_code: 'PPD', transaction_code: 22, amount_cents: '700' });
+  });
+});
+
+describe('SPEC §24 an entry is in at most one file, and a built file never changes (the database)', () => {
+  let stack: Stack;
+  let org: TestOrg;
+  let call: Call;
+  const log = createLogger('silent');
+
+  beforeAll(async () => {
+    stack = await startStack({ worker: false });
+    org = await createTestOrg(stack.pool, { write: 5000, read: 5000 });
+    call = apiClient(stack.url, org.apiKey);
+  });
+  afterAll(async () => {
+    await stack.stop();
+  });
+
+  async function queuedDeposit(): Promise<string> {
+    const userId = await createTestUser(stack.pool, org.organizationId);
+    const { intent } = await addBankAccount(call, userId, { account_number: accountNumber() }, 250);
+    return intent.transactions[0].id as string;
+  }
+
+  test('two builds at once file each entry once; a second claim, a move to another file or a change to a file is refused', async () => {
+    const deposits = await Promise.all([queuedDeposit(), queuedDeposit(), queuedDeposit()]);
+    const [first, second] = await Promise.all([
+      buildWindowFile(stack.pool, stack.config, log, `test-${randomString(8)}`, new Date()),
+      buildWindowFile(stack.pool, stack.config, log, `test-${randomString(8)}`, new Date()),
+    ]);
+    const entries = await Promise.all(deposits.map((id) => entryOf(stack, id)));
+    const files = new Set(entries.map((e) => e!.file_id));
+    expect(entries.every((e) => e!.status === 'in_file')).toBe(true);
+    expect([first, second].filter((f) => f !== null).map((f) => f.fileId)).toEqual(expect.arrayContaining([...files]));
+    // Nothing left to claim: a third build makes no file.
+    expect(await buildWindowFile(stack.pool, stack.config, log, `test-${randomString(8)}`, new Date())).toBeNull();
+
+    const moved = entries[0]!;
+    const other = await queuedDeposit();
+    const otherFile = await buildWindowFile(stack.pool, stack.config, log, `test-${randomString(8)}`, new Date());
+    expect(otherFile).not.toBeNull();
+    await expect(stack.pool.query('UPDATE ach_entries SET file_id = $2 WHERE id = $1', [moved.id, otherFile!.fileId])).rejects.toThrow(
+      /at most one file/,
+    );
+    await expect(stack.pool.query(`UPDATE ach_entries SET trace_number = '000000000000001' WHERE id = $1`, [moved.id])).rejects.toThrow(
+      /at most one file/,
+    );
+    await expect(
+      stack.pool.query('UPDATE ach_files SET total_debit_cents = total_debit_cents + 1 WHERE id = $1', [moved.file_id]),
+    ).rejects.toThrow(/never changes/);
+    await expect(stack.pool.query(`UPDATE ach_files SET bytes_sealed = 'gcm1:AAAA' WHERE id = $1`, [moved.file_id])).rejects.toThrow(
+      /never changes/,
+    );
+    await expect(stack.pool.query('DELETE FROM ach_files WHERE id = $1', [moved.file_id])).rejects.toThrow(/never deleted/);
+
+    // A queued entry cannot join a file already built: the file's count and totals would no longer be its bytes'.
+    const late = await queuedDeposit();
+    const lateEntry = (await entryOf(stack, late))!;
+    await expect(
+      stack.pool.query(
+        `UPDATE ach_entries SET file_id = $2, status = 'in_file', trace_number = '999999999999999', effective_date = current_date WHERE id = $1`,
+        [lateEntry.id, otherFile!.fileId],
+      ),
+    ).rejects.toThrow(/built with 1 entries/);
+    expect(await entryOf(stack, late)).toMatchObject({ status: 'queued', file_id: null });
+    expect((await entryOf(stack, other))!.file_id).toBe(otherFile!.fileId);
+  });
+});
+
+describe('SPEC §24 entries follow from their payments in the same database transaction', () => {
+  let stack: Stack;
+  let org: TestOrg;
+  let call: Call;
+
+  beforeAll(async () => {
+    stack = await startStack({ worker: false });
+    org = await createTestOrg(stack.pool, { write: 5000, read: 5000 });
+    call = apiClient(stack.url, org.apiKey);
+  });
+  afterAll(async () => {
+    await stack.stop();
+  });
+
+  test('a refund of a deposit from a bank account is a PPD credit to it; an intent without one makes no entry', async () => {
+    const userId = await createTestUser(stack.pool, org.organizationId);
+    const { intent } = await addBankAccount(call, userId, { account_number: accountNumber(), account_type: 'savings' }, 800);
+    const refund = await call('POST', '/refund', { intent_id: intent.id, amount: 300 }, { 'X-Idempotency-Key': `k-${randomString(16)}` });
+    expect(refund.status).toBe(200);
+    expect(await entryOf(stack, refund.body.transaction.id as string)).toMatchObject({
+      sec_code: 'PPD',
+      transaction_code: 32,
+      amount_cents: '300',
+      status: 'queued',
+    });
+    const plainUser = await createTestUser(stack.pool, org.organizationId);
+    const plain = await call(
+      'POST',
+      '/intent',
+      { direction: 'cash_in', user_id: plainUser, amount: 100, currency: 'USD' },
+      { 'X-Idempotency-Key': `k-${randomString(16)}` },
+    );
+    expect(plain.body).toMatchObject({ status: 'approved', bank_account_id: null });
+    expect(await entryOf(stack, plain.body.transactions[0].id as string)).toBeUndefined();
+    const none = await call('GET', `/transaction/${plain.body.transactions[0].id as string}/ach`);
+    expect(none).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
+    expect((await call('GET', '/transfer/transfer_nonexistent000000000/ach')).status).toBe(404);
+    // Another organization's transaction is not found, exactly like an unknown one.
+    const stranger = await createTestOrg(stack.pool);
+    const strangerCall = apiClient(stack.url, stranger.apiKey);
+    expect((await strangerCall('GET', `/transaction/${refund.body.transaction.id as string}/ach`)).status).toBe(404);
+    expect((await call('GET', `/transaction/${refund.body.transaction.id as string}/ach`)).body).toMatchObject({
+      status: 'queued',
+      trace_number: null,
+      file_id: null,
+    });
+  });
+});
+
+describe('SPEC §24 production: the window delivers its file to the bank over SFTP, whole, once', () => {
+  let stack: Stack;
+  let org: TestOrg;
+  let call: Call;
+  let server: SftpServer;
+
+  beforeAll(async () => {
+    server = await startSftpServer();
+    stack = await startStack({
+      env: {
+        LEDGER_ENVIRONMENT: 'production',
+        ACH_ODFI_ROUTING: '091000019',
+        ACH_IMMEDIATE_ORIGIN: '123456789',
+        ACH_ODFI_NAME: 'TEST ODFI',
+        ACH_ORIGIN_NAME: 'PAYMENTS LEDGER TEST',
+        ACH_SFTP_URL: server.url,
+        ACH_SFTP_KEY_FILE: server.clientKeyFile,
+        ACH_SFTP_HOST_KEY: server.hostKeyLine,
+      },
+    });
+    org = await createTestOrg(stack.pool, { environment: 'production', write: 5000, read: 5000 });
+    call = apiClient(stack.url, org.apiKey);
+    await stack.pool.query(
+      `INSERT INTO organization_ach (organization_id, company_id, company_name, updated_at) VALUES ($1, '1234567890', 'TEST COMPANY', now())`,
+      [org.organizationId],
+    );
+  });
+  afterAll(async () => {
+    await stack.stop();
+    await server.stop();
+  });
+
+  test('the file lands in outbound/ under its name with the stored bytes; a second window sends nothing', async () => {
+    const userId = await createTestUser(stack.pool, org.organizationId);
+    const number = accountNumber();
+    const { intent } = await addBankAccount(call, userId, { account_number: number }, 1999);
+    const transactionId = intent.transactions[0].id as string;
+    const run = (id: string) =>
+      stack.temporal.workflow.start('achWindowWorkflow', {
+        taskQueue: settlementTaskQueue(stack.config.TEMPORAL_TASK_QUEUE),
+        workflowId: id,
+        args: [],
+      });
+    const handle = await run(`ach-window-test-${randomString(8)}`);
+    const entry = await eventually(
+      async () => {
+        const row = await entryOf(stack, transactionId);
+        return row?.status === 'delivered' ? row : undefined;
+      },
+      30_000,
+      'the entry delivered',
+    );
+    const file = (await getAchFile(stack.pool, entry.file_id!))!;
+    expect(file.status).toBe('delivered');
+    const outbound = fs.readdirSync(path.join(server.root, 'outbound'));
+    expect(outbound).toEqual([file.file_name]);
+    const sent = fs.readFileSync(path.join(server.root, 'outbound', file.file_name));
+    expect(sent.equals((await achFileBytes(stack.pool, stack.config, file.id))!)).toBe(true);
+    const { found } = await entryInFile(stack, file.id, entry.trace_number!);
+    expect(entry.trace_number!.slice(0, 8)).toBe('09100001');
+    expect(found.map((f) => [f.entry.transactionCode, f.entry.amount, f.entry.DFIAccountNumber.trim()])).toEqual([[27, 1999, number]]);
+    expect(found[0]!.batch.batchHeader).toMatchObject({ companyIdentification: '1234567890', companyName: 'TEST COMPANY' });
+    // Production confirms only when the bank settles the entry: the deposit is still pending.
+    expect((await call('GET', `/transaction/${transactionId}`)).body.status).toBe('pending');
+
+    const again = await run(`ach-window-test-${randomString(8)}`);
+    expect(await again.result()).toEqual({ fileId: null, status: 'none' });
+    expect(fs.readdirSync(path.join(server.root, 'outbound'))).toEqual([file.file_name]);
+
+    const metrics = await (await fetch(`${stack.url}/metrics`)).text();
+    expect(metrics).toMatch(/^ledger_ach_delivery_configured 1$/m);
+    expect(Number(/^ledger_ach_files\{status="delivered"\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(1);
+    expect(((await (await fetch(`${stack.url}/readyz`)).json()) as { checks: Record<string, string> }).checks.ach_delivery).toBeUndefined();
+
+    // The operator's CLI: the file listed, shown without account numbers, and downloaded byte for byte.
+    const env = {
+      DATABASE_URL: stack.config.DATABASE_URL!,
+      LEDGER_ENVIRONMENT: 'production',
+      WEBHOOK_SECRET_KEY: stack.config.WEBHOOK_SECRET_KEY!,
+      BANK_DATA_KEY: stack.config.BANK_DATA_KEY!,
+    };
+    const listed = await runAdmin(['ach', 'files', '--json'], env);
+    expect(listed.code).toBe(0);
+    expect(listed.json.files).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          id: file.id,
+          file_name: file.file_name,
+          status: 'delivered',
+          entry_count: file.entry_count,
+          total_debit: file.total_debit_cents,
+        }),
+      ]),
+    );
+    const shown = await runAdmin(['ach', 'file', 'show', file.id, '--json'], env);
+    expect(shown.json.entries).toEqual(
+      expect.arrayContaining([expect.objectContaining({ trace_number: entry.trace_number, amount: 1999, transaction_id: transactionId })]),
+    );
+    expect(shown.stdout).not.toContain(number);
+    expect(listed.stdout).not.toContain(number);
+    const downloaded = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ach-download-')), 'file.ach');
+    expect((await runAdmin(['ach', 'file', 'download', file.id, '--out', downloaded, '--json'], env)).code).toBe(0);
+    expect(fs.readFileSync(downloaded).equals(sent)).toBe(true);
+    expect(fs.statSync(downloaded).mode & 0o777).toBe(0o600);
+
+    // `ach window run` builds a file now, as the schedule does, through the worker.
+    const later = await addBankAccount(
+      call,
+      await createTestUser(stack.pool, org.organizationId),
+      { account_number: accountNumber() },
+      555,
+    );
+    const windowEnv = { ...env, TEMPORAL_ADDRESS: stack.config.TEMPORAL_ADDRESS!, TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE };
+    const ran = await runAdmin(['ach', 'window', 'run', '--json'], windowEnv);
+    expect(ran.code).toBe(0);
+    expect(ran.json.file).toMatchObject({ entry_count: 1, total_debit: 555, status: expect.stringMatching(/^(built|delivered)$/) });
+    expect((await entryOf(stack, later.intent.transactions[0].id as string))!.file_id).toBe(ran.json.file.id);
+    await eventually(
+      async () => (fs.readdirSync(path.join(server.root, 'outbound')).length === 2 ? true : undefined),
+      30_000,
+      'the second file delivered',
+    );
+    await stack.temporal.workflow.getHandle(ran.json.workflow_id as string).terminate('test over');
+    await handle.terminate('test over: its settlement timer is hours away');
+  });
+});
+
+describe('SPEC §24 production without ACH_SFTP_URL: files are built and kept, and /readyz and a gauge say so', () => {
+  let stack: Stack;
+
+  beforeAll(async () => {
+    stack = await startStack({ worker: false, env: { LEDGER_ENVIRONMENT: 'production' } });
+  });
+  afterAll(async () => {
+    await stack.stop();
+  });
+
+  test('/readyz names undelivered ACH without failing; the gauges read the rail', async () => {
+    const ready = await fetch(`${stack.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(((await ready.json()) as { checks: Record<string, string> }).checks.ach_delivery).toMatch(/ACH_SFTP_URL is not set/);
+    const metrics = await (await fetch(`${stack.url}/metrics`)).text();
+    expect(metrics).toMatch(/^ledger_ach_delivery_configured 0$/m);
+    expect(metrics).toMatch(/^ledger_ach_entries_queued \d+$/m);
+    expect(metrics).toMatch(/^ledger_ach_files\{status="built"\} \d+$/m);
+    expect(metrics).toMatch(/^ledger_ach_oldest_undelivered_file_age_seconds [\d.e+-]+$/m);
+  });
+});
+
+describe('SPEC §24 window timing (Eastern clock, §15 calendar)', () => {
+  const config = { ACH_WINDOWS: loadConfig({}).ACH_WINDOWS, SETTLEMENT_CALENDAR: 'federal_reserve' as const };
+  const eastern = (iso: string) => DateTime.fromISO(iso, { zone: 'America/New_York' }).toJSDate();
+
+  test('a same-day window settles at its FedACH time; after the last settlement, a weekend or a holiday, the next business day at 08:30', () => {
+    // Wednesday 2026-11-25, the 14:45 window: effective that day, settles 17:00 Eastern.
+    expect(fileTimingOf(eastern('2026-11-25T14:46'), config)).toEqual({
+      fileDate: '2026-11-25',
+      creationTime: '14:46',
+      windowTime: '14:45',
+      effectiveDate: '2026-11-25',
+      settleAt: eastern('2026-11-25T17:00'),
+    });
+    // The same Wednesday after 18:00: Thursday is Thanksgiving, so Friday 08:30.
+    expect(fileTimingOf(eastern('2026-11-25T18:30'), config)).toMatchObject({
+      effectiveDate: '2026-11-27',
+      settleAt: eastern('2026-11-27T08:30'),
+    });
+    // Saturday: Monday 08:30.
+    expect(fileTimingOf(eastern('2026-11-28T10:30'), config)).toMatchObject({
+      windowTime: '10:30',
+      effectiveDate: '2026-11-30',
+      settleAt: eastern('2026-11-30T08:30'),
+    });
+    // Before the first window (an operator's run) the file makes the first window's settlement.
+    expect(fileTimingOf(eastern('2026-11-30T07:00'), config)).toMatchObject({
+      windowTime: null,
+      effectiveDate: '2026-11-30',
+      settleAt: eastern('2026-11-30T13:00'),
+    });
+    expect(isAchBusinessDay(eastern('2026-11-26T10:30'), config)).toBe(false);
+    expect(isAchBusinessDay(eastern('2026-11-27T10:30'), config)).toBe(true);
+  });
+});
