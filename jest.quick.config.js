@@ -1,5 +1,5 @@
 /**
- * `npm run test:quick`: the suites a developer runs while working — the pure logic (calendar, dates, the
+ * `npm run test:quick`: the suites a developer runs while working — the pure logic (calendar, dates, NACHA files, the
  * schema snapshot, the compose file against the code), the replay of recorded workflow histories, and the
  * suites that run on one in-process api + worker stack (input hardening, tokens, refunds, the journal, metadata,
  * events), and the function-length rule. Same real Postgres
@@ -26,5 +26,7 @@ module.exports = {
     '**/journal.test.ts',
     '**/metadata.test.ts',
     '**/events.test.ts',
+    '**/ach.files.test.ts',
+    '**/ach.parse.test.ts',
   ],
 };

@@ -88,12 +88,12 @@ async function files(dir: string) {
   const builds: number[] = [];
   const parses: number[] = [];
   const achclis: number[] = [];
-  let bytes = Buffer.alloc(0);
+  let bytes: Buffer = Buffer.alloc(0);
   const achcli = await ensureAchcli();
   const file = path.join(dir, 'bench.ach');
   let sameBytes = false;
   for (let run = 0; run < RUNS; run += 1) {
-    const build = timed(() => Buffer.from(buildNachaFile(input).text, 'latin1'));
+    const build = timed(() => buildNachaFile(input).bytes);
     builds.push(build.ms);
     bytes = build.value;
     fs.writeFileSync(file, bytes);
@@ -101,7 +101,7 @@ async function files(dir: string) {
     if (reformat.value.status !== 0) throw new Error(`achcli refused the file: ${String(reformat.value.stderr)}`);
     sameBytes = reformat.value.stdout.equals(bytes);
     achclis.push(reformat.ms);
-    parses.push(timed(() => parseNachaFile(bytes.toString('latin1'))).ms);
+    parses.push(timed(() => parseNachaFile(bytes)).ms);
     say(`  run ${run + 1}: build ${round(build.ms)} ms, achcli -reformat=ach ${round(reformat.ms)} ms, parse ${round(parses.at(-1)!)} ms`);
   }
   return {

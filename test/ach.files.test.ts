@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { buildNachaFile, NachaInputError, type NachaBatchInput, type NachaEntryInput, type NachaFileInput } from '../src/ach/build';
 import { FILE_ID_MODIFIERS, fileIdModifierOf, isDebitCode, RECORD_LENGTH, yymmdd } from '../src/ach/nacha';
 import { isRoutingNumber, routingCheckDigit } from '../src/ach/routing';
-import { readWithAchcli, type MoovFile } from './support/achcli';
+import { readWithAchcli, writeWithAchcli, type MoovFile } from './support/achcli';
 
 const ODFI = '091000019';
 
@@ -95,8 +95,8 @@ function expectSameAsInput(moov: MoovFile, input: NachaFileInput): void {
   });
 }
 
-function expectBlocked(text: string): void {
-  const lines = text.split('\n');
+function expectBlocked(bytes: Buffer): void {
+  const lines = bytes.toString('latin1').split('\n');
   expect(lines.pop()).toBe('');
   expect(lines.length % 10).toBe(0);
   for (const line of lines) expect(line).toHaveLength(RECORD_LENGTH);
@@ -128,9 +128,14 @@ describe('SPEC §24 NACHA files, read back by moov-io/ach', () => {
       }),
     ]);
     const built = buildNachaFile(input);
-    expectBlocked(built.text);
+    expectBlocked(built.bytes);
     // 1 file header + 1 batch header + 4 entries + 1 batch control + 1 file control = 8 records, 2 of nines.
-    expect(built.text.split('\n').filter((line) => line === '9'.repeat(94))).toHaveLength(2);
+    expect(
+      built.bytes
+        .toString('latin1')
+        .split('\n')
+        .filter((line) => line === '9'.repeat(94)),
+    ).toHaveLength(2);
     expect(built.summary).toMatchObject({
       batchCount: 1,
       blockCount: 1,
@@ -138,7 +143,7 @@ describe('SPEC §24 NACHA files, read back by moov-io/ach', () => {
       totalDebitCents: 1250 + 99_999,
       totalCreditCents: 701,
     });
-    expectSameAsInput(await readWithAchcli(built.text), input);
+    expectSameAsInput(await readWithAchcli(built.bytes), input);
   });
 
   test('CCD batches (a credits-only disbursement and a debits-only collection) beside a PPD batch of another organization', async () => {
@@ -174,28 +179,31 @@ describe('SPEC §24 NACHA files, read back by moov-io/ach', () => {
       { fileIdModifier: '7', creationTime: '16:45' },
     );
     const built = buildNachaFile(input);
-    expectBlocked(built.text);
-    expectSameAsInput(await readWithAchcli(built.text), input);
+    expectBlocked(built.bytes);
+    expectSameAsInput(await readWithAchcli(built.bytes), input);
   });
 
   test('a file of 25 entries takes 3 blocks, the file control counting them', async () => {
     const entries = Array.from({ length: 25 }, (_, i) => entry({ traceSequence: i + 1, amountCents: 100 + i }));
     const input = header([batch({ entries })]);
     const built = buildNachaFile(input);
-    expectBlocked(built.text);
+    expectBlocked(built.bytes);
     // 1 header + 1 batch header + 25 entries + 1 batch control + 1 file control = 29 records → 3 blocks.
     expect(built.summary.blockCount).toBe(3);
-    const moov = await readWithAchcli(built.text);
+    const moov = await readWithAchcli(built.bytes);
     expect(moov.fileControl.blockCount).toBe(3);
     expectSameAsInput(moov, input);
   });
 
-  test('random valid files read back the same (property)', async () => {
+  test('random valid files read back the same, and achcli writes them back byte for byte (property)', async () => {
     await fc.assert(
-      fc.asyncProperty(fileInput(), async (input) => expectSameAsInput(await readWithAchcli(buildNachaFile(input).text), input)),
-      {
-        numRuns: 40,
-      },
+      fc.asyncProperty(fileInput(), async (input) => {
+        const { bytes } = buildNachaFile(input);
+        const moov = await readWithAchcli(bytes);
+        expectSameAsInput(moov, input);
+        expect(await writeWithAchcli(moov)).toBe(bytes.toString('latin1'));
+      }),
+      { numRuns: 40 },
     );
   });
 });

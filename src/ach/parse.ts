@@ -337,8 +337,9 @@ function checkFileControl(record: Record, batches: ParsedBatch[], recordCount: n
   return control;
 }
 
-export function parseNachaFile(text: string): ParsedNachaFile {
-  const records = recordsOf(text);
+/** `file` as downloaded (bytes, read as Latin-1 so that a stray byte is reported, not decoded away) or as text. */
+export function parseNachaFile(file: string | Buffer): ParsedNachaFile {
+  const records = recordsOf(typeof file === 'string' ? file : file.toString('latin1'));
   const header = fileHeaderOf(records[0]!);
   const batches: ParsedBatch[] = [];
   let index = 1;

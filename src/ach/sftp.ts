@@ -74,6 +74,8 @@ function connectionError(error: Error & { level?: string; code?: string }, targe
 export async function withSftp<T>(target: SftpTarget, work: (sftp: SFTPWrapper) => Promise<T>): Promise<T> {
   const pinned = parseOpenSshPublicKey(target.hostKey);
   const client = new Client();
+  // A late error after the attempt has given up must not crash the worker: an 'error' without a listener throws.
+  client.on('error', () => undefined);
   let timer: NodeJS.Timeout | undefined;
   try {
     const sftp = await new Promise<SFTPWrapper>((resolve, reject) => {

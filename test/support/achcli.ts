@@ -46,7 +46,7 @@ function scratchFile(extension: string): string {
 }
 
 /** Reads (and validates) a NACHA file with achcli; rejects with achcli's own message when it refuses it. */
-export async function readWithAchcli(text: string): Promise<MoovFile> {
+export async function readWithAchcli(text: string | Buffer): Promise<MoovFile> {
   const file = scratchFile('ach');
   fs.writeFileSync(file, text);
   try {
