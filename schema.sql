@@ -87,6 +87,17 @@ BEGIN
 END $$;
 
 --
+-- Name: ach_inbound_immutable(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ach_inbound_immutable() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  RAISE EXCEPTION '%: rows are never changed or removed (% refused)', TG_TABLE_NAME, TG_OP USING ERRCODE = 'check_violation';
+END $$;
+
+--
 -- Name: balance_slot(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -875,6 +886,49 @@ CREATE TABLE public.ach_entries (
 );
 
 --
+-- Name: ach_entry_returns; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.ach_entry_returns (
+    id text DEFAULT ('achr_'::text || replace((gen_random_uuid())::text, '-'::text, ''::text)) NOT NULL,
+    entry_id text NOT NULL,
+    organization_id text NOT NULL,
+    inbound_file_id text NOT NULL,
+    addenda_type text NOT NULL,
+    code text NOT NULL,
+    dispute_id text,
+    return_trace text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT ach_entry_returns_addenda_type_check CHECK ((addenda_type = ANY (ARRAY['99'::text, '98'::text]))),
+    CONSTRAINT ach_entry_returns_check CHECK (((code ~ '^[RC][0-9]{2}$'::text) AND ((addenda_type = '99'::text) = (code ~~ 'R%'::text)))),
+    CONSTRAINT ach_entry_returns_id_check CHECK ((id ~ '^achr_[0-9a-f]{32}$'::text)),
+    CONSTRAINT ach_entry_returns_return_trace_check CHECK ((return_trace ~ '^[0-9]{15}$'::text))
+);
+
+--
+-- Name: ach_exceptions; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.ach_exceptions (
+    id text DEFAULT ('achx_'::text || replace((gen_random_uuid())::text, '-'::text, ''::text)) NOT NULL,
+    inbound_file_id text NOT NULL,
+    kind text NOT NULL,
+    line integer NOT NULL,
+    trace_number text,
+    code text,
+    entry_id text,
+    organization_id text,
+    detail text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT ach_exceptions_code_check CHECK ((code ~ '^[RC][0-9]{2}$'::text)),
+    CONSTRAINT ach_exceptions_detail_check CHECK (((length(detail) >= 1) AND (length(detail) <= 500))),
+    CONSTRAINT ach_exceptions_id_check CHECK ((id ~ '^achx_[0-9a-f]{32}$'::text)),
+    CONSTRAINT ach_exceptions_kind_check CHECK ((kind = ANY (ARRAY['unparseable_file'::text, 'unknown_trace'::text, 'foreign_odfi'::text, 'transfer_returned'::text, 'not_applicable'::text]))),
+    CONSTRAINT ach_exceptions_line_check CHECK ((line >= 0)),
+    CONSTRAINT ach_exceptions_trace_number_check CHECK ((trace_number ~ '^[0-9]{15}$'::text))
+);
+
+--
 -- Name: ach_files; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -908,6 +962,53 @@ CREATE TABLE public.ach_files (
     CONSTRAINT ach_files_total_credit_cents_check CHECK ((total_credit_cents >= 0)),
     CONSTRAINT ach_files_total_debit_cents_check CHECK ((total_debit_cents >= 0)),
     CONSTRAINT ach_files_window_time_check CHECK ((window_time ~ '^([01][0-9]|2[0-3]):[0-5][0-9]$'::text))
+);
+
+--
+-- Name: ach_inbound_files; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.ach_inbound_files (
+    id text DEFAULT ('achi_'::text || replace((gen_random_uuid())::text, '-'::text, ''::text)) NOT NULL,
+    file_name text NOT NULL,
+    sha256 text NOT NULL,
+    size_bytes integer NOT NULL,
+    bytes_sealed text NOT NULL,
+    status text NOT NULL,
+    source text NOT NULL,
+    entry_count integer DEFAULT 0 NOT NULL,
+    returns_count integer DEFAULT 0 NOT NULL,
+    changes_count integer DEFAULT 0 NOT NULL,
+    exceptions_count integer DEFAULT 0 NOT NULL,
+    duplicates_count integer DEFAULT 0 NOT NULL,
+    received_at timestamp with time zone NOT NULL,
+    CONSTRAINT ach_inbound_files_bytes_sealed_check CHECK ((bytes_sealed ~ '^gcm1:[A-Za-z0-9+/=]+$'::text)),
+    CONSTRAINT ach_inbound_files_changes_count_check CHECK ((changes_count >= 0)),
+    CONSTRAINT ach_inbound_files_check CHECK (((status = 'applied'::text) OR ((returns_count = 0) AND (changes_count = 0)))),
+    CONSTRAINT ach_inbound_files_duplicates_count_check CHECK ((duplicates_count >= 0)),
+    CONSTRAINT ach_inbound_files_entry_count_check CHECK ((entry_count >= 0)),
+    CONSTRAINT ach_inbound_files_exceptions_count_check CHECK ((exceptions_count >= 0)),
+    CONSTRAINT ach_inbound_files_file_name_check CHECK (((length(file_name) >= 1) AND (length(file_name) <= 255))),
+    CONSTRAINT ach_inbound_files_id_check CHECK ((id ~ '^achi_[0-9a-f]{32}$'::text)),
+    CONSTRAINT ach_inbound_files_returns_count_check CHECK ((returns_count >= 0)),
+    CONSTRAINT ach_inbound_files_sha256_check CHECK ((sha256 ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT ach_inbound_files_size_bytes_check CHECK ((size_bytes >= 0)),
+    CONSTRAINT ach_inbound_files_source_check CHECK ((source = ANY (ARRAY['sftp'::text, 'cli'::text]))),
+    CONSTRAINT ach_inbound_files_status_check CHECK ((status = ANY (ARRAY['applied'::text, 'rejected'::text])))
+);
+
+--
+-- Name: ach_inbound_names; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.ach_inbound_names (
+    file_name text NOT NULL,
+    size_bytes bigint NOT NULL,
+    sha256 text NOT NULL,
+    seen_at timestamp with time zone NOT NULL,
+    CONSTRAINT ach_inbound_names_file_name_check CHECK (((length(file_name) >= 1) AND (length(file_name) <= 255))),
+    CONSTRAINT ach_inbound_names_sha256_check CHECK ((sha256 ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT ach_inbound_names_size_bytes_check CHECK ((size_bytes >= 0))
 );
 
 --
@@ -1646,6 +1747,27 @@ ALTER TABLE ONLY public.ach_entries
     ADD CONSTRAINT ach_entries_transfer_id_key UNIQUE (transfer_id);
 
 --
+-- Name: ach_entry_returns ach_entry_returns_entry_id_addenda_type_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entry_returns
+    ADD CONSTRAINT ach_entry_returns_entry_id_addenda_type_key UNIQUE (entry_id, addenda_type);
+
+--
+-- Name: ach_entry_returns ach_entry_returns_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entry_returns
+    ADD CONSTRAINT ach_entry_returns_pkey PRIMARY KEY (id);
+
+--
+-- Name: ach_exceptions ach_exceptions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_exceptions
+    ADD CONSTRAINT ach_exceptions_pkey PRIMARY KEY (id);
+
+--
 -- Name: ach_files ach_files_built_by_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1672,6 +1794,27 @@ ALTER TABLE ONLY public.ach_files
 
 ALTER TABLE ONLY public.ach_files
     ADD CONSTRAINT ach_files_pkey PRIMARY KEY (id);
+
+--
+-- Name: ach_inbound_files ach_inbound_files_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_inbound_files
+    ADD CONSTRAINT ach_inbound_files_pkey PRIMARY KEY (id);
+
+--
+-- Name: ach_inbound_files ach_inbound_files_sha256_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_inbound_files
+    ADD CONSTRAINT ach_inbound_files_sha256_key UNIQUE (sha256);
+
+--
+-- Name: ach_inbound_names ach_inbound_names_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_inbound_names
+    ADD CONSTRAINT ach_inbound_names_pkey PRIMARY KEY (file_name);
 
 --
 -- Name: api_keys api_keys_key_hash_key; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1916,10 +2059,28 @@ CREATE INDEX ach_entries_of_file ON public.ach_entries USING btree (file_id) WHE
 CREATE INDEX ach_entries_queued ON public.ach_entries USING btree (environment, created_at, id) WHERE (status = 'queued'::text);
 
 --
+-- Name: ach_entry_returns_of_org; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX ach_entry_returns_of_org ON public.ach_entry_returns USING btree (organization_id, created_at);
+
+--
+-- Name: ach_exceptions_recent; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX ach_exceptions_recent ON public.ach_exceptions USING btree (created_at DESC, id DESC);
+
+--
 -- Name: ach_files_by_status; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX ach_files_by_status ON public.ach_files USING btree (status, created_at);
+
+--
+-- Name: ach_inbound_files_recent; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX ach_inbound_files_recent ON public.ach_inbound_files USING btree (received_at DESC, id DESC);
 
 --
 -- Name: api_keys_by_org; Type: INDEX; Schema: public; Owner: -
@@ -2192,10 +2353,28 @@ CREATE CONSTRAINT TRIGGER ach_entries_file_whole AFTER UPDATE OF file_id ON publ
 CREATE TRIGGER ach_entries_guard BEFORE DELETE OR UPDATE ON public.ach_entries FOR EACH ROW EXECUTE FUNCTION public.ach_entries_guard();
 
 --
+-- Name: ach_entry_returns ach_entry_returns_immutable; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER ach_entry_returns_immutable BEFORE DELETE OR UPDATE ON public.ach_entry_returns FOR EACH ROW EXECUTE FUNCTION public.ach_inbound_immutable();
+
+--
+-- Name: ach_exceptions ach_exceptions_immutable; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER ach_exceptions_immutable BEFORE DELETE OR UPDATE ON public.ach_exceptions FOR EACH ROW EXECUTE FUNCTION public.ach_inbound_immutable();
+
+--
 -- Name: ach_files ach_files_guard; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER ach_files_guard BEFORE DELETE OR UPDATE ON public.ach_files FOR EACH ROW EXECUTE FUNCTION public.ach_files_guard();
+
+--
+-- Name: ach_inbound_files ach_inbound_files_immutable; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER ach_inbound_files_immutable BEFORE DELETE OR UPDATE ON public.ach_inbound_files FOR EACH ROW EXECUTE FUNCTION public.ach_inbound_immutable();
 
 --
 -- Name: api_keys api_keys_edge_notify; Type: TRIGGER; Schema: public; Owner: -
@@ -2415,6 +2594,55 @@ ALTER TABLE ONLY public.ach_entries
 
 ALTER TABLE ONLY public.ach_entries
     ADD CONSTRAINT ach_entries_transfer_id_fkey FOREIGN KEY (transfer_id) REFERENCES public.transfers(id);
+
+--
+-- Name: ach_entry_returns ach_entry_returns_dispute_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entry_returns
+    ADD CONSTRAINT ach_entry_returns_dispute_id_fkey FOREIGN KEY (dispute_id) REFERENCES public.disputes(id);
+
+--
+-- Name: ach_entry_returns ach_entry_returns_entry_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entry_returns
+    ADD CONSTRAINT ach_entry_returns_entry_id_fkey FOREIGN KEY (entry_id) REFERENCES public.ach_entries(id);
+
+--
+-- Name: ach_entry_returns ach_entry_returns_inbound_file_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entry_returns
+    ADD CONSTRAINT ach_entry_returns_inbound_file_id_fkey FOREIGN KEY (inbound_file_id) REFERENCES public.ach_inbound_files(id) DEFERRABLE INITIALLY DEFERRED;
+
+--
+-- Name: ach_entry_returns ach_entry_returns_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entry_returns
+    ADD CONSTRAINT ach_entry_returns_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
+
+--
+-- Name: ach_exceptions ach_exceptions_entry_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_exceptions
+    ADD CONSTRAINT ach_exceptions_entry_id_fkey FOREIGN KEY (entry_id) REFERENCES public.ach_entries(id);
+
+--
+-- Name: ach_exceptions ach_exceptions_inbound_file_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_exceptions
+    ADD CONSTRAINT ach_exceptions_inbound_file_id_fkey FOREIGN KEY (inbound_file_id) REFERENCES public.ach_inbound_files(id) DEFERRABLE INITIALLY DEFERRED;
+
+--
+-- Name: ach_exceptions ach_exceptions_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_exceptions
+    ADD CONSTRAINT ach_exceptions_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
 
 --
 -- Name: api_keys api_keys_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -1,4 +1,5 @@
 import { createAchActivities } from './ach';
+import { createAchInboundActivities } from './achInbound';
 import type { ActivityDeps } from './deps';
 import { createLedgerActivities } from './ledger';
 import { createSettlementActivities } from './settlement';
@@ -15,5 +16,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createWebhookReplayActivities(deps),
     ...createSettlementActivities(deps),
     ...createAchActivities(deps),
+    ...createAchInboundActivities(deps),
   };
 }

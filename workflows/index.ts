@@ -5,3 +5,4 @@ export { accountSettlementWorkflow, settlementWindowWorkflow } from './settlemen
 export { settlementNotificationWorkflow } from './settlementNotification';
 export { webhookReplayWorkflow } from './webhookReplay';
 export { achWindowWorkflow } from './achWindow';
+export { achInboundWorkflow } from './achInbound';

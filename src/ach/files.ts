@@ -199,7 +199,7 @@ export async function buildWindowFile(pool: Pool, config: AchFileConfig, log: Lo
     });
     const settleAt = config.LEDGER_ENVIRONMENT === 'sandbox' ? sandboxSettleAt(ready, config, now) : timing.settleAt;
     const fileName = `ACH-${timing.fileDate.replaceAll('-', '')}-${timing.creationTime.replace(':', '')}-${modifier}.ach`;
-    const fileId = await insertFile(tx, config, { builtBy, fileName, timing, modifier, text: file.text, summary: file.summary, entryCount: ready.length, settleAt, now });
+    const fileId = await insertFile(tx, config, { builtBy, fileName, timing, modifier, text: file.bytes.toString('latin1'), summary: file.summary, entryCount: ready.length, settleAt, now });
     await tx.query(
       `UPDATE ach_entries e SET file_id = $1, status = 'in_file', effective_date = $2::date, updated_at = $3,
               trace_number = $4 || lpad(p.seq::text, 7, '0')

@@ -5,6 +5,7 @@ import { createPool } from '../db/pool';
 import { ApiError } from '../errors';
 import * as orgs from '../orgs/repo';
 import { registerJournalCommands } from '../journal/cli';
+import { registerAchReturnCommands } from '../ach/returnsCli';
 import { registerLedgerCommands } from '../ledger/cli';
 import { registerRefundCommands } from '../refunds/cli';
 import { registerSettlementCommands } from '../settlement/cli';
@@ -191,6 +192,7 @@ export const commandRegistrars: CommandRegistrar[] = [
   registerCalendarCommands,
   registerWebhookCommands,
   registerBankAccountCommands,
+  registerAchReturnCommands,
 ];
 
 /** The whole command tree; `ctx` is called only by a command that runs (help and usage errors need no database). */

@@ -19,6 +19,10 @@ const EVENT_TYPES: Record<EventType, true> = {
   'refund.created': true,
   'dispute.created': true,
   'dispute.resolved': true,
+  'ach_entry.returned': true,
+  'ach.transfer_returned': true,
+  'bank_account.disabled': true,
+  'bank_account.updated': true,
 };
 export const WEBHOOK_EVENT_TYPES = Object.keys(EVENT_TYPES) as EventType[];
 

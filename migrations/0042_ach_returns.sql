@@ -1,0 +1,88 @@
+-- Up Migration
+-- SPEC §25 what the bank sends back: return (addenda 99) and notification-of-change (98) files. Each file is
+-- kept once by its content (a file seen again, under any name, changes nothing); each entry's return and each
+-- of its notifications applies once (unique per entry and addenda type); what cannot be applied is kept as an
+-- exception, never dropped. A file is ingested in one database transaction (src/ach/inbound.ts).
+
+CREATE TABLE ach_inbound_files (
+  id               text PRIMARY KEY DEFAULT ('achi_' || replace(gen_random_uuid()::text, '-', '')) CHECK (id ~ '^achi_[0-9a-f]{32}$'),
+  -- The name it first arrived under (SFTP inbound/ or `ach inbound import PATH`'s base name).
+  file_name        text NOT NULL CHECK (length(file_name) BETWEEN 1 AND 255),
+  sha256           text NOT NULL UNIQUE CHECK (sha256 ~ '^[0-9a-f]{64}$'),
+  size_bytes       integer NOT NULL CHECK (size_bytes >= 0),
+  -- The bytes as received, sealed (they hold account numbers) and bound to this row: an exception can be looked at again.
+  bytes_sealed     text NOT NULL CHECK (bytes_sealed ~ '^gcm1:[A-Za-z0-9+/=]+$'),
+  -- applied: parsed, each entry applied or kept as an exception; rejected: did not parse, nothing applied.
+  status           text NOT NULL CHECK (status IN ('applied', 'rejected')),
+  source           text NOT NULL CHECK (source IN ('sftp', 'cli')),
+  entry_count      integer NOT NULL DEFAULT 0 CHECK (entry_count >= 0),
+  returns_count    integer NOT NULL DEFAULT 0 CHECK (returns_count >= 0),
+  changes_count    integer NOT NULL DEFAULT 0 CHECK (changes_count >= 0),
+  exceptions_count integer NOT NULL DEFAULT 0 CHECK (exceptions_count >= 0),
+  -- Entries that named a return or change already applied by an earlier file.
+  duplicates_count integer NOT NULL DEFAULT 0 CHECK (duplicates_count >= 0),
+  received_at      timestamptz NOT NULL,
+  CHECK (status = 'applied' OR (returns_count = 0 AND changes_count = 0))
+);
+CREATE INDEX ach_inbound_files_recent ON ach_inbound_files (received_at DESC, id DESC);
+-- The file row is written last, with its counts, by the transaction that applied its entries: their rows
+-- reference it before it exists (the foreign keys below are checked at commit).
+
+-- Every SFTP name seen in inbound/ with its size: the poll downloads only what it has not seen, and a file whose
+-- bytes were already ingested under another name is recorded here and ingested never again.
+CREATE TABLE ach_inbound_names (
+  file_name  text PRIMARY KEY CHECK (length(file_name) BETWEEN 1 AND 255),
+  size_bytes bigint NOT NULL CHECK (size_bytes >= 0),
+  sha256     text NOT NULL CHECK (sha256 ~ '^[0-9a-f]{64}$'),
+  seen_at    timestamptz NOT NULL
+);
+
+-- One row per return or notification applied to one of our entries.
+CREATE TABLE ach_entry_returns (
+  id              text PRIMARY KEY DEFAULT ('achr_' || replace(gen_random_uuid()::text, '-', '')) CHECK (id ~ '^achr_[0-9a-f]{32}$'),
+  entry_id        text NOT NULL REFERENCES ach_entries (id),
+  organization_id text NOT NULL REFERENCES organizations (id),
+  inbound_file_id text NOT NULL REFERENCES ach_inbound_files (id) DEFERRABLE INITIALLY DEFERRED,
+  -- 99 return, 98 notification of change.
+  addenda_type    text NOT NULL CHECK (addenda_type IN ('99', '98')),
+  code            text NOT NULL CHECK (code ~ '^[RC][0-9]{2}$' AND (addenda_type = '99') = (code LIKE 'R%')),
+  -- The return's dispute (a PPD return of a transaction); NULL for a notification or a CCD return.
+  dispute_id      text REFERENCES disputes (id),
+  -- The bank's trace number of the return entry itself.
+  return_trace    text NOT NULL CHECK (return_trace ~ '^[0-9]{15}$'),
+  created_at      timestamptz NOT NULL,
+  UNIQUE (entry_id, addenda_type)
+);
+CREATE INDEX ach_entry_returns_of_org ON ach_entry_returns (organization_id, created_at);
+
+CREATE TABLE ach_exceptions (
+  id              text PRIMARY KEY DEFAULT ('achx_' || replace(gen_random_uuid()::text, '-', '')) CHECK (id ~ '^achx_[0-9a-f]{32}$'),
+  inbound_file_id text NOT NULL REFERENCES ach_inbound_files (id) DEFERRABLE INITIALLY DEFERRED,
+  kind            text NOT NULL CHECK (kind IN ('unparseable_file', 'unknown_trace', 'foreign_odfi', 'transfer_returned', 'not_applicable')),
+  -- The file's line (0: the whole file), the original trace number and code the entry named, when it named them.
+  line            integer NOT NULL CHECK (line >= 0),
+  trace_number    text CHECK (trace_number ~ '^[0-9]{15}$'),
+  code            text CHECK (code ~ '^[RC][0-9]{2}$'),
+  entry_id        text REFERENCES ach_entries (id),
+  organization_id text REFERENCES organizations (id),
+  -- What was wrong, never an account number.
+  detail          text NOT NULL CHECK (length(detail) BETWEEN 1 AND 500),
+  created_at      timestamptz NOT NULL
+);
+CREATE INDEX ach_exceptions_recent ON ach_exceptions (created_at DESC, id DESC);
+
+-- Kept, never changed: what the bank sent and what it did is the record.
+CREATE FUNCTION ach_inbound_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION '%: rows are never changed or removed (% refused)', TG_TABLE_NAME, TG_OP USING ERRCODE = 'check_violation';
+END $$;
+CREATE TRIGGER ach_inbound_files_immutable BEFORE UPDATE OR DELETE ON ach_inbound_files FOR EACH ROW EXECUTE FUNCTION ach_inbound_immutable();
+CREATE TRIGGER ach_entry_returns_immutable BEFORE UPDATE OR DELETE ON ach_entry_returns FOR EACH ROW EXECUTE FUNCTION ach_inbound_immutable();
+CREATE TRIGGER ach_exceptions_immutable BEFORE UPDATE OR DELETE ON ach_exceptions FOR EACH ROW EXECUTE FUNCTION ach_inbound_immutable();
+
+-- Down Migration
+DROP TABLE ach_inbound_names;
+DROP TABLE ach_exceptions;
+DROP TABLE ach_entry_returns;
+DROP TABLE ach_inbound_files;
+DROP FUNCTION ach_inbound_immutable();
