@@ -7,6 +7,21 @@
 --
 
 --
+-- Name: ach_entries_count_debits(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ach_entries_count_debits() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  INSERT INTO ach_return_counts (organization_id, day, debits)
+  SELECT organization_id, (created_at AT TIME ZONE 'UTC')::date, count(*) FROM new_rows WHERE transaction_code IN (27, 37)
+   GROUP BY 1, 2 ORDER BY 1, 2
+  ON CONFLICT (organization_id, day) DO UPDATE SET debits = ach_return_counts.debits + EXCLUDED.debits;
+  RETURN NULL;
+END $$;
+
+--
 -- Name: ach_entries_file_whole(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -58,6 +73,28 @@ BEGIN
     RAISE EXCEPTION 'ACH entry %: % cannot go back to %', OLD.id, OLD.status, NEW.status USING ERRCODE = 'check_violation';
   END IF;
   RETURN NEW;
+END $$;
+
+--
+-- Name: ach_entry_returns_count(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ach_entry_returns_count() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  e ach_entries;
+BEGIN
+  SELECT * INTO e FROM ach_entries WHERE id = NEW.entry_id;
+  IF NEW.addenda_type <> '99' OR e.transaction_code NOT IN (27, 37) THEN
+    RETURN NULL;
+  END IF;
+  INSERT INTO ach_return_counts AS c (organization_id, day, returned, unauthorized, administrative)
+  VALUES (e.organization_id, (e.created_at AT TIME ZONE 'UTC')::date, 1,
+          (NEW.code IN ('R05', 'R07', 'R10', 'R11', 'R29', 'R51'))::int, (NEW.code IN ('R02', 'R03', 'R04'))::int)
+  ON CONFLICT (organization_id, day) DO UPDATE SET returned = c.returned + 1, unauthorized = c.unauthorized + EXCLUDED.unauthorized,
+    administrative = c.administrative + EXCLUDED.administrative;
+  RETURN NULL;
 END $$;
 
 --
@@ -1012,6 +1049,36 @@ CREATE TABLE public.ach_inbound_names (
 );
 
 --
+-- Name: ach_return_counts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.ach_return_counts (
+    organization_id text NOT NULL,
+    day date NOT NULL,
+    debits integer DEFAULT 0 NOT NULL,
+    returned integer DEFAULT 0 NOT NULL,
+    unauthorized integer DEFAULT 0 NOT NULL,
+    administrative integer DEFAULT 0 NOT NULL,
+    CONSTRAINT ach_return_counts_administrative_check CHECK ((administrative >= 0)),
+    CONSTRAINT ach_return_counts_check CHECK (((unauthorized + administrative) <= returned)),
+    CONSTRAINT ach_return_counts_debits_check CHECK ((debits >= 0)),
+    CONSTRAINT ach_return_counts_returned_check CHECK ((returned >= 0)),
+    CONSTRAINT ach_return_counts_unauthorized_check CHECK ((unauthorized >= 0))
+);
+
+--
+-- Name: ach_return_rate_alerts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.ach_return_rate_alerts (
+    organization_id text NOT NULL,
+    kind text NOT NULL,
+    exceeded boolean NOT NULL,
+    changed_at timestamp with time zone NOT NULL,
+    CONSTRAINT ach_return_rate_alerts_kind_check CHECK ((kind = ANY (ARRAY['unauthorized'::text, 'administrative'::text, 'overall'::text])))
+);
+
+--
 -- Name: ach_trace_sequence; Type: SEQUENCE; Schema: public; Owner: -
 --
 
@@ -1817,6 +1884,20 @@ ALTER TABLE ONLY public.ach_inbound_names
     ADD CONSTRAINT ach_inbound_names_pkey PRIMARY KEY (file_name);
 
 --
+-- Name: ach_return_counts ach_return_counts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_return_counts
+    ADD CONSTRAINT ach_return_counts_pkey PRIMARY KEY (organization_id, day);
+
+--
+-- Name: ach_return_rate_alerts ach_return_rate_alerts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_return_rate_alerts
+    ADD CONSTRAINT ach_return_rate_alerts_pkey PRIMARY KEY (organization_id, kind);
+
+--
 -- Name: api_keys api_keys_key_hash_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2341,6 +2422,12 @@ CREATE UNIQUE INDEX webhook_replays_one_running ON public.webhook_replays USING 
 CREATE INDEX webhook_replays_running ON public.webhook_replays USING btree (organization_id) WHERE (status = 'running'::text);
 
 --
+-- Name: ach_entries ach_entries_count_debits; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER ach_entries_count_debits AFTER INSERT ON public.ach_entries REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.ach_entries_count_debits();
+
+--
 -- Name: ach_entries ach_entries_file_whole; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -2351,6 +2438,12 @@ CREATE CONSTRAINT TRIGGER ach_entries_file_whole AFTER UPDATE OF file_id ON publ
 --
 
 CREATE TRIGGER ach_entries_guard BEFORE DELETE OR UPDATE ON public.ach_entries FOR EACH ROW EXECUTE FUNCTION public.ach_entries_guard();
+
+--
+-- Name: ach_entry_returns ach_entry_returns_count; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER ach_entry_returns_count AFTER INSERT ON public.ach_entry_returns FOR EACH ROW EXECUTE FUNCTION public.ach_entry_returns_count();
 
 --
 -- Name: ach_entry_returns ach_entry_returns_immutable; Type: TRIGGER; Schema: public; Owner: -
@@ -2643,6 +2736,20 @@ ALTER TABLE ONLY public.ach_exceptions
 
 ALTER TABLE ONLY public.ach_exceptions
     ADD CONSTRAINT ach_exceptions_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
+
+--
+-- Name: ach_return_counts ach_return_counts_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_return_counts
+    ADD CONSTRAINT ach_return_counts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
+
+--
+-- Name: ach_return_rate_alerts ach_return_rate_alerts_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_return_rate_alerts
+    ADD CONSTRAINT ach_return_rate_alerts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
 
 --
 -- Name: api_keys api_keys_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

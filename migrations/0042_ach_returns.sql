@@ -80,7 +80,71 @@ CREATE TRIGGER ach_inbound_files_immutable BEFORE UPDATE OR DELETE ON ach_inboun
 CREATE TRIGGER ach_entry_returns_immutable BEFORE UPDATE OR DELETE ON ach_entry_returns FOR EACH ROW EXECUTE FUNCTION ach_inbound_immutable();
 CREATE TRIGGER ach_exceptions_immutable BEFORE UPDATE OR DELETE ON ach_exceptions FOR EACH ROW EXECUTE FUNCTION ach_inbound_immutable();
 
+-- SPEC §25 return rates, answered from kept counts (not a scan of the entries): per organization and UTC day of
+-- the debit entry's creation, its debits and how many of them came back, by the Rules' categories. A return
+-- counts on its debit's day, so a rate over the last 60 days is returned debits of those days over their debits.
+CREATE TABLE ach_return_counts (
+  organization_id text NOT NULL REFERENCES organizations (id),
+  day             date NOT NULL,
+  debits          integer NOT NULL DEFAULT 0 CHECK (debits >= 0),
+  returned        integer NOT NULL DEFAULT 0 CHECK (returned >= 0),
+  unauthorized    integer NOT NULL DEFAULT 0 CHECK (unauthorized >= 0),
+  administrative  integer NOT NULL DEFAULT 0 CHECK (administrative >= 0),
+  PRIMARY KEY (organization_id, day),
+  CHECK (unauthorized + administrative <= returned)
+);
+
+-- Debit entries (27, 37) counted in the statement that queues them (a batch of deposits is one update per day).
+CREATE FUNCTION ach_entries_count_debits() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO ach_return_counts (organization_id, day, debits)
+  SELECT organization_id, (created_at AT TIME ZONE 'UTC')::date, count(*) FROM new_rows WHERE transaction_code IN (27, 37)
+   GROUP BY 1, 2 ORDER BY 1, 2
+  ON CONFLICT (organization_id, day) DO UPDATE SET debits = ach_return_counts.debits + EXCLUDED.debits;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER ach_entries_count_debits AFTER INSERT ON ach_entries REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION ach_entries_count_debits();
+
+-- A debit's return counted once, with the row that makes it apply once.
+CREATE FUNCTION ach_entry_returns_count() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  e ach_entries;
+BEGIN
+  SELECT * INTO e FROM ach_entries WHERE id = NEW.entry_id;
+  IF NEW.addenda_type <> '99' OR e.transaction_code NOT IN (27, 37) THEN
+    RETURN NULL;
+  END IF;
+  INSERT INTO ach_return_counts AS c (organization_id, day, returned, unauthorized, administrative)
+  VALUES (e.organization_id, (e.created_at AT TIME ZONE 'UTC')::date, 1,
+          (NEW.code IN ('R05', 'R07', 'R10', 'R11', 'R29', 'R51'))::int, (NEW.code IN ('R02', 'R03', 'R04'))::int)
+  ON CONFLICT (organization_id, day) DO UPDATE SET returned = c.returned + 1, unauthorized = c.unauthorized + EXCLUDED.unauthorized,
+    administrative = c.administrative + EXCLUDED.administrative;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER ach_entry_returns_count AFTER INSERT ON ach_entry_returns FOR EACH ROW EXECUTE FUNCTION ach_entry_returns_count();
+
+-- Which thresholds an organization is over: ach.return_rate_exceeded is emitted when one is crossed upward,
+-- once, and again only after the rate fell back under it.
+CREATE TABLE ach_return_rate_alerts (
+  organization_id text NOT NULL REFERENCES organizations (id),
+  kind            text NOT NULL CHECK (kind IN ('unauthorized', 'administrative', 'overall')),
+  exceeded        boolean NOT NULL,
+  changed_at      timestamptz NOT NULL,
+  PRIMARY KEY (organization_id, kind)
+);
+
+-- Entries queued before this migration are counted once, here.
+INSERT INTO ach_return_counts (organization_id, day, debits)
+SELECT organization_id, (created_at AT TIME ZONE 'UTC')::date, count(*) FROM ach_entries WHERE transaction_code IN (27, 37) GROUP BY 1, 2;
+
 -- Down Migration
+DROP TABLE ach_return_rate_alerts;
+DROP TRIGGER ach_entry_returns_count ON ach_entry_returns;
+DROP FUNCTION ach_entry_returns_count();
+DROP TRIGGER ach_entries_count_debits ON ach_entries;
+DROP FUNCTION ach_entries_count_debits();
+DROP TABLE ach_return_counts;
 DROP TABLE ach_inbound_names;
 DROP TABLE ach_exceptions;
 DROP TABLE ach_entry_returns;

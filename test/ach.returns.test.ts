@@ -300,4 +300,33 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     const { rows: account } = await stack.pool.query('SELECT status FROM bank_accounts WHERE id = $1', [sent!.bankAccountId]);
     expect(account[0].status).toBe('disabled');
   });
+  test('GET /ach/return_rates answers from the kept counts; each threshold crossed emits ach.return_rate_exceeded once; the gauge shows them', async () => {
+    const { rows: scan } = await stack.pool.query(
+      `SELECT count(*)::int AS debits, count(r.id)::int AS overall, count(r.id) FILTER (WHERE r.code IN ('R05','R07','R10','R11','R29','R51'))::int AS unauthorized,
+              count(r.id) FILTER (WHERE r.code IN ('R02','R03','R04'))::int AS administrative
+         FROM ach_entries e LEFT JOIN ach_entry_returns r ON r.entry_id = e.id AND r.addenda_type = '99'
+        WHERE e.organization_id = $1 AND e.transaction_code IN (27, 37)`,
+      [org.organizationId],
+    );
+    const expected = scan[0];
+    // Test 1 (4 debits, R01 R03 R10), test 2 (R01), test 3 (R02) in this organization.
+    expect(expected).toMatchObject({ unauthorized: 1, administrative: 2, overall: 5 });
+    const answer = await call('GET', '/ach/return_rates');
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({
+      window_days: 60,
+      debits: expected.debits,
+      unauthorized: { count: 1, rate: 1 / expected.debits, threshold: 0.005 },
+      administrative: { count: 2, rate: 2 / expected.debits, threshold: 0.03 },
+      overall: { count: 5, rate: 5 / expected.debits, threshold: 0.15 },
+    });
+    const { rows: events } = await stack.pool.query<{ data: { kind: string } }>(
+      `SELECT data FROM events WHERE organization_id = $1 AND type = 'ach.return_rate_exceeded' ORDER BY seq`,
+      [org.organizationId],
+    );
+    // All three were crossed by the first file; the later returns kept them over, which is no new crossing.
+    expect(events.map((e) => e.data.kind).sort()).toEqual(['administrative', 'overall', 'unauthorized']);
+    const metrics = await (await fetch(`${stack.url}/metrics`)).text();
+    expect(metrics).toContain(`ledger_ach_return_rate{organization_id="${org.organizationId}",kind="overall"} ${5 / expected.debits}`);
+  });
 });

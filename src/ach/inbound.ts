@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { withTransaction, type PoolClient } from '../db/pool';
 import { sealAccountNumber } from '../bankAccounts/sealing';
 import type { AppDeps } from '../services';
+import { checkReturnRateCrossings } from './returnRates';
 import { NachaParseError, parseNachaFile, type ParsedEntry, type ParsedNachaFile } from './parse';
 import { applyChange, applyReturn, recordException, type ApplyContext, type EntryOutcome } from './returnsApply';
 
@@ -72,7 +73,7 @@ export async function ingestInboundFile(
     const seen = await fileByHash(tx, sha256);
     if (seen) return { outcome: 'already_ingested' as const, file: seen };
     const fileId = `achi_${randomUUID().replaceAll('-', '')}`;
-    const ctx: ApplyContext = { tx, deps, fileId, now: input.now, afterCommits };
+    const ctx: ApplyContext = { tx, deps, fileId, now: input.now, afterCommits, returnedOrganizations: new Set() };
     let parsed: ParsedNachaFile | null = null;
     try {
       parsed = parseNachaFile(input.bytes);
@@ -81,6 +82,7 @@ export async function ingestInboundFile(
       await recordException(ctx, { kind: 'unparseable_file', line: error.line, detail: error.message });
     }
     const counts = parsed ? await applyFile(ctx, parsed) : { entries: 0, returns: 0, changes: 0, exceptions: 1, duplicates: 0 };
+    for (const organizationId of [...ctx.returnedOrganizations].sort()) await checkReturnRateCrossings(tx, organizationId, input.now);
     await tx.query(
       `INSERT INTO ach_inbound_files (id, file_name, sha256, size_bytes, bytes_sealed, status, source, entry_count, returns_count, changes_count,
                                       exceptions_count, duplicates_count, received_at)

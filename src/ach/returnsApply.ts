@@ -26,6 +26,8 @@ export interface ApplyContext {
   now: Date;
   /** The money's counters and the drainers' poke, run once the file's transaction committed. */
   afterCommits: Array<() => void>;
+  /** Organizations whose debits were returned: their return rates are looked at before the file commits. */
+  returnedOrganizations: Set<string>;
 }
 
 export type EntryOutcome = 'returned' | 'changed' | 'exception' | 'duplicate';
@@ -129,6 +131,7 @@ export async function applyReturn(ctx: ApplyContext, entry: ParsedEntry, addenda
   }
   await applyCodeEffects(ctx, matched, code);
   await recordApplied(ctx, matched, { typeCode: '99', code, trace: addenda.traceNumber, disputeId });
+  ctx.returnedOrganizations.add(matched.organization_id);
   await event(ctx, matched.organization_id, 'ach_entry.returned', {
     id: matched.id,
     trace_number: matched.trace_number,

@@ -19,7 +19,8 @@ export type EventType =
   | 'ach_entry.returned'
   | 'ach.transfer_returned'
   | 'bank_account.disabled'
-  | 'bank_account.updated';
+  | 'bank_account.updated'
+  | 'ach.return_rate_exceeded';
 
 /**
  * Records an event in the outbox. Call it with the transaction that makes the change it describes, never

@@ -10,6 +10,7 @@ import { edgeFallback, edgeHandler } from './runners';
 import { consoleRouter } from '../console/serve';
 import { ApiError, errors } from '../errors';
 import { ledgerRegistry, registerLifecycleQueueGauges } from '../metrics';
+import { registerReturnRateGauges } from '../ach/returnRates';
 import { parseQueryString, rejectUnknownQuery } from './input';
 import { allowedMethodsOf } from './methods';
 import { buildOpenApiDocument, expressPath, OPERATIONAL_PATHS } from './openapi';
@@ -65,6 +66,7 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[]): { app: express.Exp
   });
 
   registerLifecycleQueueGauges(registry, deps.pool);
+  registerReturnRateGauges(registry, deps.pool);
   // The ledger's own counters (src/metrics.ts) beside this process's defaults and request durations.
   const exposed = client.Registry.merge([registry, ledgerRegistry]);
 
