@@ -29,16 +29,24 @@ export function createAchInboundActivities(deps: ActivityDeps) {
         [files.map((f) => f.name)],
       );
       const seen = new Map(rows.map((r) => [r.file_name, Number(r.size_bytes)]));
-      return files.filter((f) => seen.get(f.name) !== f.bytes).slice(0, INBOUND_POLL_LIMITS.filesPerRunMax).map((f) => f.name);
+      return files
+        .filter((f) => seen.get(f.name) !== f.bytes)
+        .slice(0, INBOUND_POLL_LIMITS.filesPerRunMax)
+        .map((f) => f.name);
     },
 
     /** Downloads one file and ingests it in one database transaction. */
-    async ingestAchInbound(input: { name: string }): Promise<Pick<IngestResult, 'outcome'> & { fileId: string; status: string; exceptions: number }> {
+    async ingestAchInbound(input: {
+      name: string;
+    }): Promise<Pick<IngestResult, 'outcome'> & { fileId: string; status: string; exceptions: number }> {
       const target = sftpTargetOf(deps.config);
       if (!target) throw ApplicationFailure.nonRetryable('ACH_SFTP_URL is not set', 'AchSftpNotConfigured');
       const bytes = await downloadInbound(target, input.name).catch(rethrow);
       const result = await ingestInboundFile({ ...deps, services }, { fileName: input.name, bytes, source: 'sftp', now: new Date() });
-      deps.log.info({ file: input.name, outcome: result.outcome, inbound_file_id: result.file.id, status: result.file.status }, 'ACH inbound file');
+      deps.log.info(
+        { file: input.name, outcome: result.outcome, inbound_file_id: result.file.id, status: result.file.status },
+        'ACH inbound file',
+      );
       return { outcome: result.outcome, fileId: result.file.id, status: result.file.status, exceptions: result.file.exceptions_count };
     },
   };

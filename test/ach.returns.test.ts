@@ -54,7 +54,14 @@ async function bankFile(items: Item[]): Promise<string> {
         transactionCode: 26,
         amount: 0,
         category: 'NOC',
-        addenda98: { typeCode: '98', changeCode: item.code, originalTrace: item.sent.trace, originalDFI: '11000000', correctedData: item.corrected, traceNumber },
+        addenda98: {
+          typeCode: '98',
+          changeCode: item.code,
+          originalTrace: item.sent.trace,
+          originalDFI: '11000000',
+          correctedData: item.corrected,
+          traceNumber,
+        },
       };
     }
     return {
@@ -62,7 +69,15 @@ async function bankFile(items: Item[]): Promise<string> {
       transactionCode: 26,
       amount: item.sent.amount,
       category: 'Return',
-      addenda99: { typeCode: '99', returnCode: item.code, originalTrace: item.sent.trace, dateOfDeath: '', originalDFI: '11000000', addendaInformation: '', traceNumber },
+      addenda99: {
+        typeCode: '99',
+        returnCode: item.code,
+        originalTrace: item.sent.trace,
+        dateOfDeath: '',
+        originalDFI: '11000000',
+        addendaInformation: '',
+        traceNumber,
+      },
     };
   };
   const returns = items.filter((i) => i.code.startsWith('R'));
@@ -79,8 +94,18 @@ async function bankFile(items: Item[]): Promise<string> {
     batchNumber: number,
   });
   const batches = [
-    ...(returns.length ? [{ batchHeader: batchHeader(1, 'PPD'), entryDetails: returns.map(entry), batchControl: { serviceClassCode: 225 } }] : []),
-    ...(changes.length ? [{ batchHeader: batchHeader(returns.length ? 2 : 1, 'COR'), entryDetails: changes.map(entry), batchControl: { serviceClassCode: 225 } }] : []),
+    ...(returns.length
+      ? [{ batchHeader: batchHeader(1, 'PPD'), entryDetails: returns.map(entry), batchControl: { serviceClassCode: 225 } }]
+      : []),
+    ...(changes.length
+      ? [
+          {
+            batchHeader: batchHeader(returns.length ? 2 : 1, 'COR'),
+            entryDetails: changes.map(entry),
+            batchControl: { serviceClassCode: 225 },
+          },
+        ]
+      : []),
   ];
   return writeWithAchcli({
     fileHeader: {
@@ -120,9 +145,10 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     });
     org = await createTestOrg(stack.pool, { environment: 'production', write: 5000, read: 5000 });
     call = apiClient(stack.url, org.apiKey);
-    await stack.pool.query(`INSERT INTO organization_ach (organization_id, company_id, company_name, updated_at) VALUES ($1, '1234567890', 'TEST COMPANY', now())`, [
-      org.organizationId,
-    ]);
+    await stack.pool.query(
+      `INSERT INTO organization_ach (organization_id, company_id, company_name, updated_at) VALUES ($1, '1234567890', 'TEST COMPANY', now())`,
+      [org.organizationId],
+    );
     expect(await ensureAchInboundSchedule(stack.temporal, stack.config.TEMPORAL_TASK_QUEUE, stack.config)).toEqual({
       scheduleId: achInboundScheduleId(stack.config.TEMPORAL_TASK_QUEUE),
       created: true,
@@ -156,11 +182,16 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
   }
 
   /** Fires the inbound schedule now and waits until `name` is ingested (or kept as rejected). */
-  async function poll(name: string): Promise<{ id: string; status: string; exceptions_count: number; returns_count: number; changes_count: number }> {
+  async function poll(
+    name: string,
+  ): Promise<{ id: string; status: string; exceptions_count: number; returns_count: number; changes_count: number }> {
     await stack.temporal.schedule.getHandle(achInboundScheduleId(stack.config.TEMPORAL_TASK_QUEUE)).trigger();
     return eventually(
       async () => {
-        const { rows } = await stack.pool.query('SELECT n.file_name, f.* FROM ach_inbound_names n JOIN ach_inbound_files f ON f.sha256 = n.sha256 WHERE n.file_name = $1', [name]);
+        const { rows } = await stack.pool.query(
+          'SELECT n.file_name, f.* FROM ach_inbound_names n JOIN ach_inbound_files f ON f.sha256 = n.sha256 WHERE n.file_name = $1',
+          [name],
+        );
         return rows[0];
       },
       30_000,
@@ -202,12 +233,25 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
       ['R03', 'lost', 2500, 'cash_out', 'dispute'],
       ['R10', 'lost', 3500, 'cash_out', 'dispute'],
     ]);
-    const { rows: entries } = await stack.pool.query('SELECT id, status, settled_at FROM ach_entries WHERE id = ANY($1) ORDER BY amount_cents', [[r01!.entryId, r03!.entryId, r10!.entryId, c01!.entryId]]);
+    const { rows: entries } = await stack.pool.query(
+      'SELECT id, status, settled_at FROM ach_entries WHERE id = ANY($1) ORDER BY amount_cents',
+      [[r01!.entryId, r03!.entryId, r10!.entryId, c01!.entryId]],
+    );
     // Returned before its window settled it: settled first (forward only), then returned; the NOC's entry is as it was.
-    expect(entries.map((e) => [e.status, e.settled_at !== null])).toEqual([['returned', true], ['returned', true], ['returned', true], ['delivered', false]]);
-    const { rows: accounts } = await stack.pool.query('SELECT id, status, disabled_reason, last4 FROM bank_accounts WHERE id = ANY($1)', [[r03!.bankAccountId, c01!.bankAccountId, r01!.bankAccountId]]);
+    expect(entries.map((e) => [e.status, e.settled_at !== null])).toEqual([
+      ['returned', true],
+      ['returned', true],
+      ['returned', true],
+      ['delivered', false],
+    ]);
+    const { rows: accounts } = await stack.pool.query('SELECT id, status, disabled_reason, last4 FROM bank_accounts WHERE id = ANY($1)', [
+      [r03!.bankAccountId, c01!.bankAccountId, r01!.bankAccountId],
+    ]);
     const byId = new Map(accounts.map((a) => [a.id, a]));
-    expect(byId.get(r03!.bankAccountId)).toMatchObject({ status: 'disabled', disabled_reason: 'ACH return R03: No Account/Unable to Locate Account' });
+    expect(byId.get(r03!.bankAccountId)).toMatchObject({
+      status: 'disabled',
+      disabled_reason: 'ACH return R03: No Account/Unable to Locate Account',
+    });
     expect(byId.get(r01!.bankAccountId)).toMatchObject({ status: 'active' });
     expect(byId.get(c01!.bankAccountId)).toMatchObject({ status: 'active', last4: corrected.slice(-4) });
     const { rows: users } = await stack.pool.query('SELECT id, status FROM users WHERE id = ANY($1)', [[r10!.userId, r01!.userId]]);
@@ -217,24 +261,40 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
       `SELECT type, data FROM events WHERE organization_id = $1 AND type IN ('ach_entry.returned', 'bank_account.disabled', 'user.status_changed', 'bank_account.updated', 'dispute.created') ORDER BY seq`,
       [org.organizationId],
     );
-    const returned = events.filter((e) => e.type === 'ach_entry.returned').map((e) => [e.data.code, e.data.trace_number, e.data.transaction_id, e.data.reason]);
+    const returned = events
+      .filter((e) => e.type === 'ach_entry.returned')
+      .map((e) => [e.data.code, e.data.trace_number, e.data.transaction_id, e.data.reason]);
     expect(returned).toEqual([
       ['R01', r01!.trace, r01!.transactionId, 'Insufficient Funds'],
       ['R03', r03!.trace, r03!.transactionId, 'No Account/Unable to Locate Account'],
       ['R10', r10!.trace, r10!.transactionId, expect.stringContaining('Not Authorized')],
     ]);
     expect(events.find((e) => e.type === 'bank_account.disabled')!.data).toMatchObject({ id: r03!.bankAccountId, status: 'disabled' });
-    expect(events.find((e) => e.type === 'user.status_changed')!.data).toMatchObject({ id: r10!.userId, status: 'suspended', previous_status: 'enabled' });
-    expect(events.find((e) => e.type === 'bank_account.updated')!.data).toMatchObject({ id: c01!.bankAccountId, last4: corrected.slice(-4), change_code: 'C01' });
+    expect(events.find((e) => e.type === 'user.status_changed')!.data).toMatchObject({
+      id: r10!.userId,
+      status: 'suspended',
+      previous_status: 'enabled',
+    });
+    expect(events.find((e) => e.type === 'bank_account.updated')!.data).toMatchObject({
+      id: c01!.bankAccountId,
+      last4: corrected.slice(-4),
+      change_code: 'C01',
+    });
     // Nothing anywhere holds the corrected number in the clear.
-    const { rows: leaks } = await stack.pool.query(`SELECT count(*)::int AS n FROM events WHERE data::text LIKE '%' || $1 || '%'`, [corrected]);
+    const { rows: leaks } = await stack.pool.query(`SELECT count(*)::int AS n FROM events WHERE data::text LIKE '%' || $1 || '%'`, [
+      corrected,
+    ]);
     expect(leaks[0].n).toBe(0);
 
     // The returned deposits still reach `available` (settled first), and the dispute's cash_out moves on: the journal holds.
-    await eventually(async () => {
-      const answer = await call('GET', `/transaction/${r01!.transactionId}`);
-      return answer.body.status === 'available' ? true : undefined;
-    }, 30_000, 'the returned deposit confirmed');
+    await eventually(
+      async () => {
+        const answer = await call('GET', `/transaction/${r01!.transactionId}`);
+        return answer.body.status === 'available' ? true : undefined;
+      },
+      30_000,
+      'the returned deposit confirmed',
+    );
     expect(await journalViolations(stack.pool, [org.accountId])).toEqual([]);
   });
 
@@ -272,7 +332,10 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     lines[control] = lines[control]!.slice(0, 31) + String(Number(total) + 1).padStart(12, '0') + lines[control]!.slice(43);
     server.writeFile('inbound/BAD-totals.ach', lines.join('\n'));
     server.writeFile('inbound/BAD-unknown.ach', await bankFile([{ sent: { ...sent!, trace: `${ODFI.slice(0, 8)}9999999` }, code: 'R01' }]));
-    server.writeFile('inbound/BAD-foreign.ach', await bankFile([{ sent: { ...sent!, trace: `02100002${sent!.trace.slice(8)}` }, code: 'R01' }]));
+    server.writeFile(
+      'inbound/BAD-foreign.ach',
+      await bankFile([{ sent: { ...sent!, trace: `02100002${sent!.trace.slice(8)}` }, code: 'R01' }]),
+    );
 
     expect(await poll('BAD-truncated.ach')).toMatchObject({ status: 'rejected', exceptions_count: 1 });
     expect(await poll('BAD-totals.ach')).toMatchObject({ status: 'rejected', exceptions_count: 1 });
@@ -293,7 +356,9 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     expect(rows.find((r) => r.file_name === 'BAD-totals.ach')!.detail).toMatch(/total debit/i);
     const cli = await admin(['--json', 'ach', 'exceptions']);
     expect(cli.code).toBe(0);
-    expect(JSON.parse(cli.stdout).exceptions.map((x: { file_name: string }) => x.file_name)).toEqual(expect.arrayContaining(['BAD-unknown.ach', 'BAD-foreign.ach']));
+    expect(JSON.parse(cli.stdout).exceptions.map((x: { file_name: string }) => x.file_name)).toEqual(
+      expect.arrayContaining(['BAD-unknown.ach', 'BAD-foreign.ach']),
+    );
     // The good file still applies afterwards: R02 disables the account.
     server.writeFile('inbound/GOOD.ach', good);
     expect(await poll('GOOD.ach')).toMatchObject({ status: 'applied', returns_count: 1 });

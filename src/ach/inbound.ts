@@ -51,25 +51,28 @@ async function fileByHash(db: PoolClient, sha256: string): Promise<InboundFileSu
 }
 
 /** Remembers an SFTP name with its size and hash, so the poll never downloads it again. */
-export async function rememberInboundName(db: PoolClient, input: { fileName: string; size: number; sha256: string; now: Date }): Promise<void> {
-  await db.query(`INSERT INTO ach_inbound_names (file_name, size_bytes, sha256, seen_at) VALUES ($1, $2, $3, $4) ON CONFLICT (file_name) DO NOTHING`, [
-    input.fileName,
-    input.size,
-    input.sha256,
-    input.now,
-  ]);
+export async function rememberInboundName(
+  db: PoolClient,
+  input: { fileName: string; size: number; sha256: string; now: Date },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO ach_inbound_names (file_name, size_bytes, sha256, seen_at) VALUES ($1, $2, $3, $4) ON CONFLICT (file_name) DO NOTHING`,
+    [input.fileName, input.size, input.sha256, input.now],
+  );
 }
 
 export async function ingestInboundFile(
   deps: AppDeps,
   input: { fileName: string; bytes: Buffer; source: 'sftp' | 'cli'; now: Date },
 ): Promise<IngestResult> {
-  if (input.bytes.length > INBOUND_LIMITS.fileBytesMax) throw new Error(`${input.fileName}: ${input.bytes.length} bytes, at most ${INBOUND_LIMITS.fileBytesMax}`);
+  if (input.bytes.length > INBOUND_LIMITS.fileBytesMax)
+    throw new Error(`${input.fileName}: ${input.bytes.length} bytes, at most ${INBOUND_LIMITS.fileBytesMax}`);
   const sha256 = sha256Of(input.bytes);
   const afterCommits: Array<() => void> = [];
   const result = await withTransaction(deps.pool, async (tx) => {
     await tx.query(`SELECT pg_advisory_xact_lock(hashtext('ach_inbound ' || $1))`, [sha256]);
-    if (input.source === 'sftp') await rememberInboundName(tx, { fileName: input.fileName, size: input.bytes.length, sha256, now: input.now });
+    if (input.source === 'sftp')
+      await rememberInboundName(tx, { fileName: input.fileName, size: input.bytes.length, sha256, now: input.now });
     const seen = await fileByHash(tx, sha256);
     if (seen) return { outcome: 'already_ingested' as const, file: seen };
     const fileId = `achi_${randomUUID().replaceAll('-', '')}`;
@@ -112,7 +115,12 @@ export async function ingestInboundFile(
 /** Every entry of the file, in file order, each applied or kept as an exception. */
 async function applyFile(ctx: ApplyContext, parsed: ParsedNachaFile) {
   const counts = { entries: 0, returns: 0, changes: 0, exceptions: 0, duplicates: 0 };
-  const tally: Record<EntryOutcome, keyof typeof counts> = { returned: 'returns', changed: 'changes', exception: 'exceptions', duplicate: 'duplicates' };
+  const tally: Record<EntryOutcome, keyof typeof counts> = {
+    returned: 'returns',
+    changed: 'changes',
+    exception: 'exceptions',
+    duplicate: 'duplicates',
+  };
   for (const batch of parsed.batches) {
     for (const entry of batch.entries) {
       counts.entries += 1;
@@ -124,8 +132,12 @@ async function applyFile(ctx: ApplyContext, parsed: ParsedNachaFile) {
 
 async function applyEntry(ctx: ApplyContext, entry: ParsedEntry): Promise<EntryOutcome> {
   const addenda = entry.addenda.find((a) => a.typeCode === '99' || a.typeCode === '98');
-  if (!addenda || addenda.typeCode !== '99' && addenda.typeCode !== '98') {
-    await recordException(ctx, { kind: 'not_applicable', line: entry.line, detail: 'the entry carries no return (99) or change (98) addenda' });
+  if (!addenda || (addenda.typeCode !== '99' && addenda.typeCode !== '98')) {
+    await recordException(ctx, {
+      kind: 'not_applicable',
+      line: entry.line,
+      detail: 'the entry carries no return (99) or change (98) addenda',
+    });
     return 'exception';
   }
   return addenda.typeCode === '99' ? applyReturn(ctx, entry, addenda) : applyChange(ctx, entry, addenda);

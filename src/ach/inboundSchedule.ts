@@ -42,6 +42,8 @@ export async function ensureAchInboundSchedule(
   } catch (error) {
     if (!(error instanceof ScheduleAlreadyRunning)) throw error;
   }
-  await client.schedule.getHandle(options.scheduleId).update((previous) => ({ ...previous, spec: options.spec, action: options.action, policies: options.policies }));
+  await client.schedule
+    .getHandle(options.scheduleId)
+    .update((previous) => ({ ...previous, spec: options.spec, action: options.action, policies: options.policies }));
   return { scheduleId: options.scheduleId, created: false };
 }

@@ -71,7 +71,8 @@ export function correctionOf(code: string, data: string): Correction | null {
   else if (code === 'C03') correction = okRouting ? { routingNumber: routing, accountNumber: account(13, 29) } : null;
   else if (code === 'C05') correction = withType({}, data.slice(0, 2));
   else if (code === 'C06') correction = withType({ accountNumber: account(1, 17) }, data.slice(20, 22));
-  else if (code === 'C07') correction = okRouting ? withType({ routingNumber: routing, accountNumber: account(10, 26) }, data.slice(26, 28)) : null;
+  else if (code === 'C07')
+    correction = okRouting ? withType({ routingNumber: routing, accountNumber: account(10, 26) }, data.slice(26, 28)) : null;
   if (!correction || (correction.accountNumber !== undefined && !okAccount(correction.accountNumber))) return null;
   return correction;
 }

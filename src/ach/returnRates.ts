@@ -22,7 +22,10 @@ const rateSchema = z.object({
 export const returnRatesSchema = z
   .object({
     window_days: z.literal(RETURN_RATE_WINDOW_DAYS),
-    debits: z.number().int().openapi({ description: 'Debit entries created in the last 60 days (UTC days, today included).', example: 1000 }),
+    debits: z
+      .number()
+      .int()
+      .openapi({ description: 'Debit entries created in the last 60 days (UTC days, today included).', example: 1000 }),
     unauthorized: rateSchema.openapi({ description: 'R05, R07, R10, R11, R29, R51; threshold 0.5 %.' }),
     administrative: rateSchema.openapi({ description: 'R02, R03, R04; threshold 3 %.' }),
     overall: rateSchema.openapi({ description: 'Every return code; threshold 15 %.' }),
@@ -37,12 +40,24 @@ const IN_WINDOW = `day > (now() AT TIME ZONE 'UTC')::date - ${RETURN_RATE_WINDOW
 type Sums = Record<'debits' | Kind, number>;
 
 function ratesOf(sums: Sums): ReturnRates {
-  const of = (kind: Kind) => ({ count: sums[kind], rate: sums.debits === 0 ? 0 : sums[kind] / sums.debits, threshold: RETURN_RATE_THRESHOLDS[kind] });
-  return { window_days: RETURN_RATE_WINDOW_DAYS, debits: sums.debits, unauthorized: of('unauthorized'), administrative: of('administrative'), overall: of('overall') };
+  const of = (kind: Kind) => ({
+    count: sums[kind],
+    rate: sums.debits === 0 ? 0 : sums[kind] / sums.debits,
+    threshold: RETURN_RATE_THRESHOLDS[kind],
+  });
+  return {
+    window_days: RETURN_RATE_WINDOW_DAYS,
+    debits: sums.debits,
+    unauthorized: of('unauthorized'),
+    administrative: of('administrative'),
+    overall: of('overall'),
+  };
 }
 
 export async function returnRates(db: Queryable, organizationId: string): Promise<ReturnRates> {
-  const { rows } = await db.query<Sums>(`SELECT ${SUMS} FROM ach_return_counts WHERE organization_id = $1 AND ${IN_WINDOW}`, [organizationId]);
+  const { rows } = await db.query<Sums>(`SELECT ${SUMS} FROM ach_return_counts WHERE organization_id = $1 AND ${IN_WINDOW}`, [
+    organizationId,
+  ]);
   return ratesOf(rows[0]!);
 }
 
@@ -53,7 +68,10 @@ export async function returnRates(db: Queryable, organizationId: string): Promis
 export async function checkReturnRateCrossings(db: Queryable, organizationId: string, now: Date): Promise<Kind[]> {
   await db.query(`SELECT pg_advisory_xact_lock(hashtext('ach return rates ' || $1))`, [organizationId]);
   const rates = await returnRates(db, organizationId);
-  const { rows } = await db.query<{ kind: Kind; exceeded: boolean }>('SELECT kind, exceeded FROM ach_return_rate_alerts WHERE organization_id = $1', [organizationId]);
+  const { rows } = await db.query<{ kind: Kind; exceeded: boolean }>(
+    'SELECT kind, exceeded FROM ach_return_rate_alerts WHERE organization_id = $1',
+    [organizationId],
+  );
   const was = new Map(rows.map((r) => [r.kind, r.exceeded]));
   const crossed: Kind[] = [];
   for (const kind of KINDS) {
@@ -66,7 +84,12 @@ export async function checkReturnRateCrossings(db: Queryable, organizationId: st
     );
     if (!exceeded) continue;
     crossed.push(kind);
-    await recordEvent(db, { organizationId, type: 'ach.return_rate_exceeded', data: { id: `${organizationId}:${kind}`, kind, ...rates[kind], debits: rates.debits, window_days: RETURN_RATE_WINDOW_DAYS }, createdAt: now });
+    await recordEvent(db, {
+      organizationId,
+      type: 'ach.return_rate_exceeded',
+      data: { id: `${organizationId}:${kind}`, kind, ...rates[kind], debits: rates.debits, window_days: RETURN_RATE_WINDOW_DAYS },
+      createdAt: now,
+    });
   }
   return crossed;
 }
@@ -80,7 +103,9 @@ export function registerReturnRateGauges(registry: client.Registry, db: Queryabl
     registers: [registry],
     async collect() {
       const { rows } = await db
-        .query<Sums & { organization_id: string }>(`SELECT organization_id, ${SUMS} FROM ach_return_counts WHERE ${IN_WINDOW} GROUP BY organization_id`)
+        .query<Sums & { organization_id: string }>(
+          `SELECT organization_id, ${SUMS} FROM ach_return_counts WHERE ${IN_WINDOW} GROUP BY organization_id`,
+        )
         .catch(() => ({ rows: null }));
       if (!rows) return;
       this.reset();

@@ -36,12 +36,30 @@ type ExceptionKind = 'unparseable_file' | 'unknown_trace' | 'foreign_odfi' | 'tr
 
 export async function recordException(
   ctx: ApplyContext,
-  input: { kind: ExceptionKind; line: number; detail: string; traceNumber?: string; code?: string; entryId?: string; organizationId?: string },
+  input: {
+    kind: ExceptionKind;
+    line: number;
+    detail: string;
+    traceNumber?: string;
+    code?: string;
+    entryId?: string;
+    organizationId?: string;
+  },
 ): Promise<void> {
   await ctx.tx.query(
     `INSERT INTO ach_exceptions (inbound_file_id, kind, line, trace_number, code, entry_id, organization_id, detail, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-    [ctx.fileId, input.kind, input.line, input.traceNumber ?? null, input.code ?? null, input.entryId ?? null, input.organizationId ?? null, input.detail.slice(0, 500), ctx.now],
+    [
+      ctx.fileId,
+      input.kind,
+      input.line,
+      input.traceNumber ?? null,
+      input.code ?? null,
+      input.entryId ?? null,
+      input.organizationId ?? null,
+      input.detail.slice(0, 500),
+      ctx.now,
+    ],
   );
 }
 
@@ -78,7 +96,13 @@ async function matchEntry(ctx: ApplyContext, entry: ParsedEntry, traceNumber: st
     [traceNumber],
   );
   if (!rows[0]) {
-    await recordException(ctx, { kind: 'unknown_trace', line: entry.line, traceNumber, code, detail: `no entry has trace number ${traceNumber}` });
+    await recordException(ctx, {
+      kind: 'unknown_trace',
+      line: entry.line,
+      traceNumber,
+      code,
+      detail: `no entry has trace number ${traceNumber}`,
+    });
     return null;
   }
   return rows[0];
@@ -89,7 +113,11 @@ async function alreadyApplied(ctx: ApplyContext, entryId: string, addendaType: '
   return rows.length > 0;
 }
 
-async function recordApplied(ctx: ApplyContext, matched: MatchedEntry, addenda: { typeCode: '99' | '98'; code: string; trace: string; disputeId: string | null }) {
+async function recordApplied(
+  ctx: ApplyContext,
+  matched: MatchedEntry,
+  addenda: { typeCode: '99' | '98'; code: string; trace: string; disputeId: string | null },
+) {
   await ctx.tx.query(
     `INSERT INTO ach_entry_returns (entry_id, organization_id, inbound_file_id, addenda_type, code, dispute_id, return_trace, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
@@ -114,20 +142,38 @@ export async function applyReturn(ctx: ApplyContext, entry: ParsedEntry, addenda
   if (await alreadyApplied(ctx, matched.id, '99')) return 'duplicate';
   const where = { line: entry.line, traceNumber: matched.trace_number, code, entryId: matched.id, organizationId: matched.organization_id };
   if (matched.status === 'queued') {
-    await recordException(ctx, { ...where, kind: 'not_applicable', detail: `entry ${matched.id} was never sent; a return of it is not ours` });
+    await recordException(ctx, {
+      ...where,
+      kind: 'not_applicable',
+      detail: `entry ${matched.id} was never sent; a return of it is not ours`,
+    });
     return 'exception';
   }
   await settleFirst(ctx, matched);
   await ctx.tx.query(`UPDATE ach_entries SET status = 'returned', updated_at = $2 WHERE id = $1`, [matched.id, ctx.now]);
   let disputeId: string | null = null;
   if (matched.transfer_id) {
-    await recordException(ctx, { ...where, kind: 'transfer_returned', detail: `transfer ${matched.transfer_id} returned ${code} (${returnTitle(code)}); an operator acts` });
-    await event(ctx, matched.organization_id, 'ach.transfer_returned', { id: matched.transfer_id, entry_id: matched.id, trace_number: matched.trace_number, code, reason: returnTitle(code) });
+    await recordException(ctx, {
+      ...where,
+      kind: 'transfer_returned',
+      detail: `transfer ${matched.transfer_id} returned ${code} (${returnTitle(code)}); an operator acts`,
+    });
+    await event(ctx, matched.organization_id, 'ach.transfer_returned', {
+      id: matched.transfer_id,
+      entry_id: matched.id,
+      trace_number: matched.trace_number,
+      code,
+      reason: returnTitle(code),
+    });
   } else if (matched.direction === 'cash_in') {
     disputeId = await disputeReturnedDebit(ctx, matched, code, where);
   } else {
     // No credit to a user is originated on the rail yet (SPEC §24: cash_in debits only), so its return has no money road.
-    await recordException(ctx, { ...where, kind: 'not_applicable', detail: `returned credit of ${matched.transaction_id}: no dispute recorded, an operator acts` });
+    await recordException(ctx, {
+      ...where,
+      kind: 'not_applicable',
+      detail: `returned credit of ${matched.transaction_id}: no dispute recorded, an operator acts`,
+    });
   }
   await applyCodeEffects(ctx, matched, code);
   await recordApplied(ctx, matched, { typeCode: '99', code, trace: addenda.traceNumber, disputeId });
@@ -144,7 +190,12 @@ export async function applyReturn(ctx: ApplyContext, entry: ParsedEntry, addenda
   return 'returned';
 }
 
-async function event(ctx: ApplyContext, organizationId: string, type: Parameters<typeof recordEvent>[1]['type'], data: unknown): Promise<void> {
+async function event(
+  ctx: ApplyContext,
+  organizationId: string,
+  type: Parameters<typeof recordEvent>[1]['type'],
+  data: unknown,
+): Promise<void> {
   await recordEvent(ctx.tx, { organizationId, type, data, createdAt: ctx.now });
 }
 
@@ -156,7 +207,12 @@ function opOf(ctx: ApplyContext, organizationId: string): Op {
  * A returned debit (SPEC §25): a dispute of its intent, `lost`, with its cash_out `dispute` transaction, which nets
  * into the next window. What refunds already took is not taken twice: the dispute is what is left of the intent.
  */
-async function disputeReturnedDebit(ctx: ApplyContext, matched: MatchedEntry, code: string, where: { line: number; entryId: string; organizationId: string }): Promise<string | null> {
+async function disputeReturnedDebit(
+  ctx: ApplyContext,
+  matched: MatchedEntry,
+  code: string,
+  where: { line: number; entryId: string; organizationId: string },
+): Promise<string | null> {
   const { rows } = await ctx.tx.query<{ left: string; disputed: boolean }>(
     `SELECT (i.amount_cents - intent_returned_cents(i.id))::text AS left, EXISTS (SELECT 1 FROM disputes d WHERE d.intent_id = i.id) AS disputed
        FROM intents i WHERE i.id = $1 FOR UPDATE`,
@@ -164,12 +220,31 @@ async function disputeReturnedDebit(ctx: ApplyContext, matched: MatchedEntry, co
   );
   const left = Math.min(Number(rows[0]?.left ?? 0), Number(matched.amount_cents));
   if (!rows[0] || rows[0].disputed || left <= 0) {
-    await recordException(ctx, { ...where, kind: 'not_applicable', code, detail: `intent ${matched.source_id} is already disputed or fully refunded: no dispute recorded` });
+    await recordException(ctx, {
+      ...where,
+      kind: 'not_applicable',
+      code,
+      detail: `intent ${matched.source_id} is already disputed or fully refunded: no dispute recorded`,
+    });
     return null;
   }
   const op = opOf(ctx, matched.organization_id);
-  const opened = await insertDispute(ctx.tx, { id: newId('dispute'), organization_id: matched.organization_id, intent_id: matched.source_id!, account_id: matched.account_id, amount_cents: left, code, created_at: ctx.now });
-  const { row, afterCommit } = await recordTransaction(op, { accountId: matched.account_id, direction: 'cash_out', type: 'dispute', sourceId: opened.id, amountCents: left });
+  const opened = await insertDispute(ctx.tx, {
+    id: newId('dispute'),
+    organization_id: matched.organization_id,
+    intent_id: matched.source_id!,
+    account_id: matched.account_id,
+    amount_cents: left,
+    code,
+    created_at: ctx.now,
+  });
+  const { row, afterCommit } = await recordTransaction(op, {
+    accountId: matched.account_id,
+    direction: 'cash_out',
+    type: 'dispute',
+    sourceId: opened.id,
+    amountCents: left,
+  });
   ctx.afterCommits.push(afterCommit);
   const lost = await resolveDispute(ctx.tx, opened.id, 'lost', ctx.now);
   const body = { ...renderDispute(lost, [row.json]), reason: returnTitle(code) };
@@ -182,7 +257,11 @@ async function disputeReturnedDebit(ctx: ApplyContext, matched: MatchedEntry, co
 async function applyCodeEffects(ctx: ApplyContext, matched: MatchedEntry, code: string): Promise<void> {
   if (!matched.bank_account_id) return;
   if (ADMINISTRATIVE_CODES.has(code)) {
-    const disabled = await disableBankAccount(ctx.tx, { bankAccountId: matched.bank_account_id, reason: `ACH return ${code}: ${returnTitle(code)}`, now: ctx.now });
+    const disabled = await disableBankAccount(ctx.tx, {
+      bankAccountId: matched.bank_account_id,
+      reason: `ACH return ${code}: ${returnTitle(code)}`,
+      now: ctx.now,
+    });
     if (disabled) await event(ctx, matched.organization_id, 'bank_account.disabled', renderBankAccount(disabled));
   } else if (UNAUTHORIZED_CODES.has(code)) {
     const { rows } = await ctx.tx.query<{ user_id: string }>('SELECT user_id FROM bank_accounts WHERE id = $1', [matched.bank_account_id]);
@@ -203,13 +282,19 @@ export async function applyChange(ctx: ApplyContext, entry: ParsedEntry, addenda
   const where = { line: entry.line, traceNumber: matched.trace_number, code, entryId: matched.id, organizationId: matched.organization_id };
   const correction = CHANGE_CODES.has(code) ? correctionOf(code, addenda.correctedData) : null;
   if (!matched.bank_account_id || !correction) {
-    const why = !matched.bank_account_id ? "the operator's own account (CCD): `account bank-account set` corrects it" : `${code} is not applied or its corrected data does not read`;
+    const why = !matched.bank_account_id
+      ? "the operator's own account (CCD): `account bank-account set` corrects it"
+      : `${code} is not applied or its corrected data does not read`;
     await recordException(ctx, { ...where, kind: 'not_applicable', detail: `notification of change ${code}: ${why}` });
     return 'exception';
   }
   const updated = await correctBankAccount(ctx, matched.bank_account_id, correction);
   if (!updated) {
-    await recordException(ctx, { ...where, kind: 'not_applicable', detail: `notification of change ${code}: the corrected account is another bank account of the user` });
+    await recordException(ctx, {
+      ...where,
+      kind: 'not_applicable',
+      detail: `notification of change ${code}: the corrected account is another bank account of the user`,
+    });
     return 'exception';
   }
   await recordApplied(ctx, matched, { typeCode: '98', code, trace: addenda.traceNumber, disputeId: null });
@@ -218,7 +303,11 @@ export async function applyChange(ctx: ApplyContext, entry: ParsedEntry, addenda
 }
 
 /** The sealed bank account corrected in place (number resealed to its row, fingerprint recomputed); null when that collides with another. */
-async function correctBankAccount(ctx: ApplyContext, bankAccountId: string, correction: ReturnType<typeof correctionOf> & object): Promise<BankAccountRow | null> {
+async function correctBankAccount(
+  ctx: ApplyContext,
+  bankAccountId: string,
+  correction: ReturnType<typeof correctionOf> & object,
+): Promise<BankAccountRow | null> {
   const { rows } = await ctx.tx.query<{ routing_number: string; account_type: string; account_number_sealed: string; user_id: string }>(
     'SELECT routing_number, account_type, account_number_sealed, user_id FROM bank_accounts WHERE id = $1 FOR UPDATE',
     [bankAccountId],
@@ -228,12 +317,25 @@ async function correctBankAccount(ctx: ApplyContext, bankAccountId: string, corr
   const routing = correction.routingNumber ?? current.routing_number;
   const number = correction.accountNumber ?? openAccountNumber(ctx.deps.config, current.account_number_sealed, binding);
   const fingerprint = accountFingerprint(ctx.deps.config, routing, number);
-  const { rows: clash } = await ctx.tx.query('SELECT 1 FROM bank_accounts WHERE user_id = $1 AND account_fingerprint = $2 AND id <> $3', [current.user_id, fingerprint, bankAccountId]);
+  const { rows: clash } = await ctx.tx.query('SELECT 1 FROM bank_accounts WHERE user_id = $1 AND account_fingerprint = $2 AND id <> $3', [
+    current.user_id,
+    fingerprint,
+    bankAccountId,
+  ]);
   if (clash.length > 0) return null;
   const { rows: updated } = await ctx.tx.query<BankAccountRow>(
     `UPDATE bank_accounts SET routing_number = $2, bank_name = $3, last4 = $4, account_type = $5, account_number_sealed = $6, account_fingerprint = $7, updated_at = $8
       WHERE id = $1 RETURNING id, organization_id, user_id, routing_number, bank_name, last4, account_type, status, disabled_reason, created_at`,
-    [bankAccountId, routing, bankName(routing), number.slice(-4), correction.accountType ?? current.account_type, sealAccountNumber(ctx.deps.config, number, binding), fingerprint, ctx.now],
+    [
+      bankAccountId,
+      routing,
+      bankName(routing),
+      number.slice(-4),
+      correction.accountType ?? current.account_type,
+      sealAccountNumber(ctx.deps.config, number, binding),
+      fingerprint,
+      ctx.now,
+    ],
   );
   return updated[0]!;
 }
