@@ -1030,7 +1030,7 @@ CREATE TABLE public.ach_inbound_files (
     CONSTRAINT ach_inbound_files_returns_count_check CHECK ((returns_count >= 0)),
     CONSTRAINT ach_inbound_files_sha256_check CHECK ((sha256 ~ '^[0-9a-f]{64}$'::text)),
     CONSTRAINT ach_inbound_files_size_bytes_check CHECK ((size_bytes >= 0)),
-    CONSTRAINT ach_inbound_files_source_check CHECK ((source = ANY (ARRAY['sftp'::text, 'cli'::text]))),
+    CONSTRAINT ach_inbound_files_source_check CHECK ((source = ANY (ARRAY['sftp'::text, 'cli'::text, 'sandbox'::text]))),
     CONSTRAINT ach_inbound_files_status_check CHECK ((status = ANY (ARRAY['applied'::text, 'rejected'::text])))
 );
 

@@ -14,7 +14,8 @@ CREATE TABLE ach_inbound_files (
   bytes_sealed     text NOT NULL CHECK (bytes_sealed ~ '^gcm1:[A-Za-z0-9+/=]+$'),
   -- applied: parsed, each entry applied or kept as an exception; rejected: did not parse, nothing applied.
   status           text NOT NULL CHECK (status IN ('applied', 'rejected')),
-  source           text NOT NULL CHECK (source IN ('sftp', 'cli')),
+  -- sandbox: the simulated bank's returns (POST /simulate/ach/return).
+  source           text NOT NULL CHECK (source IN ('sftp', 'cli', 'sandbox')),
   entry_count      integer NOT NULL DEFAULT 0 CHECK (entry_count >= 0),
   returns_count    integer NOT NULL DEFAULT 0 CHECK (returns_count >= 0),
   changes_count    integer NOT NULL DEFAULT 0 CHECK (changes_count >= 0),

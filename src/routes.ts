@@ -11,7 +11,7 @@ import { settlementRoutes } from './settlement/routes';
 import { settlementReportRoutes } from './settlement/reportRoutes';
 import { journalRoutes } from './journal/routes';
 import { bankAccountRoutes } from './bankAccounts/routes';
-import { achReturnRateRoutes } from './ach/returnRatesRoutes';
+import { achReturnRateRoutes, sandboxBankRoutes } from './ach/returnRatesRoutes';
 
 /**
  * Every API route, in one list: the api mounts it and /openapi.json documents it. It lives here, at the
@@ -22,6 +22,7 @@ export const allRoutes: AnyRoute[] = [
   ...userRoutes,
   ...bankAccountRoutes,
   ...achReturnRateRoutes,
+  ...sandboxBankRoutes,
   ...ledgerRoutes,
   ...webhookRoutes,
   ...eventRoutes,

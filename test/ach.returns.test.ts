@@ -6,13 +6,14 @@
  * changed.
  */
 import { buildWindowFile, markFileDelivered } from '../src/ach/files';
+import { achScheduleId, ensureAchSchedule } from '../src/ach/schedule';
 import { achInboundScheduleId, ensureAchInboundSchedule } from '../src/ach/inboundSchedule';
 import { randomString } from '../src/ids';
 import { journalViolations } from '../src/journal/invariants';
 import { createLogger } from '../src/logger';
 import { writeWithAchcli } from './support/achcli';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
-import { addBankAccount, admin } from './support/payments';
+import { addBankAccount, admin, idempotencyKey, statusOf } from './support/payments';
 import { startSftpServer, type SftpServer } from './support/sftpServer';
 
 type Call = ReturnType<typeof apiClient>;
@@ -393,5 +394,55 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     expect(events.map((e) => e.data.kind).sort()).toEqual(['administrative', 'overall', 'unauthorized']);
     const metrics = await (await fetch(`${stack.url}/metrics`)).text();
     expect(metrics).toContain(`ledger_ach_return_rate{organization_id="${org.organizationId}",kind="overall"} ${5 / expected.debits}`);
+  });
+});
+
+describe('SPEC §25 sandbox: POST /simulate/ach/return returns a settled entry the way a bank file does', () => {
+  let stack: Stack;
+  let org: TestOrg;
+  let call: Call;
+
+  beforeAll(async () => {
+    stack = await startStack({ env: { SANDBOX_ACH_WINDOW_SECONDS: '1', SANDBOX_CONFIRM_SECONDS: '2' } });
+    org = await createTestOrg(stack.pool, { write: 5000, read: 5000 });
+    call = apiClient(stack.url, org.apiKey);
+    await ensureAchSchedule(stack.temporal, stack.config.TEMPORAL_TASK_QUEUE, stack.config);
+  });
+  afterAll(async () => {
+    await stack.temporal.schedule.getHandle(achScheduleId(stack.config.TEMPORAL_TASK_QUEUE)).delete();
+    await stack.stop();
+  });
+
+  test('a settled deposit returned R07: dispute lost with its cash_out, user suspended; again is 409; an unsettled one is 409', async () => {
+    const userId = await createTestUser(stack.pool, org.organizationId);
+    const { intent } = await addBankAccount(call, userId, { account_number: accountNumber() }, 2600);
+    const transactionId = intent.transactions[0].id as string;
+    const early = await call('POST', '/simulate/ach/return', { transaction_id: transactionId, code: 'R07' }, idempotencyKey());
+    expect(early.status).toBe(409);
+    await statusOf(call, transactionId, 'available');
+    await eventually(
+      async () => {
+        const { rows } = await stack.pool.query(`SELECT 1 FROM ach_entries WHERE transaction_id = $1 AND status = 'settled'`, [
+          transactionId,
+        ]);
+        return rows[0];
+      },
+      30_000,
+      'the entry settled',
+    );
+
+    const returned = await call('POST', '/simulate/ach/return', { transaction_id: transactionId, code: 'R07' }, idempotencyKey());
+    expect(returned.status).toBe(200);
+    expect(returned.body).toMatchObject({ transaction_id: transactionId, code: 'R07', reason: 'Authorization Revoked by Customer' });
+    const dispute = await call('GET', `/dispute/${returned.body.dispute_id}`);
+    expect(dispute.body).toMatchObject({ intent_id: intent.id, code: 'R07', status: 'lost', amount: 2600 });
+    expect(dispute.body.transactions.map((t: { direction: string; type: string }) => [t.direction, t.type])).toEqual([
+      ['cash_out', 'dispute'],
+    ]);
+    expect((await call('GET', `/user/${userId}`)).body.status).toBe('suspended');
+    expect((await call('POST', '/simulate/ach/return', { transaction_id: transactionId, code: 'R07' }, idempotencyKey())).status).toBe(409);
+    const bad = await call('POST', '/simulate/ach/return', { transaction_id: transactionId, code: 'X1' }, idempotencyKey());
+    expect(bad.status).toBe(400);
+    expect(await journalViolations(stack.pool, [org.accountId])).toEqual([]);
   });
 });

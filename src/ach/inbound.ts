@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { withTransaction, type PoolClient } from '../db/pool';
+import { withTransaction, type Queryable } from '../db/pool';
 import { sealAccountNumber } from '../bankAccounts/sealing';
 import type { AppDeps } from '../services';
 import { checkReturnRateCrossings } from './returnRates';
@@ -24,7 +24,7 @@ export interface InboundFileSummary {
   file_name: string;
   sha256: string;
   status: 'applied' | 'rejected';
-  source: 'sftp' | 'cli';
+  source: Source;
   entry_count: number;
   returns_count: number;
   changes_count: number;
@@ -41,7 +41,7 @@ export interface IngestResult {
 
 const sha256Of = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
-async function fileByHash(db: PoolClient, sha256: string): Promise<InboundFileSummary | null> {
+async function fileByHash(db: Queryable, sha256: string): Promise<InboundFileSummary | null> {
   const { rows } = await db.query<InboundFileSummary & { received_at: Date }>(
     `SELECT id, file_name, sha256, status, source, entry_count, returns_count, changes_count, exceptions_count, duplicates_count, received_at
        FROM ach_inbound_files WHERE sha256 = $1`,
@@ -52,7 +52,7 @@ async function fileByHash(db: PoolClient, sha256: string): Promise<InboundFileSu
 
 /** Remembers an SFTP name with its size and hash, so the poll never downloads it again. */
 export async function rememberInboundName(
-  db: PoolClient,
+  db: Queryable,
   input: { fileName: string; size: number; sha256: string; now: Date },
 ): Promise<void> {
   await db.query(
@@ -61,55 +61,68 @@ export async function rememberInboundName(
   );
 }
 
+type Source = 'sftp' | 'cli' | 'sandbox';
+
 export async function ingestInboundFile(
   deps: AppDeps,
-  input: { fileName: string; bytes: Buffer; source: 'sftp' | 'cli'; now: Date },
+  input: { fileName: string; bytes: Buffer; source: Source; now: Date },
 ): Promise<IngestResult> {
   if (input.bytes.length > INBOUND_LIMITS.fileBytesMax)
     throw new Error(`${input.fileName}: ${input.bytes.length} bytes, at most ${INBOUND_LIMITS.fileBytesMax}`);
-  const sha256 = sha256Of(input.bytes);
   const afterCommits: Array<() => void> = [];
-  const result = await withTransaction(deps.pool, async (tx) => {
-    await tx.query(`SELECT pg_advisory_xact_lock(hashtext('ach_inbound ' || $1))`, [sha256]);
-    if (input.source === 'sftp')
-      await rememberInboundName(tx, { fileName: input.fileName, size: input.bytes.length, sha256, now: input.now });
-    const seen = await fileByHash(tx, sha256);
-    if (seen) return { outcome: 'already_ingested' as const, file: seen };
-    const fileId = `achi_${randomUUID().replaceAll('-', '')}`;
-    const ctx: ApplyContext = { tx, deps, fileId, now: input.now, afterCommits, returnedOrganizations: new Set() };
-    let parsed: ParsedNachaFile | null = null;
-    try {
-      parsed = parseNachaFile(input.bytes);
-    } catch (error) {
-      if (!(error instanceof NachaParseError)) throw error;
-      await recordException(ctx, { kind: 'unparseable_file', line: error.line, detail: error.message });
-    }
-    const counts = parsed ? await applyFile(ctx, parsed) : { entries: 0, returns: 0, changes: 0, exceptions: 1, duplicates: 0 };
-    for (const organizationId of [...ctx.returnedOrganizations].sort()) await checkReturnRateCrossings(tx, organizationId, input.now);
-    await tx.query(
-      `INSERT INTO ach_inbound_files (id, file_name, sha256, size_bytes, bytes_sealed, status, source, entry_count, returns_count, changes_count,
-                                      exceptions_count, duplicates_count, received_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-      [
-        fileId,
-        input.fileName,
-        sha256,
-        input.bytes.length,
-        sealAccountNumber(deps.config, input.bytes.toString('latin1'), { table: 'ach_inbound_files', id: fileId }),
-        parsed ? 'applied' : 'rejected',
-        input.source,
-        counts.entries,
-        counts.returns,
-        counts.changes,
-        counts.exceptions,
-        counts.duplicates,
-        input.now,
-      ],
-    );
-    return { outcome: 'ingested' as const, file: (await fileByHash(tx, sha256))! };
-  });
+  const result = await withTransaction(deps.pool, (tx) => ingestWithin(tx, deps, afterCommits, input));
   for (const run of afterCommits) run();
   return result;
+}
+
+/**
+ * ingestInboundFile inside the caller's transaction (the simulated bank's route runs in its request's): `parsed`
+ * stands for the parse when the caller already holds the file's contents (the simulated bank's one return).
+ */
+export async function ingestWithin(
+  tx: Queryable,
+  deps: AppDeps,
+  afterCommits: Array<() => void>,
+  input: { fileName: string; bytes: Buffer; source: Source; now: Date; parsed?: ParsedNachaFile },
+): Promise<IngestResult> {
+  const sha256 = sha256Of(input.bytes);
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtext('ach_inbound ' || $1))`, [sha256]);
+  if (input.source === 'sftp')
+    await rememberInboundName(tx, { fileName: input.fileName, size: input.bytes.length, sha256, now: input.now });
+  const seen = await fileByHash(tx, sha256);
+  if (seen) return { outcome: 'already_ingested' as const, file: seen };
+  const fileId = `achi_${randomUUID().replaceAll('-', '')}`;
+  const ctx: ApplyContext = { tx, deps, fileId, now: input.now, afterCommits, returnedOrganizations: new Set() };
+  let parsed: ParsedNachaFile | null = input.parsed ?? null;
+  try {
+    parsed ??= parseNachaFile(input.bytes);
+  } catch (error) {
+    if (!(error instanceof NachaParseError)) throw error;
+    await recordException(ctx, { kind: 'unparseable_file', line: error.line, detail: error.message });
+  }
+  const counts = parsed ? await applyFile(ctx, parsed) : { entries: 0, returns: 0, changes: 0, exceptions: 1, duplicates: 0 };
+  for (const organizationId of [...ctx.returnedOrganizations].sort()) await checkReturnRateCrossings(tx, organizationId, input.now);
+  await tx.query(
+    `INSERT INTO ach_inbound_files (id, file_name, sha256, size_bytes, bytes_sealed, status, source, entry_count, returns_count, changes_count,
+                                    exceptions_count, duplicates_count, received_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+    [
+      fileId,
+      input.fileName,
+      sha256,
+      input.bytes.length,
+      sealAccountNumber(deps.config, input.bytes.toString('latin1'), { table: 'ach_inbound_files', id: fileId }),
+      parsed ? 'applied' : 'rejected',
+      input.source,
+      counts.entries,
+      counts.returns,
+      counts.changes,
+      counts.exceptions,
+      counts.duplicates,
+      input.now,
+    ],
+  );
+  return { outcome: 'ingested' as const, file: (await fileByHash(tx, sha256))! };
 }
 
 /** Every entry of the file, in file order, each applied or kept as an exception. */

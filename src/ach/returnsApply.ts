@@ -1,6 +1,6 @@
 import { accountFingerprint, openAccountNumber, sealAccountNumber } from '../bankAccounts/sealing';
 import { disableBankAccount, renderBankAccount, type BankAccountRow } from '../bankAccounts/repo';
-import type { PoolClient } from '../db/pool';
+import type { Queryable } from '../db/pool';
 import { insertDispute, renderDispute, resolveDispute } from '../disputes/repo';
 import { recordEvent } from '../events/outbox';
 import { newId } from '../ids';
@@ -20,7 +20,7 @@ import { ADMINISTRATIVE_CODES, CHANGE_CODES, correctionOf, returnTitle, UNAUTHOR
  */
 
 export interface ApplyContext {
-  tx: PoolClient;
+  tx: Queryable;
   deps: AppDeps;
   fileId: string;
   now: Date;

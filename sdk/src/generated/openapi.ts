@@ -130,6 +130,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/simulate/ach/return": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The simulated bank returns a settled ACH entry
+         * @description SPEC §25: the entry of `transaction_id` comes back with `code`, applied exactly as a return file from the bank: a returned deposit becomes a dispute (`status: lost`, code = the return code) with its cash_out `dispute` transaction; R02, R03, R04 disable the bank account; R05, R07, R10, R11, R29, R51 suspend the user.
+         *     Events: ach_entry.returned, dispute.created, dispute.resolved, transaction.created (and bank_account.disabled or user.status_changed). Errors: 400 `resource_missing` (no ACH entry of yours for that transaction), 409 `invalid_state` (the entry has not settled, or was already returned).
+         *
+         *     Sandbox only: production answers 404.
+         */
+        post: operations["simulateAchReturn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/intent": {
         parameters: {
             query?: never;
@@ -1379,6 +1402,37 @@ export interface components {
                  */
                 threshold: number;
             };
+        };
+        AchReturn: {
+            /** @description The ACH entry returned. */
+            entry_id: string;
+            transaction_id: string;
+            /** @example 011000010000042 */
+            trace_number: string;
+            /** @example R01 */
+            code: string;
+            /**
+             * @description The code's NACHA title.
+             * @example Insufficient Funds
+             */
+            reason: string;
+            /** @description The dispute a returned debit became (status `lost`), null when nothing was left of its intent. */
+            dispute_id: string | null;
+        };
+        /**
+         * @example {
+         *       "transaction_id": "txn_7fJ2kQ9xLmN3pR5tV8wY1zA4",
+         *       "code": "R01"
+         *     }
+         */
+        SimulateAchReturn: {
+            /** @description A transaction of yours whose ACH entry settled. */
+            transaction_id: string;
+            /**
+             * @description The NACHA return reason code, e.g. `R01`, `R03`, `R10`.
+             * @example R01
+             */
+            code: string;
         };
         Intent: {
             /** @example intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
@@ -3314,6 +3368,174 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Always `Bearer`: the scheme to authenticate with. */
                     "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
+            429: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests of this kind (read or write) allowed in any 60-second window. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests of this kind still admitted in the current window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error; quote request_id. */
+            500: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service is briefly unavailable. Retry after Retry-After seconds with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    simulateAchReturn: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. */
+                "X-Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SimulateAchReturn"];
+            };
+        };
+        responses: {
+            /** @description The return, with the dispute it made. */
+            200: {
+                headers: {
+                    /** @description Requests of this kind (read or write) allowed in any 60-second window. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests of this kind still admitted in the current window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AchReturn"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or JSON nested deeper than 32 levels, a query parameter the endpoint does not declare, a field failing validation (one `details` entry per field; impossible dates, NUL and lone surrogates included), or a missing resource named in the body. */
+            400: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, revoked or other-environment API key. */
+            401: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `Bearer`: the scheme to authenticate with. */
+                    "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Write from an address not on the organization's IP allowlist. */
+            403: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id of another organization. */
+            404: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The resource is in a state that forbids the action, or a duplicate arrived while the original is executing. */
+            409: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 64 KiB. */
+            413: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON. */
+            415: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description X-Idempotency-Key reused with another endpoint or body. */
+            422: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
