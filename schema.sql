@@ -1079,6 +1079,15 @@ CREATE TABLE public.ach_return_rate_alerts (
 );
 
 --
+-- Name: ach_sandbox_bank_seen; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.ach_sandbox_bank_seen (
+    entry_id text NOT NULL,
+    seen_at timestamp with time zone NOT NULL
+);
+
+--
 -- Name: ach_trace_sequence; Type: SEQUENCE; Schema: public; Owner: -
 --
 
@@ -1896,6 +1905,13 @@ ALTER TABLE ONLY public.ach_return_counts
 
 ALTER TABLE ONLY public.ach_return_rate_alerts
     ADD CONSTRAINT ach_return_rate_alerts_pkey PRIMARY KEY (organization_id, kind);
+
+--
+-- Name: ach_sandbox_bank_seen ach_sandbox_bank_seen_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_sandbox_bank_seen
+    ADD CONSTRAINT ach_sandbox_bank_seen_pkey PRIMARY KEY (entry_id);
 
 --
 -- Name: api_keys api_keys_key_hash_key; Type: CONSTRAINT; Schema: public; Owner: -
@@ -2750,6 +2766,13 @@ ALTER TABLE ONLY public.ach_return_counts
 
 ALTER TABLE ONLY public.ach_return_rate_alerts
     ADD CONSTRAINT ach_return_rate_alerts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
+
+--
+-- Name: ach_sandbox_bank_seen ach_sandbox_bank_seen_entry_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_sandbox_bank_seen
+    ADD CONSTRAINT ach_sandbox_bank_seen_entry_id_fkey FOREIGN KEY (entry_id) REFERENCES public.ach_entries(id);
 
 --
 -- Name: api_keys api_keys_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

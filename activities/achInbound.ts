@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { ingestInboundFile, type IngestResult } from '../src/ach/inbound';
+import { sweepSandboxBank } from '../src/ach/sandboxBank';
 import { downloadInbound, listInbound, SftpError, sftpTargetOf } from '../src/ach/sftp';
 import type { ActivityDeps } from './deps';
 
@@ -33,6 +34,12 @@ export function createAchInboundActivities(deps: ActivityDeps) {
         .filter((f) => seen.get(f.name) !== f.bytes)
         .slice(0, INBOUND_POLL_LIMITS.filesPerRunMax)
         .map((f) => f.name);
+    },
+
+    /** Sandbox: the simulated bank's returns and notifications of change of entries settled SANDBOX_RETURN_SECONDS ago. */
+    async sandboxBankSweep(): Promise<{ returned: number; changed: number }> {
+      if (deps.config.LEDGER_ENVIRONMENT !== 'sandbox') return { returned: 0, changed: 0 };
+      return sweepSandboxBank({ ...deps, services }, new Date());
     },
 
     /** Downloads one file and ingests it in one database transaction. */

@@ -135,11 +135,18 @@ CREATE TABLE ach_return_rate_alerts (
   PRIMARY KEY (organization_id, kind)
 );
 
+-- The sandbox's simulated bank looks at each settled sandbox entry once (R + code: returned; C + code: corrected).
+CREATE TABLE ach_sandbox_bank_seen (
+  entry_id text PRIMARY KEY REFERENCES ach_entries (id),
+  seen_at  timestamptz NOT NULL
+);
+
 -- Entries queued before this migration are counted once, here.
 INSERT INTO ach_return_counts (organization_id, day, debits)
 SELECT organization_id, (created_at AT TIME ZONE 'UTC')::date, count(*) FROM ach_entries WHERE transaction_code IN (27, 37) GROUP BY 1, 2;
 
 -- Down Migration
+DROP TABLE ach_sandbox_bank_seen;
 DROP TABLE ach_return_rate_alerts;
 DROP TRIGGER ach_entry_returns_count ON ach_entry_returns;
 DROP FUNCTION ach_entry_returns_count();

@@ -403,13 +403,15 @@ describe('SPEC §25 sandbox: POST /simulate/ach/return returns a settled entry t
   let call: Call;
 
   beforeAll(async () => {
-    stack = await startStack({ env: { SANDBOX_ACH_WINDOW_SECONDS: '1', SANDBOX_CONFIRM_SECONDS: '2' } });
+    stack = await startStack({ env: { SANDBOX_ACH_WINDOW_SECONDS: '1', SANDBOX_CONFIRM_SECONDS: '2', SANDBOX_RETURN_SECONDS: '1' } });
     org = await createTestOrg(stack.pool, { write: 5000, read: 5000 });
     call = apiClient(stack.url, org.apiKey);
     await ensureAchSchedule(stack.temporal, stack.config.TEMPORAL_TASK_QUEUE, stack.config);
+    await ensureAchInboundSchedule(stack.temporal, stack.config.TEMPORAL_TASK_QUEUE, stack.config);
   });
   afterAll(async () => {
     await stack.temporal.schedule.getHandle(achScheduleId(stack.config.TEMPORAL_TASK_QUEUE)).delete();
+    await stack.temporal.schedule.getHandle(achInboundScheduleId(stack.config.TEMPORAL_TASK_QUEUE)).delete();
     await stack.stop();
   });
 
@@ -443,6 +445,41 @@ describe('SPEC §25 sandbox: POST /simulate/ach/return returns a settled entry t
     expect((await call('POST', '/simulate/ach/return', { transaction_id: transactionId, code: 'R07' }, idempotencyKey())).status).toBe(409);
     const bad = await call('POST', '/simulate/ach/return', { transaction_id: transactionId, code: 'X1' }, idempotencyKey());
     expect(bad.status).toBe(400);
+    expect(await journalViolations(stack.pool, [org.accountId])).toEqual([]);
+  });
+  test('the simulated bank returns an account number R03… after it settles, and corrects C01…; every other entry it leaves', async () => {
+    const returnedUser = await createTestUser(stack.pool, org.organizationId);
+    const changedUser = await createTestUser(stack.pool, org.organizationId);
+    const r03 = await addBankAccount(call, returnedUser, { account_number: `R03${Date.now() % 1_000_000_000}` }, 1800);
+    const c01 = await addBankAccount(call, changedUser, { account_number: `C01${Date.now() % 1_000_000_000}` }, 1900);
+    const disputeOf = async (intentId: string) => {
+      const { rows } = await stack.pool.query('SELECT code, status, amount_cents::int AS amount FROM disputes WHERE intent_id = $1', [
+        intentId,
+      ]);
+      return rows[0];
+    };
+    expect(await eventually(() => disputeOf(r03.intent.id), 45_000, 'the R03 return')).toEqual({
+      code: 'R03',
+      status: 'lost',
+      amount: 1800,
+    });
+    const { rows: account } = await stack.pool.query('SELECT status, disabled_reason FROM bank_accounts WHERE id = $1', [
+      r03.bankAccountId,
+    ]);
+    expect(account[0]).toEqual({ status: 'disabled', disabled_reason: 'ACH return R03: No Account/Unable to Locate Account' });
+    const updated = await eventually(
+      async () => {
+        const { rows } = await stack.pool.query(
+          `SELECT data FROM events WHERE organization_id = $1 AND type = 'bank_account.updated' AND data->>'id' = $2`,
+          [org.organizationId, c01.bankAccountId],
+        );
+        return rows[0]?.data;
+      },
+      45_000,
+      'the C01 notification of change',
+    );
+    expect(updated).toMatchObject({ change_code: 'C01', status: 'active' });
+    expect(await disputeOf(c01.intent.id)).toBeUndefined();
     expect(await journalViolations(stack.pool, [org.accountId])).toEqual([]);
   });
 });

@@ -16,9 +16,12 @@ export interface AchInboundResult {
   files: number;
   ingested: number;
   exceptions: number;
+  /** Sandbox: returns and changes its simulated bank sent. */
+  simulated: number;
 }
 
 export async function achInboundWorkflow(): Promise<AchInboundResult> {
+  const simulated = await sftp.sandboxBankSweep();
   const names = await sftp.listAchInbound();
   let ingested = 0;
   let exceptions = 0;
@@ -27,5 +30,5 @@ export async function achInboundWorkflow(): Promise<AchInboundResult> {
     if (result.outcome === 'ingested') ingested += 1;
     exceptions += result.exceptions;
   }
-  return { files: names.length, ingested, exceptions };
+  return { files: names.length, ingested, exceptions, simulated: simulated.returned + simulated.changed };
 }

@@ -1,5 +1,7 @@
+import { openBankAccounts } from '../bankAccounts/achDetails';
+import { withTransaction } from '../db/pool';
 import { errors } from '../errors';
-import type { Op, Outcome } from '../services';
+import type { AppDeps, Op, Outcome } from '../services';
 import { z } from '../zod';
 import { ingestWithin } from './inbound';
 import type { ParsedNachaFile } from './parse';
@@ -139,4 +141,69 @@ export async function simulateAchReturn(op: Op, body: SimulateAchReturnBody): Pr
     },
     afterCommit: () => afterCommits.forEach((run) => run()),
   };
+}
+
+/** Entries the simulated bank looks at per sweep; the rest wait for the next. */
+export const SANDBOX_BANK_LIMITS = { entriesPerSweepMax: 500 } as const;
+
+function oneChange(entry: EntryRow & { trace_number: string }, code: string, correctedData: string): ParsedNachaFile {
+  const file = oneReturn(entry, code);
+  const parsedEntry = file.batches[0]!.entries[0]!;
+  parsedEntry.addenda = [
+    {
+      typeCode: '98',
+      changeCode: code,
+      originalTraceNumber: entry.trace_number,
+      originalRdfi: '',
+      correctedData: correctedData.padEnd(29),
+      traceNumber: entry.trace_number,
+    },
+  ];
+  return file;
+}
+
+/**
+ * The simulated bank's answers to what it was sent (SPEC §25): each sandbox entry settled at least
+ * SANDBOX_RETURN_SECONDS ago is looked at once; an account number `R` + two digits is returned with that code,
+ * `C` + two digits gets that notification of change (the corrected account number: the rest of the number).
+ */
+export async function sweepSandboxBank(deps: AppDeps, now: Date): Promise<{ returned: number; changed: number }> {
+  const afterCommits: Array<() => void> = [];
+  const outcome = await withTransaction(deps.pool, async (tx) => {
+    const { rows } = await tx.query<EntryRow & { bank_account_id: string; trace_number: string }>(
+      `SELECT e.id, e.status, e.trace_number, e.transaction_code, e.amount_cents::text, e.bank_account_id FROM ach_entries e
+        WHERE e.environment = 'sandbox' AND e.status = 'settled' AND e.sec_code = 'PPD' AND e.settled_at <= $1
+          AND NOT EXISTS (SELECT 1 FROM ach_sandbox_bank_seen s WHERE s.entry_id = e.id)
+        ORDER BY e.settled_at LIMIT $2 FOR UPDATE OF e SKIP LOCKED`,
+      [new Date(now.getTime() - deps.config.SANDBOX_RETURN_SECONDS * 1000), SANDBOX_BANK_LIMITS.entriesPerSweepMax],
+    );
+    if (rows.length === 0) return { returned: 0, changed: 0 };
+    await tx.query('INSERT INTO ach_sandbox_bank_seen (entry_id, seen_at) SELECT unnest($1::text[]), $2', [rows.map((r) => r.id), now]);
+    const accounts = await openBankAccounts(
+      tx,
+      deps.config,
+      rows.map((r) => r.bank_account_id),
+    );
+    let returned = 0;
+    let changed = 0;
+    for (const entry of rows) {
+      const number = accounts.get(entry.bank_account_id)?.account_number ?? '';
+      const code = /^[RC][0-9]{2}/.exec(number)?.[0];
+      if (!code) continue;
+      const parsed = code.startsWith('R') ? oneReturn(entry, code) : oneChange(entry, code, number.slice(3));
+      const bytes = Buffer.from(JSON.stringify({ simulated: { entry_id: entry.id, code } }));
+      const result = await ingestWithin(tx, deps, afterCommits, {
+        fileName: `SANDBOX-${code}-${entry.id}`,
+        bytes,
+        source: 'sandbox',
+        now,
+        parsed,
+      });
+      returned += result.file.returns_count;
+      changed += result.file.changes_count;
+    }
+    return { returned, changed };
+  });
+  for (const run of afterCommits) run();
+  return outcome;
 }
