@@ -7,6 +7,7 @@
  */
 import { buildWindowFile, markFileDelivered } from '../src/ach/files';
 import { achScheduleId, ensureAchSchedule } from '../src/ach/schedule';
+import { ingestInboundFile } from '../src/ach/inbound';
 import { achInboundScheduleId, ensureAchInboundSchedule } from '../src/ach/inboundSchedule';
 import { randomString } from '../src/ids';
 import { journalViolations } from '../src/journal/invariants';
@@ -366,6 +367,53 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     const { rows: account } = await stack.pool.query('SELECT status FROM bank_accounts WHERE id = $1', [sent!.bankAccountId]);
     expect(account[0].status).toBe('disabled');
   });
+  test('a crash in the middle of a file applies none of it; the retry applies all of it, once', async () => {
+    const [first, second] = await sendDebits([1100, 1200]);
+    const text = await bankFile([
+      { sent: first!, code: 'R01' },
+      { sent: second!, code: 'R01' },
+    ]);
+    const deps = {
+      config: stack.config,
+      pool: stack.pool,
+      log: createLogger('silent'),
+      services: { taskQueue: stack.config.TEMPORAL_TASK_QUEUE },
+    };
+    const before = await counts();
+    // Hold the second entry's row: the ingest applies the first entry, then waits on the second; then its backend dies.
+    const holder = await stack.pool.connect();
+    await holder.query('BEGIN');
+    await holder.query('SELECT 1 FROM ach_entries WHERE id = $1 FOR UPDATE', [second!.entryId]);
+    const crashed = ingestInboundFile(deps, { fileName: 'CRASH.ach', bytes: Buffer.from(text), source: 'cli', now: new Date() }).then(
+      () => 'finished',
+      (error: Error) => error.message,
+    );
+    const pid = await eventually(
+      async () => {
+        const { rows } = await stack.pool.query(
+          `SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM ach_entries e LEFT JOIN transactions%' AND pid <> pg_backend_pid()`,
+        );
+        return rows[0]?.pid as number | undefined;
+      },
+      15_000,
+      'the ingest waiting on the second entry',
+    );
+    await stack.pool.query('SELECT pg_terminate_backend($1)', [pid]);
+    expect(await crashed).toMatch(/terminat/i);
+    await holder.query('ROLLBACK');
+    holder.release();
+    expect(await counts()).toEqual(before);
+    const { rows: files } = await stack.pool.query(`SELECT 1 FROM ach_inbound_files WHERE file_name = 'CRASH.ach'`);
+    expect(files).toEqual([]);
+
+    const retried = await ingestInboundFile(deps, { fileName: 'CRASH.ach', bytes: Buffer.from(text), source: 'cli', now: new Date() });
+    expect(retried).toMatchObject({ outcome: 'ingested', file: { status: 'applied', returns_count: 2 } });
+    const { rows: entries } = await stack.pool.query('SELECT status FROM ach_entries WHERE id = ANY($1)', [
+      [first!.entryId, second!.entryId],
+    ]);
+    expect(entries.map((e) => e.status)).toEqual(['returned', 'returned']);
+  });
+
   test('GET /ach/return_rates answers from the kept counts; each threshold crossed emits ach.return_rate_exceeded once; the gauge shows them', async () => {
     const { rows: scan } = await stack.pool.query(
       `SELECT count(*)::int AS debits, count(r.id)::int AS overall, count(r.id) FILTER (WHERE r.code IN ('R05','R07','R10','R11','R29','R51'))::int AS unauthorized,
@@ -375,8 +423,8 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
       [org.organizationId],
     );
     const expected = scan[0];
-    // Test 1 (4 debits, R01 R03 R10), test 2 (R01), test 3 (R02) in this organization.
-    expect(expected).toMatchObject({ unauthorized: 1, administrative: 2, overall: 5 });
+    // Test 1 (4 debits, R01 R03 R10), test 2 (R01), test 3 (R02), test 4 (R01 twice) in this organization.
+    expect(expected).toMatchObject({ unauthorized: 1, administrative: 2, overall: 7 });
     const answer = await call('GET', '/ach/return_rates');
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({
@@ -384,7 +432,7 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
       debits: expected.debits,
       unauthorized: { count: 1, rate: 1 / expected.debits, threshold: 0.005 },
       administrative: { count: 2, rate: 2 / expected.debits, threshold: 0.03 },
-      overall: { count: 5, rate: 5 / expected.debits, threshold: 0.15 },
+      overall: { count: 7, rate: 7 / expected.debits, threshold: 0.15 },
     });
     const { rows: events } = await stack.pool.query<{ data: { kind: string } }>(
       `SELECT data FROM events WHERE organization_id = $1 AND type = 'ach.return_rate_exceeded' ORDER BY seq`,
@@ -393,7 +441,7 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     // All three were crossed by the first file; the later returns kept them over, which is no new crossing.
     expect(events.map((e) => e.data.kind).sort()).toEqual(['administrative', 'overall', 'unauthorized']);
     const metrics = await (await fetch(`${stack.url}/metrics`)).text();
-    expect(metrics).toContain(`ledger_ach_return_rate{organization_id="${org.organizationId}",kind="overall"} ${5 / expected.debits}`);
+    expect(metrics).toContain(`ledger_ach_return_rate{organization_id="${org.organizationId}",kind="overall"} ${7 / expected.debits}`);
   });
 });
 
