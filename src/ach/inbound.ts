@@ -50,13 +50,13 @@ async function fileByHash(db: Queryable, sha256: string): Promise<InboundFileSum
   return rows[0] ? { ...rows[0], received_at: rows[0].received_at.toISOString() } : null;
 }
 
-/** Remembers an SFTP name with its size and hash, so the poll never downloads it again. */
+/** Remembers an SFTP name with its size and hash, so the poll does not download it again (a name given new bytes is, once). */
 export async function rememberInboundName(
   db: Queryable,
   input: { fileName: string; size: number; sha256: string; now: Date },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO ach_inbound_names (file_name, size_bytes, sha256, seen_at) VALUES ($1, $2, $3, $4) ON CONFLICT (file_name) DO NOTHING`,
+    `INSERT INTO ach_inbound_names (file_name, size_bytes, sha256, seen_at) VALUES ($1, $2, $3, $4) ON CONFLICT (file_name) DO UPDATE SET size_bytes = EXCLUDED.size_bytes, sha256 = EXCLUDED.sha256, seen_at = EXCLUDED.seen_at`,
     [input.fileName, input.size, input.sha256, input.now],
   );
 }
