@@ -7,6 +7,21 @@
 --
 
 --
+-- Name: ach_entries_count_debits(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ach_entries_count_debits() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  INSERT INTO ach_return_counts (organization_id, day, debits)
+  SELECT organization_id, (created_at AT TIME ZONE 'UTC')::date, count(*) FROM new_rows WHERE transaction_code IN (27, 37)
+   GROUP BY 1, 2 ORDER BY 1, 2
+  ON CONFLICT (organization_id, day) DO UPDATE SET debits = ach_return_counts.debits + EXCLUDED.debits;
+  RETURN NULL;
+END $$;
+
+--
 -- Name: ach_entries_file_whole(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -61,6 +76,28 @@ BEGIN
 END $$;
 
 --
+-- Name: ach_entry_returns_count(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ach_entry_returns_count() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  e ach_entries;
+BEGIN
+  SELECT * INTO e FROM ach_entries WHERE id = NEW.entry_id;
+  IF NEW.addenda_type <> '99' OR e.transaction_code NOT IN (27, 37) THEN
+    RETURN NULL;
+  END IF;
+  INSERT INTO ach_return_counts AS c (organization_id, day, returned, unauthorized, administrative)
+  VALUES (e.organization_id, (e.created_at AT TIME ZONE 'UTC')::date, 1,
+          (NEW.code IN ('R05', 'R07', 'R10', 'R11', 'R29', 'R51'))::int, (NEW.code IN ('R02', 'R03', 'R04'))::int)
+  ON CONFLICT (organization_id, day) DO UPDATE SET returned = c.returned + 1, unauthorized = c.unauthorized + EXCLUDED.unauthorized,
+    administrative = c.administrative + EXCLUDED.administrative;
+  RETURN NULL;
+END $$;
+
+--
 -- Name: ach_files_guard(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -84,6 +121,17 @@ BEGIN
     RAISE EXCEPTION 'ACH file %: % cannot go back to %', OLD.id, OLD.status, NEW.status USING ERRCODE = 'check_violation';
   END IF;
   RETURN NEW;
+END $$;
+
+--
+-- Name: ach_inbound_immutable(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ach_inbound_immutable() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  RAISE EXCEPTION '%: rows are never changed or removed (% refused)', TG_TABLE_NAME, TG_OP USING ERRCODE = 'check_violation';
 END $$;
 
 --
@@ -917,6 +965,49 @@ CREATE TABLE public.ach_entries (
 );
 
 --
+-- Name: ach_entry_returns; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.ach_entry_returns (
+    id text DEFAULT ('achr_'::text || replace((gen_random_uuid())::text, '-'::text, ''::text)) NOT NULL,
+    entry_id text NOT NULL,
+    organization_id text NOT NULL,
+    inbound_file_id text NOT NULL,
+    addenda_type text NOT NULL,
+    code text NOT NULL,
+    dispute_id text,
+    return_trace text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT ach_entry_returns_addenda_type_check CHECK ((addenda_type = ANY (ARRAY['99'::text, '98'::text]))),
+    CONSTRAINT ach_entry_returns_check CHECK (((code ~ '^[RC][0-9]{2}$'::text) AND ((addenda_type = '99'::text) = (code ~~ 'R%'::text)))),
+    CONSTRAINT ach_entry_returns_id_check CHECK ((id ~ '^achr_[0-9a-f]{32}$'::text)),
+    CONSTRAINT ach_entry_returns_return_trace_check CHECK ((return_trace ~ '^[0-9]{15}$'::text))
+);
+
+--
+-- Name: ach_exceptions; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.ach_exceptions (
+    id text DEFAULT ('achx_'::text || replace((gen_random_uuid())::text, '-'::text, ''::text)) NOT NULL,
+    inbound_file_id text NOT NULL,
+    kind text NOT NULL,
+    line integer NOT NULL,
+    trace_number text,
+    code text,
+    entry_id text,
+    organization_id text,
+    detail text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT ach_exceptions_code_check CHECK ((code ~ '^[RC][0-9]{2}$'::text)),
+    CONSTRAINT ach_exceptions_detail_check CHECK (((length(detail) >= 1) AND (length(detail) <= 500))),
+    CONSTRAINT ach_exceptions_id_check CHECK ((id ~ '^achx_[0-9a-f]{32}$'::text)),
+    CONSTRAINT ach_exceptions_kind_check CHECK ((kind = ANY (ARRAY['unparseable_file'::text, 'unknown_trace'::text, 'foreign_odfi'::text, 'transfer_returned'::text, 'not_applicable'::text]))),
+    CONSTRAINT ach_exceptions_line_check CHECK ((line >= 0)),
+    CONSTRAINT ach_exceptions_trace_number_check CHECK ((trace_number ~ '^[0-9]{15}$'::text))
+);
+
+--
 -- Name: ach_files; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -950,6 +1041,92 @@ CREATE TABLE public.ach_files (
     CONSTRAINT ach_files_total_credit_cents_check CHECK ((total_credit_cents >= 0)),
     CONSTRAINT ach_files_total_debit_cents_check CHECK ((total_debit_cents >= 0)),
     CONSTRAINT ach_files_window_time_check CHECK ((window_time ~ '^([01][0-9]|2[0-3]):[0-5][0-9]$'::text))
+);
+
+--
+-- Name: ach_inbound_files; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.ach_inbound_files (
+    id text DEFAULT ('achi_'::text || replace((gen_random_uuid())::text, '-'::text, ''::text)) NOT NULL,
+    file_name text NOT NULL,
+    sha256 text NOT NULL,
+    size_bytes integer NOT NULL,
+    bytes_sealed text NOT NULL,
+    status text NOT NULL,
+    source text NOT NULL,
+    entry_count integer DEFAULT 0 NOT NULL,
+    returns_count integer DEFAULT 0 NOT NULL,
+    changes_count integer DEFAULT 0 NOT NULL,
+    exceptions_count integer DEFAULT 0 NOT NULL,
+    duplicates_count integer DEFAULT 0 NOT NULL,
+    received_at timestamp with time zone NOT NULL,
+    CONSTRAINT ach_inbound_files_bytes_sealed_check CHECK ((bytes_sealed ~ '^gcm1:[A-Za-z0-9+/=]+$'::text)),
+    CONSTRAINT ach_inbound_files_changes_count_check CHECK ((changes_count >= 0)),
+    CONSTRAINT ach_inbound_files_check CHECK (((status = 'applied'::text) OR ((returns_count = 0) AND (changes_count = 0)))),
+    CONSTRAINT ach_inbound_files_duplicates_count_check CHECK ((duplicates_count >= 0)),
+    CONSTRAINT ach_inbound_files_entry_count_check CHECK ((entry_count >= 0)),
+    CONSTRAINT ach_inbound_files_exceptions_count_check CHECK ((exceptions_count >= 0)),
+    CONSTRAINT ach_inbound_files_file_name_check CHECK (((length(file_name) >= 1) AND (length(file_name) <= 255))),
+    CONSTRAINT ach_inbound_files_id_check CHECK ((id ~ '^achi_[0-9a-f]{32}$'::text)),
+    CONSTRAINT ach_inbound_files_returns_count_check CHECK ((returns_count >= 0)),
+    CONSTRAINT ach_inbound_files_sha256_check CHECK ((sha256 ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT ach_inbound_files_size_bytes_check CHECK ((size_bytes >= 0)),
+    CONSTRAINT ach_inbound_files_source_check CHECK ((source = ANY (ARRAY['sftp'::text, 'cli'::text, 'sandbox'::text]))),
+    CONSTRAINT ach_inbound_files_status_check CHECK ((status = ANY (ARRAY['applied'::text, 'rejected'::text])))
+);
+
+--
+-- Name: ach_inbound_names; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.ach_inbound_names (
+    file_name text NOT NULL,
+    size_bytes bigint NOT NULL,
+    sha256 text NOT NULL,
+    seen_at timestamp with time zone NOT NULL,
+    CONSTRAINT ach_inbound_names_file_name_check CHECK (((length(file_name) >= 1) AND (length(file_name) <= 255))),
+    CONSTRAINT ach_inbound_names_sha256_check CHECK ((sha256 ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT ach_inbound_names_size_bytes_check CHECK ((size_bytes >= 0))
+);
+
+--
+-- Name: ach_return_counts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.ach_return_counts (
+    organization_id text NOT NULL,
+    day date NOT NULL,
+    debits integer DEFAULT 0 NOT NULL,
+    returned integer DEFAULT 0 NOT NULL,
+    unauthorized integer DEFAULT 0 NOT NULL,
+    administrative integer DEFAULT 0 NOT NULL,
+    CONSTRAINT ach_return_counts_administrative_check CHECK ((administrative >= 0)),
+    CONSTRAINT ach_return_counts_check CHECK (((unauthorized + administrative) <= returned)),
+    CONSTRAINT ach_return_counts_debits_check CHECK ((debits >= 0)),
+    CONSTRAINT ach_return_counts_returned_check CHECK ((returned >= 0)),
+    CONSTRAINT ach_return_counts_unauthorized_check CHECK ((unauthorized >= 0))
+);
+
+--
+-- Name: ach_return_rate_alerts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.ach_return_rate_alerts (
+    organization_id text NOT NULL,
+    kind text NOT NULL,
+    exceeded boolean NOT NULL,
+    changed_at timestamp with time zone NOT NULL,
+    CONSTRAINT ach_return_rate_alerts_kind_check CHECK ((kind = ANY (ARRAY['unauthorized'::text, 'administrative'::text, 'overall'::text])))
+);
+
+--
+-- Name: ach_sandbox_bank_seen; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.ach_sandbox_bank_seen (
+    entry_id text NOT NULL,
+    seen_at timestamp with time zone NOT NULL
 );
 
 --
@@ -1763,6 +1940,27 @@ ALTER TABLE ONLY public.ach_entries
     ADD CONSTRAINT ach_entries_transfer_id_key UNIQUE (transfer_id);
 
 --
+-- Name: ach_entry_returns ach_entry_returns_entry_id_addenda_type_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entry_returns
+    ADD CONSTRAINT ach_entry_returns_entry_id_addenda_type_key UNIQUE (entry_id, addenda_type);
+
+--
+-- Name: ach_entry_returns ach_entry_returns_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entry_returns
+    ADD CONSTRAINT ach_entry_returns_pkey PRIMARY KEY (id);
+
+--
+-- Name: ach_exceptions ach_exceptions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_exceptions
+    ADD CONSTRAINT ach_exceptions_pkey PRIMARY KEY (id);
+
+--
 -- Name: ach_files ach_files_built_by_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1789,6 +1987,48 @@ ALTER TABLE ONLY public.ach_files
 
 ALTER TABLE ONLY public.ach_files
     ADD CONSTRAINT ach_files_pkey PRIMARY KEY (id);
+
+--
+-- Name: ach_inbound_files ach_inbound_files_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_inbound_files
+    ADD CONSTRAINT ach_inbound_files_pkey PRIMARY KEY (id);
+
+--
+-- Name: ach_inbound_files ach_inbound_files_sha256_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_inbound_files
+    ADD CONSTRAINT ach_inbound_files_sha256_key UNIQUE (sha256);
+
+--
+-- Name: ach_inbound_names ach_inbound_names_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_inbound_names
+    ADD CONSTRAINT ach_inbound_names_pkey PRIMARY KEY (file_name);
+
+--
+-- Name: ach_return_counts ach_return_counts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_return_counts
+    ADD CONSTRAINT ach_return_counts_pkey PRIMARY KEY (organization_id, day);
+
+--
+-- Name: ach_return_rate_alerts ach_return_rate_alerts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_return_rate_alerts
+    ADD CONSTRAINT ach_return_rate_alerts_pkey PRIMARY KEY (organization_id, kind);
+
+--
+-- Name: ach_sandbox_bank_seen ach_sandbox_bank_seen_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_sandbox_bank_seen
+    ADD CONSTRAINT ach_sandbox_bank_seen_pkey PRIMARY KEY (entry_id);
 
 --
 -- Name: api_keys api_keys_key_hash_key; Type: CONSTRAINT; Schema: public; Owner: -
@@ -2061,10 +2301,28 @@ CREATE INDEX ach_entries_of_file ON public.ach_entries USING btree (file_id) WHE
 CREATE INDEX ach_entries_queued ON public.ach_entries USING btree (environment, created_at, id) WHERE (status = 'queued'::text);
 
 --
+-- Name: ach_entry_returns_of_org; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX ach_entry_returns_of_org ON public.ach_entry_returns USING btree (organization_id, created_at);
+
+--
+-- Name: ach_exceptions_recent; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX ach_exceptions_recent ON public.ach_exceptions USING btree (created_at DESC, id DESC);
+
+--
 -- Name: ach_files_by_status; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX ach_files_by_status ON public.ach_files USING btree (status, created_at);
+
+--
+-- Name: ach_inbound_files_recent; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX ach_inbound_files_recent ON public.ach_inbound_files USING btree (received_at DESC, id DESC);
 
 --
 -- Name: api_keys_by_org; Type: INDEX; Schema: public; Owner: -
@@ -2331,6 +2589,12 @@ CREATE UNIQUE INDEX webhook_replays_one_running ON public.webhook_replays USING 
 CREATE INDEX webhook_replays_running ON public.webhook_replays USING btree (organization_id) WHERE (status = 'running'::text);
 
 --
+-- Name: ach_entries ach_entries_count_debits; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER ach_entries_count_debits AFTER INSERT ON public.ach_entries REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.ach_entries_count_debits();
+
+--
 -- Name: ach_entries ach_entries_file_whole; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -2343,10 +2607,34 @@ CREATE CONSTRAINT TRIGGER ach_entries_file_whole AFTER UPDATE OF file_id ON publ
 CREATE TRIGGER ach_entries_guard BEFORE DELETE OR UPDATE ON public.ach_entries FOR EACH ROW EXECUTE FUNCTION public.ach_entries_guard();
 
 --
+-- Name: ach_entry_returns ach_entry_returns_count; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER ach_entry_returns_count AFTER INSERT ON public.ach_entry_returns FOR EACH ROW EXECUTE FUNCTION public.ach_entry_returns_count();
+
+--
+-- Name: ach_entry_returns ach_entry_returns_immutable; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER ach_entry_returns_immutable BEFORE DELETE OR UPDATE ON public.ach_entry_returns FOR EACH ROW EXECUTE FUNCTION public.ach_inbound_immutable();
+
+--
+-- Name: ach_exceptions ach_exceptions_immutable; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER ach_exceptions_immutable BEFORE DELETE OR UPDATE ON public.ach_exceptions FOR EACH ROW EXECUTE FUNCTION public.ach_inbound_immutable();
+
+--
 -- Name: ach_files ach_files_guard; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER ach_files_guard BEFORE DELETE OR UPDATE ON public.ach_files FOR EACH ROW EXECUTE FUNCTION public.ach_files_guard();
+
+--
+-- Name: ach_inbound_files ach_inbound_files_immutable; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER ach_inbound_files_immutable BEFORE DELETE OR UPDATE ON public.ach_inbound_files FOR EACH ROW EXECUTE FUNCTION public.ach_inbound_immutable();
 
 --
 -- Name: api_keys api_keys_edge_notify; Type: TRIGGER; Schema: public; Owner: -
@@ -2578,6 +2866,76 @@ ALTER TABLE ONLY public.ach_entries
 
 ALTER TABLE ONLY public.ach_entries
     ADD CONSTRAINT ach_entries_transfer_id_fkey FOREIGN KEY (transfer_id) REFERENCES public.transfers(id);
+
+--
+-- Name: ach_entry_returns ach_entry_returns_dispute_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entry_returns
+    ADD CONSTRAINT ach_entry_returns_dispute_id_fkey FOREIGN KEY (dispute_id) REFERENCES public.disputes(id);
+
+--
+-- Name: ach_entry_returns ach_entry_returns_entry_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entry_returns
+    ADD CONSTRAINT ach_entry_returns_entry_id_fkey FOREIGN KEY (entry_id) REFERENCES public.ach_entries(id);
+
+--
+-- Name: ach_entry_returns ach_entry_returns_inbound_file_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entry_returns
+    ADD CONSTRAINT ach_entry_returns_inbound_file_id_fkey FOREIGN KEY (inbound_file_id) REFERENCES public.ach_inbound_files(id) DEFERRABLE INITIALLY DEFERRED;
+
+--
+-- Name: ach_entry_returns ach_entry_returns_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entry_returns
+    ADD CONSTRAINT ach_entry_returns_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
+
+--
+-- Name: ach_exceptions ach_exceptions_entry_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_exceptions
+    ADD CONSTRAINT ach_exceptions_entry_id_fkey FOREIGN KEY (entry_id) REFERENCES public.ach_entries(id);
+
+--
+-- Name: ach_exceptions ach_exceptions_inbound_file_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_exceptions
+    ADD CONSTRAINT ach_exceptions_inbound_file_id_fkey FOREIGN KEY (inbound_file_id) REFERENCES public.ach_inbound_files(id) DEFERRABLE INITIALLY DEFERRED;
+
+--
+-- Name: ach_exceptions ach_exceptions_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_exceptions
+    ADD CONSTRAINT ach_exceptions_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
+
+--
+-- Name: ach_return_counts ach_return_counts_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_return_counts
+    ADD CONSTRAINT ach_return_counts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
+
+--
+-- Name: ach_return_rate_alerts ach_return_rate_alerts_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_return_rate_alerts
+    ADD CONSTRAINT ach_return_rate_alerts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
+
+--
+-- Name: ach_sandbox_bank_seen ach_sandbox_bank_seen_entry_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_sandbox_bank_seen
+    ADD CONSTRAINT ach_sandbox_bank_seen_entry_id_fkey FOREIGN KEY (entry_id) REFERENCES public.ach_entries(id);
 
 --
 -- Name: api_keys api_keys_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

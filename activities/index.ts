@@ -1,4 +1,5 @@
 import { createAchActivities } from './ach';
+import { createAchInboundActivities } from './achInbound';
 import type { ActivityDeps } from './deps';
 import { createLedgerActivities } from './ledger';
 import { createLimitsActivities } from './limits';
@@ -17,5 +18,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createSettlementActivities(deps),
     ...createLimitsActivities(deps),
     ...createAchActivities(deps),
+    ...createAchInboundActivities(deps),
   };
 }

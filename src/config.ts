@@ -110,6 +110,8 @@ const fields = z.object({
   SANDBOX_SETTLE_SECONDS: seconds.default(60),
   // SPEC §24: sandbox builds an ACH file (to its simulated bank) this often; production follows ACH_WINDOWS.
   SANDBOX_ACH_WINDOW_SECONDS: z.coerce.number().int().min(1).max(3_600).default(5),
+  // SPEC §25: the simulated bank returns (account number R + code) or corrects (C + code) an entry this long after it settles.
+  SANDBOX_RETURN_SECONDS: z.coerce.number().int().min(1).max(3_600).default(5),
   // Webhooks (SPEC §12): the outbox dispatcher runs in every worker unless turned off; the retry schedule
   // is configurable so tests can run it in milliseconds; the secret key seals stored signing secrets (and
   // the stored answers that showed them), required in production.

@@ -13,6 +13,7 @@ import { journalRoutes } from './journal/routes';
 import { bankAccountRoutes } from './bankAccounts/routes';
 import { limitRoutes } from './limits/routes';
 import { achRoutes } from './ach/routes';
+import { achReturnRateRoutes, sandboxBankRoutes } from './ach/returnRatesRoutes';
 
 /**
  * Every API route, in one list: the api mounts it and /openapi.json documents it. It lives here, at the
@@ -22,6 +23,8 @@ export const allRoutes: AnyRoute[] = [
   ...keyRoutes,
   ...userRoutes,
   ...bankAccountRoutes,
+  ...achReturnRateRoutes,
+  ...sandboxBankRoutes,
   ...ledgerRoutes,
   ...webhookRoutes,
   ...eventRoutes,

@@ -6,3 +6,4 @@ export { settlementNotificationWorkflow } from './settlementNotification';
 export { webhookReplayWorkflow } from './webhookReplay';
 export { selfExclusionWorkflow } from './selfExclusion';
 export { achWindowWorkflow } from './achWindow';
+export { achInboundWorkflow } from './achInbound';

@@ -30,6 +30,7 @@ import {
 import { startApiProcess, startWorkerProcess, bundleWorkflowsOnce } from '../clusterProcesses';
 import { StartupError } from '../../src/platform/startupError';
 import { ensureSettlementSchedule } from '../../src/settlement/schedule';
+import { ensureAchInboundSchedule } from '../../src/ach/inboundSchedule';
 import { ensureAchSchedule, warnIfAchUndeliverable } from '../../src/ach/schedule';
 import { runMain } from '../run';
 
@@ -161,6 +162,8 @@ runMain(async () => {
     }
     // The daily window close (SPEC §10), created or updated at every start.
     await ensureSettlementSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE, cutoff: config.SETTLEMENT_CUTOFF });
+    // SPEC §25: production polls the bank's inbound/ for returns and notifications of change.
+    await ensureAchInboundSchedule(client, config.TEMPORAL_TASK_QUEUE, config);
     // The ACH windows (SPEC §24), likewise; says so when production builds files it cannot deliver.
     await ensureAchSchedule(client, config.TEMPORAL_TASK_QUEUE, config);
     warnIfAchUndeliverable(config, log);

@@ -14,6 +14,7 @@ import { connectTemporal, registerSearchAttributes, temporalConnectionOptions } 
 import { installTemporalRuntime } from '../../src/platform/temporalRuntime';
 import { ensureTemporalCli } from '../goTools';
 import { ensureSettlementSchedule } from '../../src/settlement/schedule';
+import { ensureAchInboundSchedule } from '../../src/ach/inboundSchedule';
 import { ensureAchSchedule, warnIfAchUndeliverable } from '../../src/ach/schedule';
 import { startWorker } from '../../src/worker';
 import { runMain } from '../run';
@@ -55,6 +56,8 @@ runMain(async () => {
     host.onStop('worker', () => worker.shutdown());
     // The daily window close (SPEC §10), created or updated at every start.
     await ensureSettlementSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE, cutoff: config.SETTLEMENT_CUTOFF });
+    // SPEC §25: production polls the bank's inbound/ for returns and notifications of change.
+    await ensureAchInboundSchedule(client, config.TEMPORAL_TASK_QUEUE, config);
     // The ACH windows (SPEC §24), likewise; says so when production builds files it cannot deliver.
     await ensureAchSchedule(client, config.TEMPORAL_TASK_QUEUE, config);
     warnIfAchUndeliverable(config, log);

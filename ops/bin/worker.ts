@@ -7,6 +7,7 @@ import { serveWorkerMetrics } from '../../src/platform/metricsServer';
 import { connectTemporal, registerSearchAttributes, temporalConnectionOptions } from '../../src/platform/temporal';
 import { installTemporalRuntime } from '../../src/platform/temporalRuntime';
 import { ensureSettlementSchedule } from '../../src/settlement/schedule';
+import { ensureAchInboundSchedule } from '../../src/ach/inboundSchedule';
 import { ensureAchSchedule, warnIfAchUndeliverable } from '../../src/ach/schedule';
 import { startWorker } from '../../src/worker';
 import { onShutdownSignal, runMain, waitForDependencies } from '../run';
@@ -30,6 +31,8 @@ runMain(async () => {
   const worker = await startWorker({ config, pool, log, temporal: client, address, ...(workflowBundlePath ? { workflowBundlePath } : {}) });
   // The daily window close (SPEC §10), created or updated at every start.
   await ensureSettlementSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE, cutoff: config.SETTLEMENT_CUTOFF });
+  // SPEC §25: production polls the bank's inbound/ for returns and notifications of change.
+  await ensureAchInboundSchedule(client, config.TEMPORAL_TASK_QUEUE, config);
   // The ACH windows (SPEC §24), likewise; says so when production builds files it cannot deliver.
   await ensureAchSchedule(client, config.TEMPORAL_TASK_QUEUE, config);
   warnIfAchUndeliverable(config, log);

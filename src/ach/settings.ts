@@ -108,6 +108,8 @@ export const ACH_SETTINGS = {
     .optional(),
   ACH_SFTP_HOST_KEY: z.string().superRefine(parses(parseOpenSshPublicKey)).optional(),
   ACH_WINDOWS: achWindows.default(achWindows.parse('10:30,14:45,16:45')),
+  // SPEC §25: how often production's schedule looks in the bank's inbound/ for returns and notifications of change.
+  ACH_INBOUND_POLL_SECONDS: z.coerce.number().int().min(10).max(86_400).default(300),
 };
 
 type AchSettings = z.infer<z.ZodObject<typeof ACH_SETTINGS>>;

@@ -28,7 +28,8 @@ export type SealBinding =
   | { table: 'payment_tokens'; id: string }
   | { table: 'bank_accounts'; id: string }
   | { table: 'operator_bank_accounts'; id: string }
-  | { table: 'ach_files'; id: string };
+  | { table: 'ach_files'; id: string }
+  | { table: 'ach_inbound_files'; id: string };
 
 const aadOf = (binding: SealBinding) => `${binding.table}:${binding.id}`;
 

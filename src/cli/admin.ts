@@ -6,6 +6,7 @@ import { createPool } from '../db/pool';
 import { ApiError } from '../errors';
 import * as orgs from '../orgs/repo';
 import { registerJournalCommands } from '../journal/cli';
+import { registerAchReturnCommands } from '../ach/returnsCli';
 import { registerLedgerCommands } from '../ledger/cli';
 import { registerLimitCommands } from '../limits/cli';
 import { registerRefundCommands } from '../refunds/cli';
@@ -195,6 +196,7 @@ export const commandRegistrars: CommandRegistrar[] = [
   registerBankAccountCommands,
   registerLimitCommands,
   registerAchCommands,
+  registerAchReturnCommands,
 ];
 
 /** The whole command tree; `ctx` is called only by a command that runs (help and usage errors need no database). */

@@ -17,7 +17,12 @@ export type EventType =
   | 'transfer.settled'
   | 'refund.created'
   | 'dispute.created'
-  | 'dispute.resolved';
+  | 'dispute.resolved'
+  | 'ach_entry.returned'
+  | 'ach.transfer_returned'
+  | 'bank_account.disabled'
+  | 'bank_account.updated'
+  | 'ach.return_rate_exceeded';
 
 /**
  * Records an event in the outbox. Call it with the transaction that makes the change it describes, never

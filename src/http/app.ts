@@ -12,6 +12,7 @@ import { ApiError, errors } from '../errors';
 import { achDeliveryStatus } from '../ach/settings';
 import { registerAchGauges } from '../ach/metrics';
 import { ledgerRegistry, registerLifecycleQueueGauges } from '../metrics';
+import { registerReturnRateGauges } from '../ach/returnRates';
 import { parseQueryString, rejectUnknownQuery } from './input';
 import { allowedMethodsOf } from './methods';
 import { buildOpenApiDocument, expressPath, OPERATIONAL_PATHS } from './openapi';
@@ -68,6 +69,7 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[]): { app: express.Exp
 
   registerLifecycleQueueGauges(registry, deps.pool);
   registerAchGauges(registry, deps.pool, deps.config);
+  registerReturnRateGauges(registry, deps.pool);
   // The ledger's own counters (src/metrics.ts) beside this process's defaults and request durations.
   const exposed = client.Registry.merge([registry, ledgerRegistry]);
 

@@ -21,6 +21,11 @@ const EVENT_TYPES: Record<EventType, true> = {
   'refund.created': true,
   'dispute.created': true,
   'dispute.resolved': true,
+  'ach_entry.returned': true,
+  'ach.transfer_returned': true,
+  'bank_account.disabled': true,
+  'bank_account.updated': true,
+  'ach.return_rate_exceeded': true,
 };
 export const WEBHOOK_EVENT_TYPES = Object.keys(EVENT_TYPES) as EventType[];
 

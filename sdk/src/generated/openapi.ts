@@ -110,6 +110,49 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ach/return_rates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization's ACH return rates
+         * @description SPEC §25: returned debit entries over the last 60 days of debits, by the NACHA Rules' kinds and thresholds: unauthorized (R05, R07, R10, R11, R29, R51) 0.5 %, administrative (R02, R03, R04) 3 %, overall 15 %. Crossing a threshold emits `ach.return_rate_exceeded` once.
+         */
+        get: operations["listAchReturnRates"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/simulate/ach/return": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The simulated bank returns a settled ACH entry
+         * @description SPEC §25: the entry of `transaction_id` comes back with `code`, applied exactly as a return file from the bank: a returned deposit becomes a dispute (`status: lost`, code = the return code) with its cash_out `dispute` transaction; R02, R03, R04 disable the bank account; R05, R07, R10, R11, R29, R51 suspend the user.
+         *     Events: ach_entry.returned, dispute.created, dispute.resolved, transaction.created (and bank_account.disabled or user.status_changed). Errors: 400 `resource_missing` (no ACH entry of yours for that transaction), 409 `invalid_state` (the entry has not settled, or was already returned).
+         *
+         *     Sandbox only: production answers 404.
+         */
+        post: operations["simulateAchReturn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/intent": {
         parameters: {
             query?: never;
@@ -1080,7 +1123,7 @@ export interface components {
             /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
             id: string;
             /** @enum {string} */
-            type: "user.created" | "user.status_changed" | "user.updated" | "user.limits_changed" | "user.self_excluded" | "intent.approved" | "intent.declined" | "intent.updated" | "transaction.created" | "transaction.status_changed" | "transfer.created" | "transfer.settled" | "refund.created" | "dispute.created" | "dispute.resolved";
+            type: "user.created" | "user.status_changed" | "user.updated" | "user.limits_changed" | "user.self_excluded" | "intent.approved" | "intent.declined" | "intent.updated" | "transaction.created" | "transaction.status_changed" | "transfer.created" | "transfer.settled" | "refund.created" | "dispute.created" | "dispute.resolved" | "ach_entry.returned" | "ach.transfer_returned" | "bank_account.disabled" | "bank_account.updated" | "ach.return_rate_exceeded";
             /** Format: date-time */
             created_at: string;
             /** @description The resource the event is about, as the API returns it (transaction.status_changed adds previous_status). */
@@ -1393,6 +1436,100 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
+        AchReturnRates: {
+            /** @enum {number} */
+            window_days: 60;
+            /**
+             * @description Debit entries created in the last 60 days (UTC days, today included).
+             * @example 1000
+             */
+            debits: number;
+            /** @description R05, R07, R10, R11, R29, R51; threshold 0.5 %. */
+            unauthorized: {
+                /**
+                 * @description Debits of the window returned with a code of this kind.
+                 * @example 3
+                 */
+                count: number;
+                /**
+                 * @description count / debits (0 when there were no debits).
+                 * @example 0.003
+                 */
+                rate: number;
+                /**
+                 * @description The NACHA Rules' threshold for this kind.
+                 * @example 0.005
+                 */
+                threshold: number;
+            };
+            /** @description R02, R03, R04; threshold 3 %. */
+            administrative: {
+                /**
+                 * @description Debits of the window returned with a code of this kind.
+                 * @example 3
+                 */
+                count: number;
+                /**
+                 * @description count / debits (0 when there were no debits).
+                 * @example 0.003
+                 */
+                rate: number;
+                /**
+                 * @description The NACHA Rules' threshold for this kind.
+                 * @example 0.005
+                 */
+                threshold: number;
+            };
+            /** @description Every return code; threshold 15 %. */
+            overall: {
+                /**
+                 * @description Debits of the window returned with a code of this kind.
+                 * @example 3
+                 */
+                count: number;
+                /**
+                 * @description count / debits (0 when there were no debits).
+                 * @example 0.003
+                 */
+                rate: number;
+                /**
+                 * @description The NACHA Rules' threshold for this kind.
+                 * @example 0.005
+                 */
+                threshold: number;
+            };
+        };
+        AchReturn: {
+            /** @description The ACH entry returned. */
+            entry_id: string;
+            transaction_id: string;
+            /** @example 011000010000042 */
+            trace_number: string;
+            /** @example R01 */
+            code: string;
+            /**
+             * @description The code's NACHA title.
+             * @example Insufficient Funds
+             */
+            reason: string;
+            /** @description The dispute a returned debit became (status `lost`), null when nothing was left of its intent. */
+            dispute_id: string | null;
+        };
+        /**
+         * @example {
+         *       "transaction_id": "txn_7fJ2kQ9xLmN3pR5tV8wY1zA4",
+         *       "code": "R01"
+         *     }
+         */
+        SimulateAchReturn: {
+            /** @description A transaction of yours whose ACH entry settled. */
+            transaction_id: string;
+            /**
+             * @description The NACHA return reason code, e.g. `R01`, `R03`, `R10`.
+             * @example R01
+             */
+            code: string;
+        };
         Intent: {
             /** @example intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
             id: string;
@@ -1675,7 +1812,7 @@ export interface components {
             /** @example whk_3kTq8ZrV1nXa9LmC2pW7yB4d */
             id: string;
             url: string;
-            events: ("*" | "user.created" | "user.status_changed" | "user.updated" | "user.limits_changed" | "user.self_excluded" | "intent.approved" | "intent.declined" | "intent.updated" | "transaction.created" | "transaction.status_changed" | "transfer.created" | "transfer.settled" | "refund.created" | "dispute.created" | "dispute.resolved")[];
+            events: ("*" | "user.created" | "user.status_changed" | "user.updated" | "user.limits_changed" | "user.self_excluded" | "intent.approved" | "intent.declined" | "intent.updated" | "transaction.created" | "transaction.status_changed" | "transfer.created" | "transfer.settled" | "refund.created" | "dispute.created" | "dispute.resolved" | "ach_entry.returned" | "ach.transfer_returned" | "bank_account.disabled" | "bank_account.updated" | "ach.return_rate_exceeded")[];
             /**
              * @description disabled after a 410 Gone answer; nothing is delivered to it.
              * @enum {string}
@@ -1698,7 +1835,7 @@ export interface components {
              *       "transaction.status_changed"
              *     ]
              */
-            events?: ("*" | "user.created" | "user.status_changed" | "user.updated" | "user.limits_changed" | "user.self_excluded" | "intent.approved" | "intent.declined" | "intent.updated" | "transaction.created" | "transaction.status_changed" | "transfer.created" | "transfer.settled" | "refund.created" | "dispute.created" | "dispute.resolved")[];
+            events?: ("*" | "user.created" | "user.status_changed" | "user.updated" | "user.limits_changed" | "user.self_excluded" | "intent.approved" | "intent.declined" | "intent.updated" | "transaction.created" | "transaction.status_changed" | "transfer.created" | "transfer.settled" | "refund.created" | "dispute.created" | "dispute.resolved" | "ach_entry.returned" | "ach.transfer_returned" | "bank_account.disabled" | "bank_account.updated" | "ach.return_rate_exceeded")[];
         };
         WebhookEndpointList: {
             data: components["schemas"]["WebhookEndpoint"][];
@@ -1802,7 +1939,7 @@ export interface components {
              */
             created_at_lt?: string;
             /** @description Only these types, none twice, each one the endpoint subscribes to; every subscribed type when omitted. */
-            types?: ("user.created" | "user.status_changed" | "user.updated" | "user.limits_changed" | "user.self_excluded" | "intent.approved" | "intent.declined" | "intent.updated" | "transaction.created" | "transaction.status_changed" | "transfer.created" | "transfer.settled" | "refund.created" | "dispute.created" | "dispute.resolved")[];
+            types?: ("user.created" | "user.status_changed" | "user.updated" | "user.limits_changed" | "user.self_excluded" | "intent.approved" | "intent.declined" | "intent.updated" | "transaction.created" | "transaction.status_changed" | "transfer.created" | "transfer.settled" | "refund.created" | "dispute.created" | "dispute.resolved" | "ach_entry.returned" | "ach.transfer_returned" | "bank_account.disabled" | "bank_account.updated" | "ach.return_rate_exceeded")[];
             /**
              * @description Only events no delivery of which to this endpoint succeeded (never delivered ones included).
              * @default false
@@ -3480,6 +3617,295 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description The methods this path answers, comma-separated. */
                     Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
+            429: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests of this kind (read or write) allowed in any 60-second window. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests of this kind still admitted in the current window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error; quote request_id. */
+            500: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service is briefly unavailable. Retry after Retry-After seconds with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAchReturnRates: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rates, each with its count and threshold. */
+            200: {
+                headers: {
+                    /** @description Requests of this kind (read or write) allowed in any 60-second window. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests of this kind still admitted in the current window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AchReturnRates"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or JSON nested deeper than 32 levels, a query parameter the endpoint does not declare, a field failing validation (one `details` entry per field; impossible dates, NUL and lone surrogates included), or a missing resource named in the body. */
+            400: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, revoked or other-environment API key. */
+            401: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `Bearer`: the scheme to authenticate with. */
+                    "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
+            429: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests of this kind (read or write) allowed in any 60-second window. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests of this kind still admitted in the current window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error; quote request_id. */
+            500: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service is briefly unavailable. Retry after Retry-After seconds with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    simulateAchReturn: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes retries safe: a repeat within 24 hours replays the first response. Printable ASCII. */
+                "X-Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SimulateAchReturn"];
+            };
+        };
+        responses: {
+            /** @description The return, with the dispute it made. */
+            200: {
+                headers: {
+                    /** @description Requests of this kind (read or write) allowed in any 60-second window. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests of this kind still admitted in the current window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AchReturn"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or JSON nested deeper than 32 levels, a query parameter the endpoint does not declare, a field failing validation (one `details` entry per field; impossible dates, NUL and lone surrogates included), or a missing resource named in the body. */
+            400: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, revoked or other-environment API key. */
+            401: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `Bearer`: the scheme to authenticate with. */
+                    "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Write from an address not on the organization's IP allowlist. */
+            403: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id of another organization. */
+            404: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The resource is in a state that forbids the action, or a duplicate arrived while the original is executing. */
+            409: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 64 KiB. */
+            413: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON. */
+            415: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description X-Idempotency-Key reused with another endpoint or body. */
+            422: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -7,6 +7,8 @@ export const operationTable = {
   updateUser: {"method":"POST","path":"/user/{id}","pathParams":["id"],"input":"body","paged":false},
   simulateUserSuspend: {"method":"POST","path":"/simulate/user/{id}/suspend","pathParams":["id"],"input":"none","paged":false},
   listUserBankAccounts: {"method":"GET","path":"/user/{id}/bank_account","pathParams":["id"],"input":"query","paged":true},
+  listAchReturnRates: {"method":"GET","path":"/ach/return_rates","pathParams":[],"input":"none","paged":false},
+  simulateAchReturn: {"method":"POST","path":"/simulate/ach/return","pathParams":[],"input":"body","paged":false},
   createIntent: {"method":"POST","path":"/intent","pathParams":[],"input":"body","paged":false},
   listIntents: {"method":"GET","path":"/intent","pathParams":[],"input":"query","paged":true},
   createIntentBatch: {"method":"POST","path":"/intent/batch","pathParams":[],"input":"body","paged":false},

@@ -1,0 +1,68 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { CommandRegistrar } from '../cli/registrar';
+import { createLogger } from '../logger';
+import { ingestInboundFile, INBOUND_LIMITS } from './inbound';
+
+/**
+ * `ach inbound import PATH`: ingests a return or notification-of-change file by hand, exactly as the SFTP poll
+ * does (SPEC §25): a file seen before changes nothing. `ach exceptions`: what could not be applied, newest first.
+ */
+export const CLI_EXCEPTIONS_MAX = 200;
+
+export const registerAchReturnCommands: CommandRegistrar = (program, ctx) => {
+  const ach = program.commands.find((command) => command.name() === 'ach') ?? program.command('ach').description('the ACH rail');
+  ach
+    .command('inbound')
+    .description("the bank's return and notification-of-change files")
+    .command('import')
+    .description('ingest one return or notification-of-change file (once: the same bytes again change nothing)')
+    .argument('<path>', 'the file')
+    .action(async (file: string) => {
+      const { config, pool, out } = ctx();
+      const stat = fs.statSync(file);
+      if (!stat.isFile() || stat.size > INBOUND_LIMITS.fileBytesMax)
+        throw new Error(`${file}: not a file of at most ${INBOUND_LIMITS.fileBytesMax} bytes`);
+      const deps = { config, pool, log: createLogger(config.LOG_LEVEL), services: { taskQueue: config.TEMPORAL_TASK_QUEUE } };
+      const result = await ingestInboundFile(deps, {
+        fileName: path.basename(file),
+        bytes: fs.readFileSync(file),
+        source: 'cli',
+        now: new Date(),
+      });
+      const f = result.file;
+      out(
+        result.outcome === 'already_ingested'
+          ? `${f.id}: these bytes were ingested on ${f.received_at} as ${f.file_name}; nothing changed`
+          : `${f.id} ${f.status}: ${f.entry_count} entries, ${f.returns_count} returns, ${f.changes_count} changes, ${f.exceptions_count} exceptions, ${f.duplicates_count} already applied`,
+        result,
+      );
+    });
+  ach
+    .command('exceptions')
+    .description(
+      `what the bank sent that was not applied (unknown trace, unparseable file, returned transfer, …), newest ${CLI_EXCEPTIONS_MAX}`,
+    )
+    .action(async () => {
+      const { pool, out } = ctx();
+      const { rows } = await pool.query<{
+        id: string;
+        kind: string;
+        file_name: string;
+        line: number;
+        trace_number: string | null;
+        code: string | null;
+        detail: string;
+        created_at: Date;
+      }>(
+        `SELECT x.id, x.kind, f.file_name, x.line, x.trace_number, x.code, x.entry_id, x.organization_id, x.detail, x.created_at
+           FROM ach_exceptions x JOIN ach_inbound_files f ON f.id = x.inbound_file_id
+          ORDER BY x.created_at DESC, x.id DESC LIMIT $1`,
+        [CLI_EXCEPTIONS_MAX],
+      );
+      const lines = rows.map(
+        (x) => `${x.created_at.toISOString()} ${x.kind} ${x.file_name}:${x.line} ${x.code ?? ''} ${x.trace_number ?? ''} ${x.detail}`,
+      );
+      out(lines.length ? lines.join('\n') : 'no exceptions', { exceptions: rows });
+    });
+};

@@ -1,0 +1,533 @@
+/**
+ * SPEC §25 returns and notifications of change, on real Postgres, Temporal and an OpenSSH SFTP server: files
+ * WRITTEN BY moov-io/ach (achcli, from JSON) dropped into inbound/ and ingested by the inbound schedule's
+ * workflow and activities. Each return applies once (the same bytes under another name change nothing), its
+ * effects and events are there together, the journal holds, and bad files are kept as exceptions with nothing
+ * changed.
+ */
+import { buildWindowFile, markFileDelivered } from '../src/ach/files';
+import { achScheduleId, ensureAchSchedule } from '../src/ach/schedule';
+import { ingestInboundFile } from '../src/ach/inbound';
+import { achInboundScheduleId, ensureAchInboundSchedule } from '../src/ach/inboundSchedule';
+import { randomString } from '../src/ids';
+import { journalViolations } from '../src/journal/invariants';
+import { createLogger } from '../src/logger';
+import { writeWithAchcli } from './support/achcli';
+import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
+import { addBankAccount, admin, idempotencyKey, statusOf } from './support/payments';
+import { startSftpServer, type SftpServer } from './support/sftpServer';
+
+type Call = ReturnType<typeof apiClient>;
+
+const ODFI = '091000019';
+const accountNumber = () => `9${Date.now() % 1_000_000}${randomString(8).replace(/[^0-9]/g, '3')}`.slice(0, 15);
+
+interface Sent {
+  transactionId: string;
+  bankAccountId: string;
+  userId: string;
+  number: string;
+  amount: number;
+  trace: string;
+  entryId: string;
+}
+
+type Item = { sent: Pick<Sent, 'number' | 'amount' | 'trace'>; code: string; corrected?: string };
+
+let fileCounter = 0;
+
+/** A return / NOC file as the bank would send it back, written by moov-io/ach's achcli from its JSON. */
+async function bankFile(items: Item[]): Promise<string> {
+  fileCounter += 1;
+  const entry = (item: Item, i: number) => {
+    const traceNumber = `02100002${String(fileCounter * 100 + i + 1).padStart(7, '0')}`;
+    const base = {
+      RDFIIdentification: ODFI.slice(0, 8),
+      checkDigit: ODFI[8],
+      DFIAccountNumber: item.sent.number,
+      identificationNumber: 'RETURN',
+      individualName: 'TEST USER',
+      addendaRecordIndicator: 1,
+      traceNumber,
+    };
+    if (item.code.startsWith('C')) {
+      return {
+        ...base,
+        transactionCode: 26,
+        amount: 0,
+        category: 'NOC',
+        addenda98: {
+          typeCode: '98',
+          changeCode: item.code,
+          originalTrace: item.sent.trace,
+          originalDFI: '11000000',
+          correctedData: item.corrected,
+          traceNumber,
+        },
+      };
+    }
+    return {
+      ...base,
+      transactionCode: 26,
+      amount: item.sent.amount,
+      category: 'Return',
+      addenda99: {
+        typeCode: '99',
+        returnCode: item.code,
+        originalTrace: item.sent.trace,
+        dateOfDeath: '',
+        originalDFI: '11000000',
+        addendaInformation: '',
+        traceNumber,
+      },
+    };
+  };
+  const returns = items.filter((i) => i.code.startsWith('R'));
+  const changes = items.filter((i) => i.code.startsWith('C'));
+  const batchHeader = (number: number, sec: string) => ({
+    serviceClassCode: 225,
+    companyName: 'TEST COMPANY',
+    companyIdentification: '1234567890',
+    standardEntryClassCode: sec,
+    companyEntryDescription: 'PAYMENT',
+    effectiveEntryDate: sec === 'COR' ? '' : '261130',
+    originatorStatusCode: 1,
+    ODFIIdentification: '11000000',
+    batchNumber: number,
+  });
+  const batches = [
+    ...(returns.length
+      ? [{ batchHeader: batchHeader(1, 'PPD'), entryDetails: returns.map(entry), batchControl: { serviceClassCode: 225 } }]
+      : []),
+    ...(changes.length
+      ? [
+          {
+            batchHeader: batchHeader(returns.length ? 2 : 1, 'COR'),
+            entryDetails: changes.map(entry),
+            batchControl: { serviceClassCode: 225 },
+          },
+        ]
+      : []),
+  ];
+  return writeWithAchcli({
+    fileHeader: {
+      immediateDestination: ODFI,
+      immediateOrigin: '021000021',
+      fileCreationDate: '261130',
+      fileCreationTime: String(1000 + fileCounter).slice(-4),
+      fileIDModifier: 'A',
+      immediateDestinationName: 'TEST ODFI',
+      immediateOriginName: 'FEDERAL RESERVE BANK',
+    },
+    batches,
+    fileControl: {},
+  });
+}
+
+describe('SPEC §25 production: the bank returns and corrects entries through inbound/, each applied exactly once', () => {
+  let stack: Stack;
+  let org: TestOrg;
+  let call: Call;
+  let server: SftpServer;
+
+  beforeAll(async () => {
+    server = await startSftpServer();
+    stack = await startStack({
+      env: {
+        LEDGER_ENVIRONMENT: 'production',
+        ACH_ODFI_ROUTING: ODFI,
+        ACH_IMMEDIATE_ORIGIN: '123456789',
+        ACH_ODFI_NAME: 'TEST ODFI',
+        ACH_ORIGIN_NAME: 'PAYMENTS LEDGER TEST',
+        ACH_SFTP_URL: server.url,
+        ACH_SFTP_KEY_FILE: server.clientKeyFile,
+        ACH_SFTP_HOST_KEY: server.hostKeyLine,
+        ACH_INBOUND_POLL_SECONDS: '3600',
+      },
+    });
+    org = await createTestOrg(stack.pool, { environment: 'production', write: 5000, read: 5000 });
+    call = apiClient(stack.url, org.apiKey);
+    await stack.pool.query(
+      `INSERT INTO organization_ach (organization_id, company_id, company_name, updated_at) VALUES ($1, '1234567890', 'TEST COMPANY', now())`,
+      [org.organizationId],
+    );
+    expect(await ensureAchInboundSchedule(stack.temporal, stack.config.TEMPORAL_TASK_QUEUE, stack.config)).toEqual({
+      scheduleId: achInboundScheduleId(stack.config.TEMPORAL_TASK_QUEUE),
+      created: true,
+    });
+  });
+  afterAll(async () => {
+    await stack.temporal.schedule.getHandle(achInboundScheduleId(stack.config.TEMPORAL_TASK_QUEUE)).delete();
+    await stack.stop();
+    await server.stop();
+  });
+
+  /** Deposits of `amounts`, each from a new user's new bank account, filed and delivered to the bank. */
+  async function sendDebits(amounts: number[]): Promise<Sent[]> {
+    const made = [];
+    for (const amount of amounts) {
+      const userId = await createTestUser(stack.pool, org.organizationId);
+      const number = accountNumber();
+      const { intent, bankAccountId } = await addBankAccount(call, userId, { account_number: number }, amount);
+      made.push({ userId, number, amount, bankAccountId, transactionId: intent.transactions[0].id as string });
+    }
+    const built = (await buildWindowFile(stack.pool, stack.config, createLogger('silent'), `test-${randomString(8)}`, new Date()))!;
+    await markFileDelivered(stack.pool, built.fileId, new Date());
+    const { rows } = await stack.pool.query<{ transaction_id: string; id: string; trace_number: string }>(
+      'SELECT transaction_id, id, trace_number FROM ach_entries WHERE transaction_id = ANY($1)',
+      [made.map((m) => m.transactionId)],
+    );
+    return made.map((m) => {
+      const row = rows.find((r) => r.transaction_id === m.transactionId)!;
+      return { ...m, trace: row.trace_number, entryId: row.id };
+    });
+  }
+
+  /** Fires the inbound schedule now and waits until `name` is ingested (or kept as rejected). */
+  async function poll(
+    name: string,
+  ): Promise<{ id: string; status: string; exceptions_count: number; returns_count: number; changes_count: number }> {
+    await stack.temporal.schedule.getHandle(achInboundScheduleId(stack.config.TEMPORAL_TASK_QUEUE)).trigger();
+    return eventually(
+      async () => {
+        const { rows } = await stack.pool.query(
+          'SELECT n.file_name, f.* FROM ach_inbound_names n JOIN ach_inbound_files f ON f.sha256 = n.sha256 WHERE n.file_name = $1',
+          [name],
+        );
+        return rows[0];
+      },
+      30_000,
+      `${name} ingested`,
+    );
+  }
+
+  /** What a file could change; lifecycles moving on by themselves (transaction.status_changed) are not its doing. */
+  const counts = async () => {
+    const { rows } = await stack.pool.query<Record<string, string>>(
+      `SELECT (SELECT count(*) FROM disputes WHERE organization_id = $1) AS disputes, (SELECT count(*) FROM transactions WHERE organization_id = $1) AS transactions,
+              (SELECT count(*) FROM events WHERE organization_id = $1 AND type <> 'transaction.status_changed') AS events, (SELECT count(*) FROM ach_entry_returns) AS returns,
+              (SELECT count(*) FROM ach_entries WHERE status = 'returned') AS returned`,
+      [org.organizationId],
+    );
+    return rows[0]!;
+  };
+
+  test('R01, R03, R10 and a C01 in one file: disputes lost with their cash_out, account disabled, user suspended, account corrected; events after effects', async () => {
+    const [r01, r03, r10, c01] = await sendDebits([1500, 2500, 3500, 4500]);
+    const corrected = `7${accountNumber().slice(1)}`;
+    const text = await bankFile([
+      { sent: r01!, code: 'R01' },
+      { sent: r03!, code: 'R03' },
+      { sent: r10!, code: 'R10' },
+      { sent: c01!, code: 'C01', corrected: corrected.padEnd(29) },
+    ]);
+    server.writeFile('inbound/RET-1.ach', text);
+    const file = await poll('RET-1.ach');
+    expect(file).toMatchObject({ status: 'applied', returns_count: 3, changes_count: 1, exceptions_count: 0 });
+
+    const { rows: disputes } = await stack.pool.query(
+      `SELECT d.intent_id, d.code, d.status, d.amount_cents::int AS amount, t.direction, t.type FROM disputes d JOIN transactions t ON t.source_id = d.id
+        WHERE d.organization_id = $1 ORDER BY d.amount_cents`,
+      [org.organizationId],
+    );
+    expect(disputes.map((d) => [d.code, d.status, d.amount, d.direction, d.type])).toEqual([
+      ['R01', 'lost', 1500, 'cash_out', 'dispute'],
+      ['R03', 'lost', 2500, 'cash_out', 'dispute'],
+      ['R10', 'lost', 3500, 'cash_out', 'dispute'],
+    ]);
+    const { rows: entries } = await stack.pool.query(
+      'SELECT id, status, settled_at FROM ach_entries WHERE id = ANY($1) ORDER BY amount_cents',
+      [[r01!.entryId, r03!.entryId, r10!.entryId, c01!.entryId]],
+    );
+    // Returned before its window settled it: settled first (forward only), then returned; the NOC's entry is as it was.
+    expect(entries.map((e) => [e.status, e.settled_at !== null])).toEqual([
+      ['returned', true],
+      ['returned', true],
+      ['returned', true],
+      ['delivered', false],
+    ]);
+    const { rows: accounts } = await stack.pool.query('SELECT id, status, disabled_reason, last4 FROM bank_accounts WHERE id = ANY($1)', [
+      [r03!.bankAccountId, c01!.bankAccountId, r01!.bankAccountId],
+    ]);
+    const byId = new Map(accounts.map((a) => [a.id, a]));
+    expect(byId.get(r03!.bankAccountId)).toMatchObject({
+      status: 'disabled',
+      disabled_reason: 'ACH return R03: No Account/Unable to Locate Account',
+    });
+    expect(byId.get(r01!.bankAccountId)).toMatchObject({ status: 'active' });
+    expect(byId.get(c01!.bankAccountId)).toMatchObject({ status: 'active', last4: corrected.slice(-4) });
+    const { rows: users } = await stack.pool.query('SELECT id, status FROM users WHERE id = ANY($1)', [[r10!.userId, r01!.userId]]);
+    expect(Object.fromEntries(users.map((u) => [u.id, u.status]))).toEqual({ [r10!.userId]: 'suspended', [r01!.userId]: 'enabled' });
+
+    const { rows: events } = await stack.pool.query<{ type: string; data: any }>(
+      `SELECT type, data FROM events WHERE organization_id = $1 AND type IN ('ach_entry.returned', 'bank_account.disabled', 'user.status_changed', 'bank_account.updated', 'dispute.created') ORDER BY seq`,
+      [org.organizationId],
+    );
+    const returned = events
+      .filter((e) => e.type === 'ach_entry.returned')
+      .map((e) => [e.data.code, e.data.trace_number, e.data.transaction_id, e.data.reason]);
+    expect(returned).toEqual([
+      ['R01', r01!.trace, r01!.transactionId, 'Insufficient Funds'],
+      ['R03', r03!.trace, r03!.transactionId, 'No Account/Unable to Locate Account'],
+      ['R10', r10!.trace, r10!.transactionId, expect.stringContaining('Not Authorized')],
+    ]);
+    expect(events.find((e) => e.type === 'bank_account.disabled')!.data).toMatchObject({ id: r03!.bankAccountId, status: 'disabled' });
+    expect(events.find((e) => e.type === 'user.status_changed')!.data).toMatchObject({
+      id: r10!.userId,
+      status: 'suspended',
+      previous_status: 'enabled',
+    });
+    expect(events.find((e) => e.type === 'bank_account.updated')!.data).toMatchObject({
+      id: c01!.bankAccountId,
+      last4: corrected.slice(-4),
+      change_code: 'C01',
+    });
+    // Nothing anywhere holds the corrected number in the clear.
+    const { rows: leaks } = await stack.pool.query(`SELECT count(*)::int AS n FROM events WHERE data::text LIKE '%' || $1 || '%'`, [
+      corrected,
+    ]);
+    expect(leaks[0].n).toBe(0);
+
+    // The returned deposits still reach `available` (settled first), and the dispute's cash_out moves on: the journal holds.
+    await eventually(
+      async () => {
+        const answer = await call('GET', `/transaction/${r01!.transactionId}`);
+        return answer.body.status === 'available' ? true : undefined;
+      },
+      30_000,
+      'the returned deposit confirmed',
+    );
+    expect(await journalViolations(stack.pool, [org.accountId])).toEqual([]);
+  });
+
+  test('the same bytes under another name, and by hand, change nothing; a return already applied in another file is a duplicate', async () => {
+    const [sent] = await sendDebits([700]);
+    const text = await bankFile([{ sent: sent!, code: 'R01' }]);
+    server.writeFile('inbound/RET-2.ach', text);
+    const first = await poll('RET-2.ach');
+    expect(first).toMatchObject({ status: 'applied', returns_count: 1 });
+    const before = await counts();
+
+    server.writeFile('inbound/RET-2-again.ach', text);
+    const again = await poll('RET-2-again.ach');
+    expect(again.id).toBe(first.id);
+    const cli = await admin(['--json', 'ach', 'inbound', 'import', `${server.root}/inbound/RET-2.ach`]);
+    expect(cli.code).toBe(0);
+    expect(JSON.parse(cli.stdout)).toMatchObject({ outcome: 'already_ingested', file: { id: first.id } });
+
+    // Other bytes (another creation time) naming the same return: the file is new, the return is not applied twice.
+    server.writeFile('inbound/RET-2-other.ach', await bankFile([{ sent: sent!, code: 'R01' }]));
+    const other = await poll('RET-2-other.ach');
+    expect(other).toMatchObject({ status: 'applied', returns_count: 0, exceptions_count: 0, duplicates_count: 1 });
+    expect(await counts()).toEqual(before);
+  });
+
+  test('bad files (truncated, wrong totals), an unknown trace number and another ODFI are exceptions, and change nothing', async () => {
+    const [sent] = await sendDebits([900]);
+    const good = await bankFile([{ sent: sent!, code: 'R02' }]);
+    const before = await counts();
+    const lines = good.split('\n');
+    server.writeFile('inbound/BAD-truncated.ach', lines.slice(0, 3).join('\n'));
+    // The file control's total debits off by one cent.
+    const control = lines.findIndex((l) => l.startsWith('9') && !l.startsWith('9999'));
+    const total = lines[control]!.slice(31, 43);
+    lines[control] = lines[control]!.slice(0, 31) + String(Number(total) + 1).padStart(12, '0') + lines[control]!.slice(43);
+    server.writeFile('inbound/BAD-totals.ach', lines.join('\n'));
+    server.writeFile('inbound/BAD-unknown.ach', await bankFile([{ sent: { ...sent!, trace: `${ODFI.slice(0, 8)}9999999` }, code: 'R01' }]));
+    server.writeFile(
+      'inbound/BAD-foreign.ach',
+      await bankFile([{ sent: { ...sent!, trace: `02100002${sent!.trace.slice(8)}` }, code: 'R01' }]),
+    );
+
+    expect(await poll('BAD-truncated.ach')).toMatchObject({ status: 'rejected', exceptions_count: 1 });
+    expect(await poll('BAD-totals.ach')).toMatchObject({ status: 'rejected', exceptions_count: 1 });
+    expect(await poll('BAD-unknown.ach')).toMatchObject({ status: 'applied', returns_count: 0, exceptions_count: 1 });
+    expect(await poll('BAD-foreign.ach')).toMatchObject({ status: 'applied', returns_count: 0, exceptions_count: 1 });
+    expect(await counts()).toEqual(before);
+
+    const { rows } = await stack.pool.query(
+      `SELECT f.file_name, x.kind, x.trace_number, x.detail FROM ach_exceptions x JOIN ach_inbound_files f ON f.id = x.inbound_file_id
+        WHERE f.file_name LIKE 'BAD-%' ORDER BY f.file_name`,
+    );
+    expect(rows.map((r) => [r.file_name, r.kind])).toEqual([
+      ['BAD-foreign.ach', 'foreign_odfi'],
+      ['BAD-totals.ach', 'unparseable_file'],
+      ['BAD-truncated.ach', 'unparseable_file'],
+      ['BAD-unknown.ach', 'unknown_trace'],
+    ]);
+    expect(rows.find((r) => r.file_name === 'BAD-totals.ach')!.detail).toMatch(/total debit/i);
+    const cli = await admin(['--json', 'ach', 'exceptions']);
+    expect(cli.code).toBe(0);
+    expect(JSON.parse(cli.stdout).exceptions.map((x: { file_name: string }) => x.file_name)).toEqual(
+      expect.arrayContaining(['BAD-unknown.ach', 'BAD-foreign.ach']),
+    );
+    // The good file still applies afterwards: R02 disables the account.
+    server.writeFile('inbound/GOOD.ach', good);
+    expect(await poll('GOOD.ach')).toMatchObject({ status: 'applied', returns_count: 1 });
+    const { rows: account } = await stack.pool.query('SELECT status FROM bank_accounts WHERE id = $1', [sent!.bankAccountId]);
+    expect(account[0].status).toBe('disabled');
+  });
+  test('a crash in the middle of a file applies none of it; the retry applies all of it, once', async () => {
+    const [first, second] = await sendDebits([1100, 1200]);
+    const text = await bankFile([
+      { sent: first!, code: 'R01' },
+      { sent: second!, code: 'R01' },
+    ]);
+    const deps = {
+      config: stack.config,
+      pool: stack.pool,
+      log: createLogger('silent'),
+      services: { taskQueue: stack.config.TEMPORAL_TASK_QUEUE },
+    };
+    const before = await counts();
+    // Hold the second entry's row: the ingest applies the first entry, then waits on the second; then its backend dies.
+    const holder = await stack.pool.connect();
+    await holder.query('BEGIN');
+    await holder.query('SELECT 1 FROM ach_entries WHERE id = $1 FOR UPDATE', [second!.entryId]);
+    const crashed = ingestInboundFile(deps, { fileName: 'CRASH.ach', bytes: Buffer.from(text), source: 'cli', now: new Date() }).then(
+      () => 'finished',
+      (error: Error) => error.message,
+    );
+    const pid = await eventually(
+      async () => {
+        const { rows } = await stack.pool.query(
+          `SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM ach_entries e LEFT JOIN transactions%' AND pid <> pg_backend_pid()`,
+        );
+        return rows[0]?.pid as number | undefined;
+      },
+      15_000,
+      'the ingest waiting on the second entry',
+    );
+    await stack.pool.query('SELECT pg_terminate_backend($1)', [pid]);
+    expect(await crashed).toMatch(/terminat/i);
+    await holder.query('ROLLBACK');
+    holder.release();
+    expect(await counts()).toEqual(before);
+    const { rows: files } = await stack.pool.query(`SELECT 1 FROM ach_inbound_files WHERE file_name = 'CRASH.ach'`);
+    expect(files).toEqual([]);
+
+    const retried = await ingestInboundFile(deps, { fileName: 'CRASH.ach', bytes: Buffer.from(text), source: 'cli', now: new Date() });
+    expect(retried).toMatchObject({ outcome: 'ingested', file: { status: 'applied', returns_count: 2 } });
+    const { rows: entries } = await stack.pool.query('SELECT status FROM ach_entries WHERE id = ANY($1)', [
+      [first!.entryId, second!.entryId],
+    ]);
+    expect(entries.map((e) => e.status)).toEqual(['returned', 'returned']);
+  });
+
+  test('GET /ach/return_rates answers from the kept counts; each threshold crossed emits ach.return_rate_exceeded once; the gauge shows them', async () => {
+    const { rows: scan } = await stack.pool.query(
+      `SELECT count(*)::int AS debits, count(r.id)::int AS overall, count(r.id) FILTER (WHERE r.code IN ('R05','R07','R10','R11','R29','R51'))::int AS unauthorized,
+              count(r.id) FILTER (WHERE r.code IN ('R02','R03','R04'))::int AS administrative
+         FROM ach_entries e LEFT JOIN ach_entry_returns r ON r.entry_id = e.id AND r.addenda_type = '99'
+        WHERE e.organization_id = $1 AND e.transaction_code IN (27, 37)`,
+      [org.organizationId],
+    );
+    const expected = scan[0];
+    // Test 1 (4 debits, R01 R03 R10), test 2 (R01), test 3 (R02), test 4 (R01 twice) in this organization.
+    expect(expected).toMatchObject({ unauthorized: 1, administrative: 2, overall: 7 });
+    const answer = await call('GET', '/ach/return_rates');
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({
+      window_days: 60,
+      debits: expected.debits,
+      unauthorized: { count: 1, rate: 1 / expected.debits, threshold: 0.005 },
+      administrative: { count: 2, rate: 2 / expected.debits, threshold: 0.03 },
+      overall: { count: 7, rate: 7 / expected.debits, threshold: 0.15 },
+    });
+    const { rows: events } = await stack.pool.query<{ data: { kind: string } }>(
+      `SELECT data FROM events WHERE organization_id = $1 AND type = 'ach.return_rate_exceeded' ORDER BY seq`,
+      [org.organizationId],
+    );
+    // All three were crossed by the first file; the later returns kept them over, which is no new crossing.
+    expect(events.map((e) => e.data.kind).sort()).toEqual(['administrative', 'overall', 'unauthorized']);
+    const metrics = await (await fetch(`${stack.url}/metrics`)).text();
+    expect(metrics).toContain(`ledger_ach_return_rate{organization_id="${org.organizationId}",kind="overall"} ${7 / expected.debits}`);
+  });
+});
+
+describe('SPEC §25 sandbox: POST /simulate/ach/return returns a settled entry the way a bank file does', () => {
+  let stack: Stack;
+  let org: TestOrg;
+  let call: Call;
+
+  beforeAll(async () => {
+    stack = await startStack({ env: { SANDBOX_ACH_WINDOW_SECONDS: '1', SANDBOX_CONFIRM_SECONDS: '2', SANDBOX_RETURN_SECONDS: '1' } });
+    org = await createTestOrg(stack.pool, { write: 5000, read: 5000 });
+    call = apiClient(stack.url, org.apiKey);
+    await ensureAchSchedule(stack.temporal, stack.config.TEMPORAL_TASK_QUEUE, stack.config);
+    await ensureAchInboundSchedule(stack.temporal, stack.config.TEMPORAL_TASK_QUEUE, stack.config);
+  });
+  afterAll(async () => {
+    await stack.temporal.schedule.getHandle(achScheduleId(stack.config.TEMPORAL_TASK_QUEUE)).delete();
+    await stack.temporal.schedule.getHandle(achInboundScheduleId(stack.config.TEMPORAL_TASK_QUEUE)).delete();
+    await stack.stop();
+  });
+
+  test('a settled deposit returned R07: dispute lost with its cash_out, user suspended; again is 409; an unsettled one is 409', async () => {
+    const userId = await createTestUser(stack.pool, org.organizationId);
+    const { intent } = await addBankAccount(call, userId, { account_number: accountNumber() }, 2600);
+    const transactionId = intent.transactions[0].id as string;
+    const early = await call('POST', '/simulate/ach/return', { transaction_id: transactionId, code: 'R07' }, idempotencyKey());
+    expect(early.status).toBe(409);
+    await statusOf(call, transactionId, 'available');
+    await eventually(
+      async () => {
+        const { rows } = await stack.pool.query(`SELECT 1 FROM ach_entries WHERE transaction_id = $1 AND status = 'settled'`, [
+          transactionId,
+        ]);
+        return rows[0];
+      },
+      30_000,
+      'the entry settled',
+    );
+
+    const returned = await call('POST', '/simulate/ach/return', { transaction_id: transactionId, code: 'R07' }, idempotencyKey());
+    expect(returned.status).toBe(200);
+    expect(returned.body).toMatchObject({ transaction_id: transactionId, code: 'R07', reason: 'Authorization Revoked by Customer' });
+    const dispute = await call('GET', `/dispute/${returned.body.dispute_id}`);
+    expect(dispute.body).toMatchObject({ intent_id: intent.id, code: 'R07', status: 'lost', amount: 2600 });
+    expect(dispute.body.transactions.map((t: { direction: string; type: string }) => [t.direction, t.type])).toEqual([
+      ['cash_out', 'dispute'],
+    ]);
+    expect((await call('GET', `/user/${userId}`)).body.status).toBe('suspended');
+    expect((await call('POST', '/simulate/ach/return', { transaction_id: transactionId, code: 'R07' }, idempotencyKey())).status).toBe(409);
+    const bad = await call('POST', '/simulate/ach/return', { transaction_id: transactionId, code: 'X1' }, idempotencyKey());
+    expect(bad.status).toBe(400);
+    expect(await journalViolations(stack.pool, [org.accountId])).toEqual([]);
+  });
+  test('the simulated bank returns an account number R03… after it settles, and corrects C01…; every other entry it leaves', async () => {
+    const returnedUser = await createTestUser(stack.pool, org.organizationId);
+    const changedUser = await createTestUser(stack.pool, org.organizationId);
+    const r03 = await addBankAccount(call, returnedUser, { account_number: `R03${Date.now() % 1_000_000_000}` }, 1800);
+    const c01 = await addBankAccount(call, changedUser, { account_number: `C01${Date.now() % 1_000_000_000}` }, 1900);
+    const disputeOf = async (intentId: string) => {
+      const { rows } = await stack.pool.query('SELECT code, status, amount_cents::int AS amount FROM disputes WHERE intent_id = $1', [
+        intentId,
+      ]);
+      return rows[0];
+    };
+    expect(await eventually(() => disputeOf(r03.intent.id), 45_000, 'the R03 return')).toEqual({
+      code: 'R03',
+      status: 'lost',
+      amount: 1800,
+    });
+    const { rows: account } = await stack.pool.query('SELECT status, disabled_reason FROM bank_accounts WHERE id = $1', [
+      r03.bankAccountId,
+    ]);
+    expect(account[0]).toEqual({ status: 'disabled', disabled_reason: 'ACH return R03: No Account/Unable to Locate Account' });
+    const updated = await eventually(
+      async () => {
+        const { rows } = await stack.pool.query(
+          `SELECT data FROM events WHERE organization_id = $1 AND type = 'bank_account.updated' AND data->>'id' = $2`,
+          [org.organizationId, c01.bankAccountId],
+        );
+        return rows[0]?.data;
+      },
+      45_000,
+      'the C01 notification of change',
+    );
+    expect(updated).toMatchObject({ change_code: 'C01', status: 'active' });
+    expect(await disputeOf(c01.intent.id)).toBeUndefined();
+    expect(await journalViolations(stack.pool, [org.accountId])).toEqual([]);
+  });
+});

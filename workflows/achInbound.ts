@@ -1,0 +1,34 @@
+import { proxyActivities } from '@temporalio/workflow';
+import type { AchInboundActivities } from '../activities/achInbound';
+
+/**
+ * One poll of the bank's inbound/ (SPEC §25): list the files not seen yet, ingest each (download and apply in
+ * one database transaction). Started by the inbound schedule (src/ach/inboundSchedule.ts). Every step is
+ * idempotent by content, so a run retried or repeated applies each file once.
+ */
+
+const sftp = proxyActivities<AchInboundActivities>({
+  startToCloseTimeout: '10 minutes',
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes', maximumAttempts: 10 },
+});
+
+export interface AchInboundResult {
+  files: number;
+  ingested: number;
+  exceptions: number;
+  /** Sandbox: returns and changes its simulated bank sent. */
+  simulated: number;
+}
+
+export async function achInboundWorkflow(): Promise<AchInboundResult> {
+  const simulated = await sftp.sandboxBankSweep();
+  const names = await sftp.listAchInbound();
+  let ingested = 0;
+  let exceptions = 0;
+  for (const name of names) {
+    const result = await sftp.ingestAchInbound({ name });
+    if (result.outcome === 'ingested') ingested += 1;
+    exceptions += result.exceptions;
+  }
+  return { files: names.length, ingested, exceptions, simulated: simulated.returned + simulated.changed };
+}
