@@ -1,3 +1,7 @@
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import type { Config } from './config';
+import { consoleRouter } from './console/serve';
+import type { AppFeatures } from './http/app';
 import type { AnyRoute } from './http/route';
 import { keyRoutes } from './orgs/routes';
 import { userRoutes } from './users/routes';
@@ -11,6 +15,7 @@ import { settlementRoutes } from './settlement/routes';
 import { settlementReportRoutes } from './settlement/reportRoutes';
 import { journalRoutes } from './journal/routes';
 import { bankAccountRoutes } from './bankAccounts/routes';
+import { registerWebhookDocs } from './webhooks/openapi';
 
 /**
  * Every API route, in one list: the api mounts it and /openapi.json documents it. It lives here, at the
@@ -30,3 +35,13 @@ export const allRoutes: AnyRoute[] = [
   ...settlementReportRoutes,
   ...journalRoutes,
 ];
+
+/** What /openapi.json documents beside the routes: the request every webhook endpoint receives. */
+export function registerFeatureDocs(registry: OpenAPIRegistry): void {
+  registerWebhookDocs(registry);
+}
+
+/** What createApp mounts beside its shared edge: the routes (allRoutes unless a test or bench adds some), the console and the docs. */
+export function appFeatures(config: Config, now: () => Date, routes: AnyRoute[] = allRoutes): AppFeatures {
+  return { routes, console: consoleRouter(config, now), documentExtras: registerFeatureDocs };
+}
