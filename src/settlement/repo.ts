@@ -26,12 +26,14 @@ export interface TransferRow {
   created_at: Date;
   submitted_at: Date | null;
   settled_at: Date | null;
+  /** + disbursement, − collection: transfer_signed_cents (migrations/0025), the rule's one definition. */
+  signed_cents: number;
 }
 
 // Dates as text so node-postgres never turns a calendar date into a local-time Date.
 const TRANSFER_COLUMNS = `id, organization_id, account_id, amount_cents, currency, direction, status,
   to_char(window_date, 'YYYY-MM-DD') AS window_date, to_char(date, 'YYYY-MM-DD') AS date, transaction_count,
-  created_at, submitted_at, settled_at`;
+  created_at, submitted_at, settled_at, transfer_signed_cents(direction, amount_cents) AS signed_cents`;
 
 export function renderTransfer(row: TransferRow): Transfer {
   return {
@@ -47,11 +49,6 @@ export function renderTransfer(row: TransferRow): Transfer {
     created_at: row.created_at.toISOString(),
     settled_at: row.settled_at?.toISOString() ?? null,
   };
-}
-
-/** The signed amount: + for a disbursement, − for a collection. */
-export function signedAmountCents(row: Pick<TransferRow, 'amount_cents' | 'direction'>): number {
-  return row.direction === 'disbursement' ? row.amount_cents : -row.amount_cents;
 }
 
 export async function getTransferRow(db: Queryable, transferId: string, organizationId?: string): Promise<TransferRow | null> {
@@ -123,7 +120,7 @@ export async function createWindowTransfer(
   );
   const transfer = built[0]!;
   // Asserted here and again by the database at COMMIT (transfers_net_check).
-  if (transfer.transaction_count !== count || signedAmountCents(transfer) !== netCents || count < 1) {
+  if (transfer.transaction_count !== count || transfer.signed_cents !== netCents || count < 1) {
     throw new Error(`transfer ${transferId}: built ${transfer.direction} ${transfer.amount_cents} of ${count} members, net ${netCents}`);
   }
   await recordEvent(tx, {

@@ -7,7 +7,7 @@ import { errors } from '../errors';
 import { listTransferTransactions } from '../ledger/transactions';
 import { transactionTypeSchema, type Direction, type TransactionType } from '../ledger/schemas';
 import type { AppDeps, Op } from '../services';
-import { getTransferRow, renderTransfer, signedAmountCents, type TransferRow } from './repo';
+import { getTransferRow, renderTransfer, type TransferRow } from './repo';
 import { TRANSFER_REPORT_CSV_COLUMNS, type TransferReport, type TransferReportTotals } from './reportSchemas';
 
 /**
@@ -36,8 +36,9 @@ const emptySides = (): Sides => ({ cash_in: { count: 0, amount: 0 }, cash_out: {
  * the signed net must equal the transfer's signed amount and the count its transaction_count.
  */
 export async function transferTotals(db: Queryable, transfer: TransferRow): Promise<TransferReportTotals> {
-  const { rows } = await db.query<{ type: TransactionType; direction: Direction; count: number; amount: number }>(
-    `SELECT type, direction, count(*)::int AS count, sum(amount_cents)::bigint AS amount
+  const { rows } = await db.query<{ type: TransactionType; direction: Direction; count: number; amount: number; net: number }>(
+    `SELECT type, direction, count(*)::int AS count, sum(amount_cents)::bigint AS amount,
+            sum(transaction_signed_cents(direction, amount_cents))::bigint AS net
        FROM transactions WHERE transfer_id = $1 GROUP BY type, direction`,
     [transfer.id],
   );
@@ -49,13 +50,13 @@ export async function transferTotals(db: Queryable, transfer: TransferRow): Prom
     for (const sides of [totals, totals.by_type[row.type]]) {
       sides[row.direction].count += row.count;
       sides[row.direction].amount += row.amount;
-      sides.net += row.direction === 'cash_in' ? row.amount : -row.amount;
+      sides.net += row.net;
     }
   }
   const count = totals.cash_in.count + totals.cash_out.count;
-  if (totals.net !== signedAmountCents(transfer) || count !== transfer.transaction_count) {
+  if (totals.net !== transfer.signed_cents || count !== transfer.transaction_count) {
     throw new TransferReportInvariantError(transfer.id, {
-      signed_amount: signedAmountCents(transfer),
+      signed_amount: transfer.signed_cents,
       members_net: totals.net,
       transaction_count: transfer.transaction_count,
       members: count,
