@@ -26,14 +26,12 @@ export interface TransferRow {
   created_at: Date;
   submitted_at: Date | null;
   settled_at: Date | null;
-  /** + disbursement, − collection: transfer_signed_cents (migrations/0025), the rule's one definition. */
-  signed_cents: number;
 }
 
 // Dates as text so node-postgres never turns a calendar date into a local-time Date.
 const TRANSFER_COLUMNS = `id, organization_id, account_id, amount_cents, currency, direction, status,
   to_char(window_date, 'YYYY-MM-DD') AS window_date, to_char(date, 'YYYY-MM-DD') AS date, transaction_count,
-  created_at, submitted_at, settled_at, transfer_signed_cents(direction, amount_cents) AS signed_cents`;
+  created_at, submitted_at, settled_at`;
 
 export function renderTransfer(row: TransferRow): Transfer {
   return {
@@ -114,13 +112,15 @@ export async function createWindowTransfer(
     transferId,
     now: input.now,
   });
-  const { rows: built } = await tx.query<TransferRow>(
-    `UPDATE transfers SET amount_cents = $2, direction = $3, transaction_count = $4 WHERE id = $1 RETURNING ${TRANSFER_COLUMNS}`,
+  // signed_cents: the rule's one definition (transfer_signed_cents, migrations/0025), read back to check the build.
+  const { rows: built } = await tx.query<TransferRow & { signed_cents: number }>(
+    `UPDATE transfers SET amount_cents = $2, direction = $3, transaction_count = $4 WHERE id = $1
+     RETURNING ${TRANSFER_COLUMNS}, transfer_signed_cents(direction, amount_cents) AS signed_cents`,
     [transferId, Math.abs(netCents), netCents >= 0 ? 'disbursement' : 'collection', count],
   );
-  const transfer = built[0]!;
+  const { signed_cents: signedCents, ...transfer } = built[0]!;
   // Asserted here and again by the database at COMMIT (transfers_net_check).
-  if (transfer.transaction_count !== count || transfer.signed_cents !== netCents || count < 1) {
+  if (transfer.transaction_count !== count || signedCents !== netCents || count < 1) {
     throw new Error(`transfer ${transferId}: built ${transfer.direction} ${transfer.amount_cents} of ${count} members, net ${netCents}`);
   }
   await recordEvent(tx, {

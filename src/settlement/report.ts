@@ -3,6 +3,7 @@ import type { Writable } from 'node:stream';
 import { to as copyTo } from 'pg-copy-streams';
 import type { PageRequest } from '../db/paging';
 import type { Pool, Queryable } from '../db/pool';
+import { rowOf } from '../assert';
 import { errors } from '../errors';
 import { listTransferTransactions } from '../ledger/transactions';
 import { transactionTypeSchema, type Direction, type TransactionType } from '../ledger/schemas';
@@ -54,9 +55,15 @@ export async function transferTotals(db: Queryable, transfer: TransferRow): Prom
     }
   }
   const count = totals.cash_in.count + totals.cash_out.count;
-  if (totals.net !== transfer.signed_cents || count !== transfer.transaction_count) {
+  // The transfer's signed amount by the rule's one definition (transfer_signed_cents, migrations/0025).
+  const { rows: signed } = await db.query<{ cents: number }>(`SELECT transfer_signed_cents($1, $2::bigint) AS cents`, [
+    transfer.direction,
+    transfer.amount_cents,
+  ]);
+  const signedCents = rowOf(signed, 'a select of one expression answers one row').cents;
+  if (totals.net !== signedCents || count !== transfer.transaction_count) {
     throw new TransferReportInvariantError(transfer.id, {
-      signed_amount: transfer.signed_cents,
+      signed_amount: signedCents,
       members_net: totals.net,
       transaction_count: transfer.transaction_count,
       members: count,
