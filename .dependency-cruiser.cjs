@@ -1,3 +1,7 @@
+/** The feature folders of src/: each owns its routes, SQL and rules (docs/development.md, "Layers"). */
+const FEATURES =
+  '(ach|bankAccounts|cli|console|disputes|events|journal|ledger|limits|metadata|orgs|rails|refunds|settlement|tokens|users|webhooks)';
+
 /**
  * Import rules for src/, workflows/, activities/ and ops/, checked by `npm run lint` (dependency-cruiser).
  * Type-only imports count: a circle through `import type` is still a circle a reader has to untangle.
@@ -54,6 +58,16 @@ module.exports = {
         'them. Type-only imports count too: a handler that holds a Client can call it.',
       from: { path: '^src/(routes\\.ts$|http/)' },
       to: { path: '^node_modules/@temporalio/client/', reachable: true },
+    },
+    {
+      name: 'shared-imports-no-feature',
+      severity: 'error',
+      comment:
+        'Shared modules (the top-level files of src/ and src/db/, src/http/, src/platform/) sit below the features and ' +
+        'import none of them: move the shared piece down, or have the composition root (src/api.ts, src/routes.ts, ' +
+        'src/worker.ts, src/services.ts) pass it in. See docs/development.md, "Layers".',
+      from: { path: '^src/(?!(routes|api|worker|services)\\.ts$)[^/]+\\.ts$|^src/(db|http|platform)/' },
+      to: { path: `^src/${FEATURES}/` },
     },
   ],
   options: {

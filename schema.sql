@@ -228,6 +228,17 @@ BEGIN
 END $$;
 
 --
+-- Name: eligible_for_window(text, text, text, date, date); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.eligible_for_window(p_transfer_id text, p_direction text, p_status text, p_date date, p_window_date date) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT p_transfer_id IS NULL AND p_date <= p_window_date
+     AND ((p_direction = 'cash_in' AND p_status = 'available') OR (p_direction = 'cash_out' AND p_status = 'pending'))
+$$;
+
+--
 -- Name: intent_draw_guard(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -315,7 +326,7 @@ CREATE FUNCTION public.journal_backfill() RETURNS bigint
      WHERE NOT EXISTS (SELECT 1 FROM journal_entries e WHERE e.transaction_id = t.id AND e.kind = k.kind)
     UNION ALL
     SELECT journal_entry_id(), tr.organization_id, tr.account_id, k.kind, NULL, tr.id, k.from_bucket, k.to_bucket,
-           CASE tr.direction WHEN 'disbursement' THEN tr.amount_cents ELSE -tr.amount_cents END,
+           transfer_signed_cents(tr.direction, tr.amount_cents),
            CASE k.kind WHEN 'transfer_created' THEN tr.created_at ELSE tr.settled_at END
       FROM transfers tr
       JOIN (VALUES ('transfer_created', 'available', 'in_transfer'), ('transfer_settled', 'in_transfer', 'operational')) AS k (kind, from_bucket, to_bucket)
@@ -530,6 +541,16 @@ CREATE FUNCTION public.transaction_json(t public.transactions, p_transfer jsonb)
 $$;
 
 --
+-- Name: transaction_signed_cents(text, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.transaction_signed_cents(p_direction text, p_amount_cents bigint) RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT CASE WHEN p_direction = 'cash_in' THEN p_amount_cents ELSE -p_amount_cents END
+$$;
+
+--
 -- Name: transaction_status_history_append_only(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -641,7 +662,7 @@ BEGIN
   WITH moves AS MATERIALIZED (
     SELECT o.id, o.organization_id, o.account_id, o.direction, o.status AS old_status, n.status AS new_status,
            o.transfer_id AS old_transfer, n.transfer_id AS new_transfer, o.amount_cents, o.created_at,
-           CASE o.direction WHEN 'cash_in' THEN o.amount_cents ELSE -o.amount_cents END AS signed_cents,
+           transaction_signed_cents(o.direction, o.amount_cents) AS signed_cents,
            tr.created_at AS transfer_created_at, tr.settled_at AS transfer_settled_at,
            -- The writer's clock when it stamped updated_at (the api and activities do), else the database's.
            CASE WHEN n.updated_at IS DISTINCT FROM o.updated_at THEN n.updated_at ELSE now() END AS changed_at,
@@ -731,6 +752,26 @@ BEGIN
 END $$;
 
 --
+-- Name: transfer_member_status(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.transfer_member_status(p_direction text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT CASE p_direction WHEN 'cash_in' THEN 'available' ELSE 'in_transfer' END
+$$;
+
+--
+-- Name: transfer_signed_cents(text, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.transfer_signed_cents(p_direction text, p_amount_cents bigint) RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT CASE p_direction WHEN 'disbursement' THEN p_amount_cents ELSE -p_amount_cents END
+$$;
+
+--
 -- Name: transfer_summary_json(text, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -790,17 +831,16 @@ DECLARE
   unbatched bigint;
 BEGIN
   SELECT * INTO t FROM transfers WHERE id = NEW.id;
-  SELECT count(*), coalesce(sum(CASE WHEN direction = 'cash_in' THEN amount_cents ELSE -amount_cents END), 0),
+  SELECT count(*), coalesce(sum(transaction_signed_cents(direction, amount_cents)), 0),
          count(*) FILTER (WHERE status <> 'settled'),
-         count(*) FILTER (WHERE NOT ((direction = 'cash_in' AND status IN ('available', 'settled'))
-                                  OR (direction = 'cash_out' AND status IN ('in_transfer', 'settled'))))
+         count(*) FILTER (WHERE status NOT IN (transfer_member_status(direction), 'settled'))
     INTO member_count, net_cents, unsettled, unbatched
     FROM transactions WHERE transfer_id = t.id;
   IF t.transaction_count < 1 OR member_count <> t.transaction_count THEN
     RAISE EXCEPTION 'transfer %: transaction_count % but % members', t.id, t.transaction_count, member_count
       USING ERRCODE = 'check_violation';
   END IF;
-  signed_cents := CASE t.direction WHEN 'disbursement' THEN t.amount_cents ELSE -t.amount_cents END;
+  signed_cents := transfer_signed_cents(t.direction, t.amount_cents);
   IF net_cents <> signed_cents THEN
     RAISE EXCEPTION 'transfer %: % % is not the net % of its members', t.id, t.direction, t.amount_cents, net_cents
       USING ERRCODE = 'check_violation';

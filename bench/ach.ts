@@ -16,7 +16,7 @@ import path from 'node:path';
 import { ensureAchcli } from '../ops/goTools';
 import { buildNachaFile, type NachaBatchInput, type NachaEntryInput, type NachaFileInput } from '../src/ach/build';
 import { parseNachaFile } from '../src/ach/parse';
-import { routingCheckDigit } from '../src/ach/routing';
+import { routingCheckDigit } from '../src/routingNumbers';
 import { deliverFile } from '../src/ach/sftp';
 import { startSftpServer, type SftpServer } from '../test/support/sftpServer';
 import { writeResults } from './results';

@@ -33,7 +33,7 @@ import { randomString } from '../src/ids';
 import { insertTransactions } from '../src/ledger/transactions';
 import { createLogger } from '../src/logger';
 import { createOrganization, setRateLimits } from '../src/orgs/repo';
-import { allRoutes } from '../src/routes';
+import { appFeatures } from '../src/routes';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../test/support/chromium';
 import { createScratchDatabase } from '../test/support/scratch';
 import { transactionToRead } from './readFixture';
@@ -76,7 +76,10 @@ async function serve() {
     services: { taskQueue: 'bench' },
     readiness: {},
   };
-  const { app, edge } = createApp(deps, allRoutes);
+  const { app, edge } = createApp(
+    deps,
+    appFeatures(deps.config, () => deps.clock.now()),
+  );
   const { created } = await transactionToRead(pool, deps, edge);
   const server = await new Promise<Server>((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));

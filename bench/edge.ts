@@ -23,7 +23,7 @@ import { loadConfig } from '../src/config';
 import { createPool } from '../src/db/pool';
 import { createApp, type ApiDeps } from '../src/http/app';
 import { defineRoute, systemClock } from '../src/http/route';
-import { allRoutes } from '../src/routes';
+import { allRoutes, appFeatures } from '../src/routes';
 import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';
 import { z } from '../src/zod';
@@ -129,7 +129,10 @@ async function main(): Promise<void> {
       return { body: { status: 'ok' } };
     },
   });
-  const { app, edge } = createApp(deps, [...allRoutes, ping]);
+  const { app, edge } = createApp(
+    deps,
+    appFeatures(deps.config, () => deps.clock.now(), [...allRoutes, ping]),
+  );
   const { created, transactionId } = await transactionToRead(pool, deps, edge);
 
   const server = await new Promise<Server>((resolve) => {

@@ -24,7 +24,7 @@ import { createApp } from '../src/http/app';
 import { systemClock } from '../src/http/route';
 import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';
-import { allRoutes } from '../src/routes';
+import { appFeatures } from '../src/routes';
 import { createScratchDatabase } from '../test/support/scratch';
 import { transactionToRead } from './readFixture';
 import { writeResults } from './results';
@@ -117,7 +117,10 @@ async function serve() {
     services: { taskQueue: 'bench' },
     readiness: {},
   };
-  const { app, edge } = createApp(deps, allRoutes);
+  const { app, edge } = createApp(
+    deps,
+    appFeatures(deps.config, () => deps.clock.now()),
+  );
   const { created, transactionId } = await transactionToRead(pool, deps, edge);
   const server = await new Promise<Server>((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { buildOpenApiDocument } from '../src/http/openapi';
-import { allRoutes } from '../src/routes';
+import { allRoutes, registerFeatureDocs } from '../src/routes';
 
 const root = path.resolve(__dirname, '..');
 const bin = (name: string) => path.join(root, 'node_modules', '.bin', name);
@@ -18,7 +18,7 @@ let failed = false;
 try {
   for (const environment of ['sandbox', 'production']) {
     const file = path.join(dir, `openapi.${environment}.json`);
-    writeFileSync(file, `${JSON.stringify(buildOpenApiDocument(allRoutes, environment), null, 2)}\n`);
+    writeFileSync(file, `${JSON.stringify(buildOpenApiDocument(allRoutes, environment, registerFeatureDocs), null, 2)}\n`);
     const runs: [string, string[]][] = [
       [bin('redocly'), ['lint', '--config', path.join(root, 'redocly.yaml'), file]],
       [bin('spectral'), ['lint', '--ruleset', path.join(root, '.spectral.yaml'), '--fail-severity', 'error', file]],

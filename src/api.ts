@@ -10,7 +10,7 @@ import { purgeEdgeState } from './http/housekeeping';
 import { answerParserErrors } from './http/parserErrors';
 import { systemClock, type Clock } from './http/route';
 import { temporalHealthy } from './platform/temporal';
-import { allRoutes } from './routes';
+import { appFeatures } from './routes';
 
 /** How long closing the api waits for requests in flight before it cuts their connections. */
 const SHUTDOWN_GRACE_MS = 5_000;
@@ -52,7 +52,7 @@ export async function startApi(options: {
       },
       informational: { temporal: () => temporalHealthy(temporal), ...options.informational },
     },
-    allRoutes,
+    appFeatures(config, () => clock.now()),
   );
   const server = await new Promise<Server>((resolve, reject) => {
     const listening = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(listening)));

@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import proxyAddr from 'proxy-addr';
 import { z } from 'zod';
-import { ACH_SETTINGS, achSettingsIssues } from './ach/settings';
-import { SETTLEMENT_CALENDARS } from './settlement/calendar';
+import { ACH_SETTINGS, achSettingsIssues } from './achSettings';
+import { SETTLEMENT_CALENDARS } from './settlementCalendars';
 
 export const REPO_ROOT = path.resolve(__dirname, '..');
 
@@ -133,7 +133,7 @@ const fields = z.object({
     .string()
     .refine((value) => Buffer.from(value, 'base64').length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)')
     .optional(),
-  // SPEC §24: the ODFI's file facts, its SFTP server and the ACH windows (src/ach/settings.ts, docs/ach.md).
+  // SPEC §24: the ODFI's file facts, its SFTP server and the ACH windows (src/achSettings.ts, docs/ach.md).
   ...ACH_SETTINGS,
   // SPEC §24: seals bank account numbers at rest (src/bankAccounts/sealing.ts, docs/ach.md); required in
   // production. A sandbox without it uses a fixed, published development key, so numbers are sealed there too.

@@ -1,6 +1,6 @@
 import client from 'prom-client';
 import type { Queryable } from './db/pool';
-import { temporalBacklog } from './ledger/lifecycleQueue';
+import { temporalBacklog } from './platform/temporalCommands';
 
 /**
  * The ledger's own Prometheus metrics, one registry per process. Each is incremented where the thing

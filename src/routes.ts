@@ -1,3 +1,8 @@
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import type { Config } from './config';
+import { consoleRouter } from './console/serve';
+import type { Registry } from 'prom-client';
+import type { ApiDeps, AppFeatures } from './http/app';
 import type { AnyRoute } from './http/route';
 import { keyRoutes } from './orgs/routes';
 import { userRoutes } from './users/routes';
@@ -13,7 +18,10 @@ import { journalRoutes } from './journal/routes';
 import { bankAccountRoutes } from './bankAccounts/routes';
 import { limitRoutes } from './limits/routes';
 import { achRoutes } from './ach/routes';
+import { registerAchGauges } from './ach/metrics';
+import { registerReturnRateGauges } from './ach/returnRates';
 import { achReturnRateRoutes, sandboxBankRoutes } from './ach/returnRatesRoutes';
+import { registerWebhookDocs } from './webhooks/openapi';
 
 /**
  * Every API route, in one list: the api mounts it and /openapi.json documents it. It lives here, at the
@@ -37,3 +45,19 @@ export const allRoutes: AnyRoute[] = [
   ...limitRoutes,
   ...achRoutes,
 ];
+
+/** The features' gauges beside the edge's: the ACH rail's files and entries (SPEC §24) and return rates (§25). */
+function registerFeatureGauges(registry: Registry, deps: ApiDeps): void {
+  registerAchGauges(registry, deps.pool, deps.config);
+  registerReturnRateGauges(registry, deps.pool);
+}
+
+/** What /openapi.json documents beside the routes: the request every webhook endpoint receives. */
+export function registerFeatureDocs(registry: OpenAPIRegistry): void {
+  registerWebhookDocs(registry);
+}
+
+/** What createApp mounts beside its shared edge: the routes (allRoutes unless a test or bench adds some), the console and the docs. */
+export function appFeatures(config: Config, now: () => Date, routes: AnyRoute[] = allRoutes): AppFeatures {
+  return { routes, console: consoleRouter(config, now), documentExtras: registerFeatureDocs, registerGauges: registerFeatureGauges };
+}

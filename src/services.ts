@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from './config';
 import type { Pool, Queryable } from './db/pool';
-import type { LifecyclePoke } from './ledger/lifecyclePoke';
+import type { LifecyclePoke } from './platform/lifecyclePoke';
 
 /**
  * What domain operations reach beyond the database. No Temporal client: an operation queues its workflow

@@ -8,7 +8,15 @@ import type { Pool } from './db/pool';
 import { startLifecycleDrainer } from './ledger/lifecycleDrainer';
 import { temporalConnectionOptions } from './platform/temporal';
 import { settlementTaskQueue } from './settlement/contract';
+import { ATTEMPT_FAILED } from './webhooks/contract';
 import { startWebhookDispatcher } from './webhooks/dispatcher';
+
+/**
+ * Failures the worker's activities throw on purpose, to have Temporal retry them: a webhook endpoint that
+ * answered 500 is the receiver's business, not a fault of ours. The Temporal runtime's logger writes them as
+ * type and message, without a stack (installTemporalRuntime).
+ */
+export const EXPECTED_ACTIVITY_FAILURES: ReadonlySet<string> = new Set([ATTEMPT_FAILED]);
 
 export const WORKFLOWS_PATH = path.resolve(__dirname, '..', 'workflows', 'index.ts');
 

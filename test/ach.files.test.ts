@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { buildNachaFile, NachaInputError, type NachaBatchInput, type NachaEntryInput, type NachaFileInput } from '../src/ach/build';
 import { FILE_ID_MODIFIERS, fileIdModifierOf, isDebitCode, RECORD_LENGTH, yymmdd } from '../src/ach/nacha';
-import { isRoutingNumber, routingCheckDigit } from '../src/ach/routing';
+import { isRoutingNumber, routingCheckDigit } from '../src/routingNumbers';
 import { readWithAchcli, writeWithAchcli, type MoovFile } from './support/achcli';
 
 const ODFI = '091000019';

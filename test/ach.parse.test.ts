@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { buildNachaFile, type NachaFileInput } from '../src/ach/build';
 import { yymmdd } from '../src/ach/nacha';
 import { NachaParseError, parseNachaFile, type ParsedNachaFile } from '../src/ach/parse';
-import { routingCheckDigit } from '../src/ach/routing';
+import { routingCheckDigit } from '../src/routingNumbers';
 import { writeWithAchcli } from './support/achcli';
 
 const ODFI = '091000019';

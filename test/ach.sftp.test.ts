@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../src/config';
-import { parseOpenSshPublicKey, parseSftpUrl } from '../src/ach/settings';
+import { parseOpenSshPublicKey, parseSftpUrl } from '../src/achSettings';
 import { deliverFile, downloadInbound, listInbound, SftpError, sftpTargetOf } from '../src/ach/sftp';
 import { startSftpServer, type SftpServer } from './support/sftpServer';
 

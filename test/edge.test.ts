@@ -11,11 +11,11 @@ import { purgeEdgeState } from '../src/http/housekeeping';
 import { EDGE_LIMITS } from '../src/http/limits';
 import { defineRoute, systemClock, type Clock, type RouteContext } from '../src/http/route';
 import { errors } from '../src/errors';
-import { allRoutes } from '../src/routes';
+import { allRoutes, appFeatures } from '../src/routes';
 import { z } from '../src/zod';
 import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';
-import { hashApiKey } from '../src/orgs/keys';
+import { hashApiKey } from '../src/http/apiKeys';
 import { addAllowlistEntry, createKey, listAllowlist, revokeKey, setRateLimits } from '../src/orgs/repo';
 import { apiClient, createTestOrg, eventually, testConfig, testInfra, type ApiResponse, type TestOrg } from './support/harness';
 import { freePort } from './support/ports';
@@ -229,7 +229,7 @@ async function startEdge(
       services: { taskQueue: config.TEMPORAL_TASK_QUEUE },
       readiness: {},
     },
-    [...allRoutes, ...testRoutes],
+    appFeatures(config, () => (options.clock ?? systemClock).now(), [...allRoutes, ...testRoutes]),
   );
   const host = options.host ?? '127.0.0.1';
   const server = await new Promise<Server>((resolve) => {

@@ -16,7 +16,7 @@ import { ensureTemporalCli } from '../goTools';
 import { ensureSettlementSchedule } from '../../src/settlement/schedule';
 import { ensureAchInboundSchedule } from '../../src/ach/inboundSchedule';
 import { ensureAchSchedule, warnIfAchUndeliverable } from '../../src/ach/schedule';
-import { startWorker } from '../../src/worker';
+import { EXPECTED_ACTIVITY_FAILURES, startWorker } from '../../src/worker';
 import { runMain } from '../run';
 
 runMain(async () => {
@@ -45,7 +45,7 @@ runMain(async () => {
     }
     const address = temporalAddressOf(config);
     // The worker's runtime: SDK logs through pino, SDK metrics on TEMPORAL_METRICS_ADDRESS (api /metrics has ours).
-    await installTemporalRuntime(config, log);
+    await installTemporalRuntime(config, log, EXPECTED_ACTIVITY_FAILURES);
     await migrate(databaseUrl, (message) => log.info(message));
     const pool = createPool(databaseUrl, config.DATABASE_POOL_MAX, (error) => log.warn({ err: error }, 'idle database connection lost'));
     host.onStop('postgres pool', () => pool.end());

@@ -9,13 +9,13 @@ import { installTemporalRuntime } from '../../src/platform/temporalRuntime';
 import { ensureSettlementSchedule } from '../../src/settlement/schedule';
 import { ensureAchInboundSchedule } from '../../src/ach/inboundSchedule';
 import { ensureAchSchedule, warnIfAchUndeliverable } from '../../src/ach/schedule';
-import { startWorker } from '../../src/worker';
+import { EXPECTED_ACTIVITY_FAILURES, startWorker } from '../../src/worker';
 import { onShutdownSignal, runMain, waitForDependencies } from '../run';
 
 runMain(async () => {
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL, 'ledger-worker');
-  await installTemporalRuntime(config, log);
+  await installTemporalRuntime(config, log, EXPECTED_ACTIVITY_FAILURES);
   const metrics = config.WORKER_METRICS_PORT === 0 ? null : await serveWorkerMetrics(config.HOST, config.WORKER_METRICS_PORT);
   await waitForDependencies(config, log);
   // Every process applies pending migrations at start; node-pg-migrate's lock makes concurrent starts safe.

@@ -13,7 +13,7 @@ import {
   type ServiceClassCode,
   type TransactionCode,
 } from './nacha';
-import { isRoutingNumber } from './routing';
+import { isRoutingNumber } from '../routingNumbers';
 
 /**
  * Builds a NACHA file from rows (SPEC §24): file header, one batch per (organization, SEC code, effective

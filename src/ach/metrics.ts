@@ -1,6 +1,6 @@
 import client from 'prom-client';
 import type { Queryable } from '../db/pool';
-import { achDeliveryStatus } from './settings';
+import { achDeliveryStatus } from '../achSettings';
 
 /**
  * SPEC §24's ACH gauges, read from the database at each scrape (so every api shows the deployment's one

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import { SETTLEMENT_ZONE } from '../ledger/dates';
 import { settlementTaskQueue } from '../settlement/contract';
-import { achDeliveryStatus } from './settings';
+import { achDeliveryStatus } from '../achSettings';
 
 /**
  * The Temporal Schedule of the ACH windows (SPEC §24): production fires at each time of ACH_WINDOWS on the

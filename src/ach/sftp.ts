@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { Client, type ConnectConfig, type SFTPWrapper } from 'ssh2';
-import { parseOpenSshPublicKey, parseSftpUrl, type SftpAddress } from './settings';
+import { parseOpenSshPublicKey, parseSftpUrl, type SftpAddress } from '../achSettings';
 
 /**
  * Delivery of NACHA files to the ODFI over SFTP (SPEC §24) and the reading of its return files (SPEC §25).

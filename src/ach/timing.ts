@@ -2,7 +2,7 @@ import { DateTime } from 'luxon';
 import type { Config } from '../config';
 import { SETTLEMENT_ZONE } from '../ledger/dates';
 import { isBusinessDay, nextBusinessDayOnOrAfter, addDays } from '../settlement/calendar';
-import type { AchWindow } from './settings';
+import type { AchWindow } from '../achSettings';
 
 /**
  * When an ACH file is built, dated and settled (SPEC §24, docs/ach.md "Windows" and "Settlement"). Pure: the

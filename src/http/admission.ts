@@ -1,8 +1,7 @@
 import type { Request, Response } from 'express';
 import ipaddr from 'ipaddr.js';
 import { errors } from '../errors';
-import { hashApiKey, hashesEqual, parseApiKey, type Environment } from '../orgs/keys';
-import type { Organization } from '../orgs/repo';
+import { hashApiKey, hashesEqual, parseApiKey, type Environment, type Organization } from './apiKeys';
 import type { Edge } from './edge';
 import type { CachedKey, Cidr, KeyCache } from './keyCache';
 import { EDGE_LIMITS, windowInterval } from './limits';

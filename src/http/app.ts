@@ -7,15 +7,12 @@ import { Edge } from './edge';
 import { EDGE_LIMITS } from './limits';
 import type { AnyRoute, EdgeDeps } from './route';
 import { edgeFallback, edgeHandler } from './runners';
-import { consoleRouter } from '../console/serve';
 import { ApiError, errors } from '../errors';
-import { achDeliveryStatus } from '../ach/settings';
-import { registerAchGauges } from '../ach/metrics';
+import { achDeliveryStatus } from '../achSettings';
 import { ledgerRegistry, registerLifecycleQueueGauges } from '../metrics';
-import { registerReturnRateGauges } from '../ach/returnRates';
 import { parseQueryString, rejectUnknownQuery } from './input';
 import { allowedMethodsOf } from './methods';
-import { buildOpenApiDocument, expressPath, OPERATIONAL_PATHS } from './openapi';
+import { buildOpenApiDocument, expressPath, OPERATIONAL_PATHS, type DocumentExtras } from './openapi';
 import { requireHost } from './parserErrors';
 
 export interface ApiDeps extends EdgeDeps {
@@ -26,6 +23,19 @@ export interface ApiDeps extends EdgeDeps {
    * reads and writes without it (the lifecycle queue waits for it).
    */
   informational?: Record<string, () => Promise<void>>;
+}
+
+/**
+ * What the features add to the app beside their routes, built by the composition root (src/api.ts) so this
+ * shared layer imports no feature.
+ */
+export interface AppFeatures {
+  routes: AnyRoute[];
+  /** The operator console (SPEC §23), mounted at /console. */
+  console: express.Router;
+  documentExtras: DocumentExtras;
+  /** The features' gauges, registered on this process's metrics registry (GET /metrics). */
+  registerGauges: (registry: client.Registry, deps: ApiDeps) => void;
 }
 
 const READINESS_TIMEOUT_MS = 2_000;
@@ -50,7 +60,8 @@ function finishedRequestProps(req: Request, res: Response, line: object): object
 }
 
 /** The app and its edge (what it keeps between requests), which the caller closes after the server. */
-export function createApp(deps: ApiDeps, routes: AnyRoute[]): { app: express.Express; edge: Edge } {
+export function createApp(deps: ApiDeps, features: AppFeatures): { app: express.Express; edge: Edge } {
+  const { routes } = features;
   const edge = new Edge(deps.pool, deps.log);
   const app = express();
   app.disable('x-powered-by');
@@ -68,8 +79,7 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[]): { app: express.Exp
   });
 
   registerLifecycleQueueGauges(registry, deps.pool);
-  registerAchGauges(registry, deps.pool, deps.config);
-  registerReturnRateGauges(registry, deps.pool);
+  features.registerGauges(registry, deps);
   // The ledger's own counters (src/metrics.ts) beside this process's defaults and request durations.
   const exposed = client.Registry.merge([registry, ledgerRegistry]);
 
@@ -144,7 +154,7 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[]): { app: express.Exp
   app.get('/metrics', noQuery, async (_req, res) => {
     res.type(registry.contentType).send(await exposed.metrics());
   });
-  const document = buildOpenApiDocument(routes, deps.config.LEDGER_ENVIRONMENT);
+  const document = buildOpenApiDocument(routes, deps.config.LEDGER_ENVIRONMENT, features.documentExtras);
   app.get('/openapi.json', noQuery, (_req, res) => {
     res.json(document);
   });
@@ -153,10 +163,7 @@ export function createApp(deps: ApiDeps, routes: AnyRoute[]): { app: express.Exp
   // Swagger UI would answer any method with its page; other methods fall through to 405.
   app.use('/docs', (req, res, next) => (req.method === 'GET' || req.method === 'HEAD' ? docs(req, res, next) : next()));
   // The operator console (SPEC §23): a static page that calls the API above with its user's key.
-  app.use(
-    '/console',
-    consoleRouter(deps.config, () => deps.clock.now()),
-  );
+  app.use('/console', features.console);
 
   // Raw bytes, not parsed: the edge authenticates before it parses, and the exact-body idempotency
   // fallback hashes exactly what was sent.

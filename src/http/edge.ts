@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Pool } from '../db/pool';
-import { LifecyclePoke } from '../ledger/lifecyclePoke';
+import { LifecyclePoke } from '../platform/lifecyclePoke';
 import { InflightLocks } from './idempotency';
 import { KeyCache } from './keyCache';
 import { RateLimiter } from './rateLeases';

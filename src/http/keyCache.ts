@@ -3,8 +3,7 @@ import ipaddr from 'ipaddr.js';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Pool } from '../db/pool';
-import type { Environment } from '../orgs/keys';
-import type { Organization } from '../orgs/repo';
+import type { Environment, Organization } from './apiKeys';
 import { EDGE_LIMITS } from './limits';
 
 /**

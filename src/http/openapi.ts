@@ -2,7 +2,6 @@ import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from '@asteaso
 import type { ZodType } from 'zod';
 import { EDGE_LIMITS, IDEMPOTENCY_KEY_PATTERN } from './limits';
 import type { AnyRoute } from './route';
-import { registerWebhookDocs } from '../webhooks/openapi';
 import { errorBodySchema, z } from '../zod';
 
 const EDGE_ERRORS: Record<number, string> = {
@@ -156,8 +155,11 @@ HTTP/1.1 request without \`Host\` and \`CONNECT\`; an \`Expect\` other than \`10
 
 **Lists** are newest first with \`?limit=1..100\` (default 25) and \`?cursor=\`.`;
 
+/** What the features document beside their routes (the webhook requests this service sends), given by the composition root. */
+export type DocumentExtras = (registry: OpenAPIRegistry) => void;
+
 /** Builds the OpenAPI 3.1 document from the same zod schemas and route table the edge validates with. */
-export function buildOpenApiDocument(routes: AnyRoute[], environment: string): object {
+export function buildOpenApiDocument(routes: AnyRoute[], environment: string, extras: DocumentExtras): object {
   const registry = new OpenAPIRegistry();
   registry.register('Error', errorBodySchema);
   const bearer = registry.registerComponent('securitySchemes', 'apiKey', {
@@ -170,7 +172,7 @@ export function buildOpenApiDocument(routes: AnyRoute[], environment: string): o
     registry.registerPath(operationOf(route, bearer.name));
   }
   registerOperationalDocs(registry);
-  registerWebhookDocs(registry);
+  extras(registry);
   const generator = new OpenApiGeneratorV31(registry.definitions);
   return generator.generateDocument({
     openapi: '3.1.0',

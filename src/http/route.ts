@@ -3,8 +3,7 @@ import type { ZodType } from 'zod';
 import type { ApiError } from '../errors';
 import { errors } from '../errors';
 import type { Queryable } from '../db/pool';
-import type { Environment } from '../orgs/keys';
-import type { Organization } from '../orgs/repo';
+import type { Environment, Organization } from './apiKeys';
 import type { AppDeps, Op, Outcome } from '../services';
 
 /** How an endpoint is declared: once, with its schemas, for the edge to run and /openapi.json to document. */

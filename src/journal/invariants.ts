@@ -22,7 +22,7 @@ export async function journalViolations(db: Queryable, accountIds: string[]): Pr
        CROSS JOIN LATERAL (VALUES ('transfer_created', 1), ('transfer_settled', CASE tr.status WHEN 'settled' THEN 1 ELSE 0 END)) k (kind, expected)
        CROSS JOIN LATERAL (SELECT count(*) AS n, sum(amount_cents) AS net FROM journal_entries e WHERE e.transfer_id = tr.id AND e.kind = k.kind) e
       WHERE tr.account_id = ANY($1)
-        AND (e.n <> k.expected OR (e.n = 1 AND e.net <> CASE tr.direction WHEN 'disbursement' THEN tr.amount_cents ELSE -tr.amount_cents END))
+        AND (e.n <> k.expected OR (e.n = 1 AND e.net <> transfer_signed_cents(tr.direction, tr.amount_cents)))
      UNION ALL
      SELECT format('snapshot of %s at %s: %s/%s/%s, the journal says %s/%s/%s', s.account_id, s.at, s.pending_cents, s.available_cents,
                    s.in_transfer_cents, j.pending, j.available, j.in_transfer)

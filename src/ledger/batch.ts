@@ -11,7 +11,7 @@ import {
 } from '../http/idempotency';
 import { zodDetails } from '../http/input';
 import { replayedAnswerText } from '../http/sealedAnswers';
-import type { Environment } from '../orgs/keys';
+import type { Environment } from '../http/apiKeys';
 import type { Op, Outcome } from '../services';
 import { lookupIntentPartiesOfMany } from './accounts';
 import { insertIntents, renderIntent, type IntentRow } from './intents';

@@ -8,7 +8,8 @@ import { temporalHealthy } from '../platform/temporal';
 import { deliverTemporalCommand, type DeliveryResult } from '../platform/temporalCommandDelivery';
 import { claimTemporalCommands, settleTemporalCommands, type TemporalCommandRow } from '../platform/temporalCommands';
 import { signalConfirmFunds, startTransactionWorkflow, sweepLifecycles } from './lifecycle';
-import { claimLifecycleRows, LIFECYCLE_QUEUE_CHANNEL, settleLifecycleRows, type LifecycleQueueRow } from './lifecycleQueue';
+import { LIFECYCLE_QUEUE_CHANNEL } from '../platform/lifecyclePoke';
+import { claimLifecycleRows, settleLifecycleRows, type LifecycleQueueRow } from './lifecycleQueue';
 
 /**
  * SPEC §20: writes never wait on Temporal. A write commits its transaction with a row in lifecycle_queue

@@ -1,6 +1,5 @@
 import type { PoolClient, Queryable } from '../db/pool';
 import { TRANSACTION_COLUMNS, type TransactionRow } from './transactions';
-import { rowOf } from '../assert';
 
 /**
  * The lifecycle queue's SQL (migrations/0023): what a committed write asks of Temporal — start a
@@ -10,9 +9,6 @@ import { rowOf } from '../assert';
  */
 
 export type LifecycleQueueKind = 'start' | 'confirm_funds';
-
-/** The channel a write's process pokes after commit so an idle drainer wakes at once (its poll is the fallback). */
-export const LIFECYCLE_QUEUE_CHANNEL = 'ledger_lifecycle_queue';
 
 export interface LifecycleQueueRow {
   queue_id: string;
@@ -72,19 +68,6 @@ export async function settleLifecycleRows(
          FROM unnest($1::bigint[], $2::int[]) AS f (id, retry_ms) WHERE q.id = f.id`,
       [input.failed.map((row) => row.id), input.failed.map((row) => row.retryAfterMs)],
     );
-}
-
-/**
- * Everything waiting for Temporal to accept it, of every kind: the lifecycle queue's starts and confirmations
- * and the command queue's starts and signals (issue 32), and how long the oldest has waited (0 when none).
- */
-export async function temporalBacklog(db: Queryable): Promise<{ count: number; oldestAgeSeconds: number }> {
-  const { rows } = await db.query<{ count: number; oldest_age_seconds: number }>(
-    `SELECT count(*)::int AS count, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS oldest_age_seconds
-       FROM (SELECT created_at FROM lifecycle_queue UNION ALL SELECT created_at FROM temporal_commands) waiting`,
-  );
-  const backlog = rowOf(rows, 'a select of aggregates answers one row');
-  return { count: backlog.count, oldestAgeSeconds: Math.max(0, backlog.oldest_age_seconds) };
 }
 
 /** Since when a transaction waits for Temporal to accept its workflow (null: it does not wait). */

@@ -4,7 +4,7 @@ import { ApiError, errors } from '../errors';
 import { recordEvent } from '../events/outbox';
 import { newId } from '../ids';
 import { mergeMetadata, type MetadataUpdateBody } from '../metadata/schemas';
-import type { Environment } from '../orgs/keys';
+import type { Environment } from '../http/apiKeys';
 import type { Op, Outcome } from '../services';
 import { takeLimits } from '../limits/service';
 import { getUserStatus } from '../users/repo';

@@ -36,9 +36,8 @@ export const TRANSACTION_COLUMNS = `t.id, t.organization_id, t.account_id, t.dir
   to_char(t.date, 'YYYY-MM-DD') AS date, t.transfer_id, t.created_at, transaction_json(t) AS json`;
 const COLUMNS = TRANSACTION_COLUMNS;
 
-/** What a window picks up (SPEC §10): confirmed cash_in and unbatched cash_out, recorded on or before D (`$2`). */
-export const ELIGIBLE_FOR_WINDOW = `t.transfer_id IS NULL AND t.date <= $2::date
-  AND ((t.direction = 'cash_in' AND t.status = 'available') OR (t.direction = 'cash_out' AND t.status = 'pending'))`;
+/** What a window for D (`$2`) picks up (SPEC §10): the rule is eligible_for_window (migrations/0025), its one definition. */
+export const ELIGIBLE_FOR_WINDOW = `eligible_for_window(t.transfer_id, t.direction, t.status, t.date, $2::date)`;
 
 export interface NewTransaction {
   organizationId: string;
@@ -258,11 +257,11 @@ export async function assignWindowToTransfer(
   const { rows } = await db.query<{ count: number; cash_out_count: number; net_cents: number }>(
     `WITH moved AS (
        UPDATE transactions AS t SET transfer_id = $3, updated_at = $4,
-              status = CASE WHEN t.direction = 'cash_out' THEN 'in_transfer' ELSE t.status END
+              status = transfer_member_status(t.direction)
         WHERE t.account_id = $1 AND ${ELIGIBLE_FOR_WINDOW}
        RETURNING t.direction, t.amount_cents)
      SELECT count(*)::int AS count, (count(*) FILTER (WHERE direction = 'cash_out'))::int AS cash_out_count,
-            coalesce(sum(CASE WHEN direction = 'cash_in' THEN amount_cents ELSE -amount_cents END), 0)::bigint AS net_cents
+            coalesce(sum(transaction_signed_cents(direction, amount_cents)), 0)::bigint AS net_cents
        FROM moved`,
     [input.accountId, input.windowDate, input.transferId, input.now],
   );
@@ -289,7 +288,7 @@ export async function settleTransferMembers(db: Queryable, transferId: string, n
        INSERT INTO events (organization_id, type, data, created_at)
        SELECT (m.t).organization_id, 'transaction.status_changed',
               transaction_json(m.t, s.summary)::jsonb || jsonb_build_object('previous_status',
-                CASE (m.t).direction WHEN 'cash_in' THEN 'available' ELSE 'in_transfer' END), $2
+                transfer_member_status((m.t).direction)), $2
          FROM moved m, (SELECT transfer_summary_json('settled', $1) AS summary) s ORDER BY (m.t).created_at, (m.t).id
        RETURNING 1)
      SELECT count(*)::int AS count FROM written`,

@@ -1,19 +1,12 @@
 import ipaddr from 'ipaddr.js';
 import { withTransaction, type Pool, type Queryable } from '../db/pool';
 import { newId } from '../ids';
-import { generateApiKey, hashApiKey, type Environment } from './keys';
+import { generateApiKey, hashApiKey, type Environment, type Organization } from '../http/apiKeys';
 import { rowOf } from '../assert';
 
 /** SQL owned by organizations, their accounts, keys, allowlists and rate limits. */
 
-export interface Organization {
-  id: string;
-  name: string;
-  kyc_required: boolean;
-  rate_limit_write: number;
-  rate_limit_read: number;
-  created_at: Date;
-}
+export type { Organization };
 
 export interface Account {
   id: string;

@@ -1,4 +1,5 @@
 import type { PoolClient, Queryable } from '../db/pool';
+import { rowOf } from '../assert';
 
 /**
  * The one road to Temporal (issue 32, docs/temporal-road.md): a workflow start or signal that a write needs
@@ -164,4 +165,17 @@ export async function settleTemporalCommands(
          FROM unnest($1::bigint[], $2::int[]) AS f (id, retry_ms) WHERE c.id = f.id`,
       [input.failed.map((row) => row.id), input.failed.map((row) => row.retryAfterMs)],
     );
+}
+
+/**
+ * Everything waiting for Temporal to accept it, of every kind: the lifecycle queue's starts and confirmations
+ * and the command queue's starts and signals (issue 32), and how long the oldest has waited (0 when none).
+ */
+export async function temporalBacklog(db: Queryable): Promise<{ count: number; oldestAgeSeconds: number }> {
+  const { rows } = await db.query<{ count: number; oldest_age_seconds: number }>(
+    `SELECT count(*)::int AS count, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS oldest_age_seconds
+       FROM (SELECT created_at FROM lifecycle_queue UNION ALL SELECT created_at FROM temporal_commands) waiting`,
+  );
+  const backlog = rowOf(rows, 'a select of aggregates answers one row');
+  return { count: backlog.count, oldestAgeSeconds: Math.max(0, backlog.oldest_age_seconds) };
 }

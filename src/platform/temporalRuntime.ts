@@ -1,15 +1,8 @@
 import { ApplicationFailure, type LogLevel, type LogMetadata } from '@temporalio/common';
 import { makeTelemetryFilterString, Runtime, type Logger as TemporalLogger } from '@temporalio/worker';
 import type { Logger } from 'pino';
-import { ATTEMPT_FAILED } from '../webhooks/contract';
 import type { Config } from '../config';
 import { assertPortFree } from './ports';
-
-/**
- * Failures our activities throw on purpose, to have Temporal retry them: a webhook endpoint that answered
- * 500 is the receiver's business, not a fault of ours. Logged as type and message, without a stack.
- */
-const EXPECTED_FAILURE_TYPES = new Set([ATTEMPT_FAILED]);
 
 const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
   TRACE: 'trace',
@@ -20,8 +13,8 @@ const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'
 };
 
 /** An expected failure goes under `failure` as type and message (pino's `err` serializer would add the stack). */
-function errorFields(error: unknown): Record<string, unknown> {
-  if (error instanceof ApplicationFailure && error.type && EXPECTED_FAILURE_TYPES.has(error.type)) {
+function errorFields(error: unknown, expectedFailureTypes: ReadonlySet<string>): Record<string, unknown> {
+  if (error instanceof ApplicationFailure && error.type && expectedFailureTypes.has(error.type)) {
     return { failure: { type: error.type, message: error.message } };
   }
   return { err: error };
@@ -33,11 +26,22 @@ function errorFields(error: unknown): Record<string, unknown> {
  * expected, under `failure`).
  */
 export class PinoTemporalLogger implements TemporalLogger {
-  constructor(private readonly pino: Logger) {}
+  /**
+   * `expectedFailureTypes`: the failures the process's activities throw on purpose, to have Temporal retry
+   * them (a webhook endpoint that answered 500 is the receiver's business, not a fault of ours), logged as
+   * type and message, without a stack. The features name them; the composition root passes them in.
+   */
+  constructor(
+    private readonly pino: Logger,
+    private readonly expectedFailureTypes: ReadonlySet<string>,
+  ) {}
 
   log(level: LogLevel, message: string, meta: LogMetadata = {}): void {
     const { error, ...fields } = meta as LogMetadata & { error?: unknown };
-    this.pino[PINO_LEVEL[level] ?? 'info']({ ...fields, ...(error === undefined ? {} : errorFields(error)) }, message);
+    this.pino[PINO_LEVEL[level] ?? 'info'](
+      { ...fields, ...(error === undefined ? {} : errorFields(error, this.expectedFailureTypes)) },
+      message,
+    );
   }
 
   trace(message: string, meta?: LogMetadata): void {
@@ -65,7 +69,11 @@ export class PinoTemporalLogger implements TemporalLogger {
  * Installs the process's Temporal runtime (once, before any worker or native connection): its logger into
  * pino, Core's own warnings forwarded to it, and the SDK's Prometheus exporter on TEMPORAL_METRICS_ADDRESS.
  */
-export async function installTemporalRuntime(config: Pick<Config, 'TEMPORAL_METRICS_ADDRESS'>, log: Logger): Promise<void> {
+export async function installTemporalRuntime(
+  config: Pick<Config, 'TEMPORAL_METRICS_ADDRESS'>,
+  log: Logger,
+  expectedFailureTypes: ReadonlySet<string>,
+): Promise<void> {
   const address = config.TEMPORAL_METRICS_ADDRESS;
   if (address !== 'off') {
     const separator = address.lastIndexOf(':');
@@ -77,7 +85,7 @@ export async function installTemporalRuntime(config: Pick<Config, 'TEMPORAL_METR
     );
   }
   Runtime.install({
-    logger: new PinoTemporalLogger(log.child({ component: 'temporal-sdk' })),
+    logger: new PinoTemporalLogger(log.child({ component: 'temporal-sdk' }), expectedFailureTypes),
     telemetryOptions: {
       logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} },
       ...(address === 'off' ? {} : { metrics: { prometheus: { bindAddress: address } } }),

@@ -7,8 +7,9 @@
  * Fed stays open that Friday), so it costs no weekday. `every_day`: every calendar day is a business day.
  */
 
-export const SETTLEMENT_CALENDARS = ['federal_reserve', 'every_day'] as const;
-export type SettlementCalendar = (typeof SETTLEMENT_CALENDARS)[number];
+import { SETTLEMENT_CALENDARS, type SettlementCalendar } from '../settlementCalendars';
+
+export { SETTLEMENT_CALENDARS, type SettlementCalendar };
 
 export interface Holiday {
   /** The day the Fed is closed for it: the holiday's own date, or the Monday after a Sunday holiday. */

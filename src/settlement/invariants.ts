@@ -24,18 +24,17 @@ const SETTLEMENT_INVARIANTS: readonly InvariantCheck[] = [
                    tr.transaction_count, m.net, m.n) AS problem
        FROM transfers tr
        CROSS JOIN LATERAL (SELECT count(*) AS n,
-                                  coalesce(sum(CASE WHEN direction = 'cash_in' THEN amount_cents ELSE -amount_cents END), 0) AS net
+                                  coalesce(sum(transaction_signed_cents(direction, amount_cents)), 0) AS net
                              FROM transactions WHERE transfer_id = tr.id) m
       WHERE tr.account_id = ANY($1)
-        AND (m.n <> tr.transaction_count OR m.net <> CASE tr.direction WHEN 'disbursement' THEN tr.amount_cents ELSE -tr.amount_cents END
+        AND (m.n <> tr.transaction_count OR m.net <> transfer_signed_cents(tr.direction, tr.amount_cents)
              OR (tr.amount_cents = 0 AND tr.direction <> 'disbursement'))`,
   },
   // Nothing eligible for the window is left behind once it closed.
   {
     windowed: true,
     sql: `SELECT format('transaction %s (%s %s, date %s) was left out of window %s', id, direction, status, date, $2::text) AS problem
-       FROM transactions WHERE account_id = ANY($1) AND transfer_id IS NULL AND date <= $2::date
-        AND ((direction = 'cash_in' AND status = 'available') OR (direction = 'cash_out' AND status = 'pending'))`,
+       FROM transactions WHERE account_id = ANY($1) AND eligible_for_window(transfer_id, direction, status, date, $2::date)`,
   },
   // Members agree with their transfer's status.
   {
@@ -44,7 +43,7 @@ const SETTLEMENT_INVARIANTS: readonly InvariantCheck[] = [
        FROM transactions t JOIN transfers tr ON tr.id = t.transfer_id
       WHERE t.account_id = ANY($1)
         AND NOT ((tr.status = 'settled' AND t.status = 'settled')
-              OR (tr.status = 'pending' AND t.status = CASE t.direction WHEN 'cash_in' THEN 'available' ELSE 'in_transfer' END))`,
+              OR (tr.status = 'pending' AND t.status = transfer_member_status(t.direction)))`,
   },
   // Each member's history is exactly its path through the seed's table, each step once.
   {

@@ -49,11 +49,6 @@ export function renderTransfer(row: TransferRow): Transfer {
   };
 }
 
-/** The signed amount: + for a disbursement, − for a collection. */
-export function signedAmountCents(row: Pick<TransferRow, 'amount_cents' | 'direction'>): number {
-  return row.direction === 'disbursement' ? row.amount_cents : -row.amount_cents;
-}
-
 export async function getTransferRow(db: Queryable, transferId: string, organizationId?: string): Promise<TransferRow | null> {
   const { rows } = await db.query<TransferRow>(
     `SELECT ${TRANSFER_COLUMNS} FROM transfers WHERE id = $1 ${organizationId ? 'AND organization_id = $2' : ''}`,
@@ -117,13 +112,15 @@ export async function createWindowTransfer(
     transferId,
     now: input.now,
   });
-  const { rows: built } = await tx.query<TransferRow>(
-    `UPDATE transfers SET amount_cents = $2, direction = $3, transaction_count = $4 WHERE id = $1 RETURNING ${TRANSFER_COLUMNS}`,
+  // signed_cents: the rule's one definition (transfer_signed_cents, migrations/0025), read back to check the build.
+  const { rows: built } = await tx.query<TransferRow & { signed_cents: number }>(
+    `UPDATE transfers SET amount_cents = $2, direction = $3, transaction_count = $4 WHERE id = $1
+     RETURNING ${TRANSFER_COLUMNS}, transfer_signed_cents(direction, amount_cents) AS signed_cents`,
     [transferId, Math.abs(netCents), netCents >= 0 ? 'disbursement' : 'collection', count],
   );
-  const transfer = built[0]!;
+  const { signed_cents: signedCents, ...transfer } = built[0]!;
   // Asserted here and again by the database at COMMIT (transfers_net_check).
-  if (transfer.transaction_count !== count || signedAmountCents(transfer) !== netCents || count < 1) {
+  if (transfer.transaction_count !== count || signedCents !== netCents || count < 1) {
     throw new Error(`transfer ${transferId}: built ${transfer.direction} ${transfer.amount_cents} of ${count} members, net ${netCents}`);
   }
   await recordEvent(tx, {

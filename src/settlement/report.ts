@@ -3,11 +3,12 @@ import type { Writable } from 'node:stream';
 import { to as copyTo } from 'pg-copy-streams';
 import type { PageRequest } from '../db/paging';
 import type { Pool, Queryable } from '../db/pool';
+import { rowOf } from '../assert';
 import { errors } from '../errors';
 import { listTransferTransactions } from '../ledger/transactions';
 import { transactionTypeSchema, type Direction, type TransactionType } from '../ledger/schemas';
 import type { AppDeps, Op } from '../services';
-import { getTransferRow, renderTransfer, signedAmountCents, type TransferRow } from './repo';
+import { getTransferRow, renderTransfer, type TransferRow } from './repo';
 import { TRANSFER_REPORT_CSV_COLUMNS, type TransferReport, type TransferReportTotals } from './reportSchemas';
 
 /**
@@ -36,8 +37,9 @@ const emptySides = (): Sides => ({ cash_in: { count: 0, amount: 0 }, cash_out: {
  * the signed net must equal the transfer's signed amount and the count its transaction_count.
  */
 export async function transferTotals(db: Queryable, transfer: TransferRow): Promise<TransferReportTotals> {
-  const { rows } = await db.query<{ type: TransactionType; direction: Direction; count: number; amount: number }>(
-    `SELECT type, direction, count(*)::int AS count, sum(amount_cents)::bigint AS amount
+  const { rows } = await db.query<{ type: TransactionType; direction: Direction; count: number; amount: number; net: number }>(
+    `SELECT type, direction, count(*)::int AS count, sum(amount_cents)::bigint AS amount,
+            sum(transaction_signed_cents(direction, amount_cents))::bigint AS net
        FROM transactions WHERE transfer_id = $1 GROUP BY type, direction`,
     [transfer.id],
   );
@@ -49,13 +51,19 @@ export async function transferTotals(db: Queryable, transfer: TransferRow): Prom
     for (const sides of [totals, totals.by_type[row.type]]) {
       sides[row.direction].count += row.count;
       sides[row.direction].amount += row.amount;
-      sides.net += row.direction === 'cash_in' ? row.amount : -row.amount;
+      sides.net += row.net;
     }
   }
   const count = totals.cash_in.count + totals.cash_out.count;
-  if (totals.net !== signedAmountCents(transfer) || count !== transfer.transaction_count) {
+  // The transfer's signed amount by the rule's one definition (transfer_signed_cents, migrations/0025).
+  const { rows: signed } = await db.query<{ cents: number }>(`SELECT transfer_signed_cents($1, $2::bigint) AS cents`, [
+    transfer.direction,
+    transfer.amount_cents,
+  ]);
+  const signedCents = rowOf(signed, 'a select of one expression answers one row').cents;
+  if (totals.net !== signedCents || count !== transfer.transaction_count) {
     throw new TransferReportInvariantError(transfer.id, {
-      signed_amount: signedAmountCents(transfer),
+      signed_amount: signedCents,
       members_net: totals.net,
       transaction_count: transfer.transaction_count,
       members: count,

@@ -1,5 +1,5 @@
 import { DateTime } from 'luxon';
-import { isRoutingNumber } from '../ach/routing';
+import { isRoutingNumber } from '../routingNumbers';
 import { SETTLEMENT_ZONE } from '../ledger/dates';
 
 /**

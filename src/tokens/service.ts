@@ -4,7 +4,7 @@ import { ApiError, errors } from '../errors';
 import { newId } from '../ids';
 import { createIntent } from '../ledger/service';
 import type { Intent } from '../ledger/schemas';
-import type { Environment } from '../orgs/keys';
+import type { Environment } from '../http/apiKeys';
 import type { Op, Outcome } from '../services';
 import { getUserStatus } from '../users/repo';
 import { cardExpired, maskBankAccount, maskCard } from './checks';

@@ -3,7 +3,7 @@ import type { CliContext, CommandRegistrar } from '../cli/registrar';
 import { withTransaction, type Pool } from '../db/pool';
 import { ApiError } from '../errors';
 import { createLogger } from '../logger';
-import { LifecyclePoke } from '../ledger/lifecyclePoke';
+import { LifecyclePoke } from '../platform/lifecyclePoke';
 import { startReplay } from './redelivery';
 import { getReplay, replayView } from './replayRepo';
 import { replayWebhookBody, type WebhookReplayView } from './replaySchemas';

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { z } from 'zod';
-import { isRoutingNumber } from './routing';
+import { isRoutingNumber } from './routingNumbers';
 
 /**
  * What the operator agrees with their bank (the ODFI) and configures (SPEC §24, docs/ach.md): the file

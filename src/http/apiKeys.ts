@@ -3,6 +3,16 @@ import { randomString } from '../ids';
 
 export type Environment = 'sandbox' | 'production';
 
+/** An organization's row: the caller a key authenticates (owned by src/orgs/repo.ts, which writes it). */
+export interface Organization {
+  id: string;
+  name: string;
+  kyc_required: boolean;
+  rate_limit_write: number;
+  rate_limit_read: number;
+  created_at: Date;
+}
+
 const KEY_PATTERN = /^sk_(sandbox|production)_([A-Za-z0-9]{32})$/;
 
 export function generateApiKey(environment: Environment): string {

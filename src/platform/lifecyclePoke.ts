@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import type { Pool } from '../db/pool';
-import { LIFECYCLE_QUEUE_CHANNEL } from './lifecycleQueue';
+
+/** The channel a write's process pokes after commit so an idle drainer wakes at once (its poll is the fallback). */
+export const LIFECYCLE_QUEUE_CHANNEL = 'ledger_lifecycle_queue';
 
 /**
  * The api side sends at most one NOTIFY per this many ms per process: a drainer that just had rows runs its
