@@ -91,8 +91,10 @@ export type DeclineLimit = z.infer<typeof declineLimitSchema>;
 export const selfExclusionBody = z
   .object({
     until: z.union([dateTime, z.literal('indefinite')]).openapi({
-      description: 'When the exclusion ends: a date-time 1 day to 5 years ahead, or `indefinite`.',
-      example: '2027-06-01T00:00:00Z',
+      description:
+        'When the exclusion ends: a date-time 1 day to 5 years ahead of the request (checked beyond this schema), or `indefinite`.',
+      'x-refined': '1 day to 5 years ahead',
+      example: 'indefinite',
     }),
   })
   .strict()

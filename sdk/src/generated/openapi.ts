@@ -2544,8 +2544,8 @@ export interface components {
         };
         SelfExclusionCreate: {
             /**
-             * @description When the exclusion ends: a date-time 1 day to 5 years ahead, or `indefinite`.
-             * @example 2027-06-01T00:00:00Z
+             * @description When the exclusion ends: a date-time 1 day to 5 years ahead of the request (checked beyond this schema), or `indefinite`.
+             * @example indefinite
              */
             until: string | "indefinite";
         };
