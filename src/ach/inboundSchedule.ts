@@ -1,4 +1,5 @@
-import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client, type ScheduleOptions } from '@temporalio/client';
+import { ScheduleOverlapPolicy, type Client, type ScheduleOptions } from '@temporalio/client';
+import { ensureSchedule } from '../platform/schedules';
 import type { Config } from '../config';
 import { settlementTaskQueue } from '../settlement/contract';
 
@@ -38,15 +39,5 @@ export async function ensureAchInboundSchedule(
   taskQueue: string,
   config: Pick<Config, 'LEDGER_ENVIRONMENT' | 'ACH_INBOUND_POLL_SECONDS' | 'SANDBOX_RETURN_SECONDS'>,
 ): Promise<{ scheduleId: string; created: boolean }> {
-  const options = scheduleOptions(taskQueue, config);
-  try {
-    await client.schedule.create(options);
-    return { scheduleId: options.scheduleId, created: true };
-  } catch (error) {
-    if (!(error instanceof ScheduleAlreadyRunning)) throw error;
-  }
-  await client.schedule
-    .getHandle(options.scheduleId)
-    .update((previous) => ({ ...previous, spec: options.spec, action: options.action, policies: options.policies }));
-  return { scheduleId: options.scheduleId, created: false };
+  return ensureSchedule(client, scheduleOptions(taskQueue, config));
 }

@@ -1,4 +1,5 @@
-import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client, type ScheduleOptions } from '@temporalio/client';
+import { ScheduleOverlapPolicy, type Client, type ScheduleOptions } from '@temporalio/client';
+import { ensureSchedule } from '../platform/schedules';
 import { SETTLEMENT_ZONE } from '../ledger/dates';
 import { SETTLEMENT_WINDOW_WORKFLOW_TYPE, settlementTaskQueue, type SettlementWindowInput } from './contract';
 
@@ -65,19 +66,5 @@ export async function ensureSettlementSchedule(
   client: Client,
   input: { taskQueue: string; cutoff: string; scope?: SettlementWindowInput; scheduleId?: string },
 ): Promise<{ scheduleId: string; created: boolean }> {
-  const options = scheduleOptions(input);
-  try {
-    await client.schedule.create(options);
-    return { scheduleId: options.scheduleId, created: true };
-  } catch (error) {
-    if (!(error instanceof ScheduleAlreadyRunning)) throw error;
-  }
-  const handle = client.schedule.getHandle(options.scheduleId);
-  await handle.update((previous) => ({
-    ...previous,
-    spec: options.spec,
-    action: options.action,
-    policies: options.policies,
-  }));
-  return { scheduleId: options.scheduleId, created: false };
+  return ensureSchedule(client, scheduleOptions(input));
 }
