@@ -62,24 +62,33 @@ describe('SPEC §22 SDK package', () => {
     expect(esm.stdout.trim()).toBe('ok');
   });
 
+  /** tsc's messages for one file of test/fixtures/sdk, the SDK's source standing in for the package. */
+  const diagnosticsOf = (file: string): string[] => {
+    const program = ts.createProgram([path.join(ROOT, 'test', 'fixtures', 'sdk', file)], {
+      noEmit: true,
+      strict: true,
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.Node16,
+      moduleResolution: ts.ModuleResolutionKind.Node16,
+      types: ['node'],
+      skipLibCheck: true,
+      paths: { '@payments-ledger/sdk': [path.join(ROOT, 'sdk', 'src', 'index.ts')] },
+    });
+    return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+  };
+
   test('tsc rejects a call that passes a wrong field type, and accepts the same call with the right one', () => {
-    const diagnosticsOf = (file: string) => {
-      const program = ts.createProgram([path.join(ROOT, 'test', 'fixtures', 'sdk', file)], {
-        noEmit: true,
-        strict: true,
-        target: ts.ScriptTarget.ES2022,
-        module: ts.ModuleKind.Node16,
-        moduleResolution: ts.ModuleResolutionKind.Node16,
-        types: ['node'],
-        skipLibCheck: true,
-        paths: { '@payments-ledger/sdk': [path.join(ROOT, 'sdk', 'src', 'index.ts')] },
-      });
-      return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
-    };
     expect(diagnosticsOf('rightFieldType.ts')).toEqual([]);
     const wrong = diagnosticsOf('wrongFieldType.ts');
     expect(wrong).toHaveLength(1);
     expect(wrong[0]).toMatch(/Type 'string' is not assignable to type 'number'/);
+  });
+
+  test('a webhook event narrowed by its type has that type’s data: a field of another resource does not compile', () => {
+    expect(diagnosticsOf('eventRightField.ts')).toEqual([]);
+    const wrong = diagnosticsOf('eventWrongField.ts');
+    expect(wrong).toHaveLength(1);
+    expect(wrong[0]).toMatch(/Property 'amount' does not exist on type/);
   });
 
   describe('npm pack of sdk/, installed in an empty directory', () => {
