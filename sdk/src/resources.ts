@@ -12,6 +12,7 @@ export const resources = {
     update: 'updateUser',
     list: 'listUsers',
     selfExclude: 'createUserSelfExclusion',
+    bankAccounts: 'listUserBankAccounts',
   },
   limits: { retrieve: 'retrieveUserLimits', update: 'updateUserLimits' },
   intents: {

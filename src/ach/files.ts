@@ -9,6 +9,7 @@ import { FILE_ID_MODIFIERS, isDebitCode, type SecCode, type TransactionCode } fr
 import { fileTimingOf } from './timing';
 import { confirmFundsSignal } from '../ledger/contract';
 import { enqueueTemporalSignals } from '../platform/temporalCommands';
+import { rowOf } from '../assert';
 
 /**
  * An ACH window's file (SPEC §24, docs/ach.md "Windows"): every queued entry into one NACHA file, in one
@@ -157,7 +158,7 @@ export interface BuiltFile {
 /** The next File ID Modifier of the day, under the build lock; null when the day's 36 are used. */
 async function nextModifier(tx: PoolClient, fileDate: string): Promise<string | null> {
   const { rows } = await tx.query<{ used: number }>('SELECT count(*)::int AS used FROM ach_files WHERE file_date = $1', [fileDate]);
-  return FILE_ID_MODIFIERS[rows[0]!.used] ?? null;
+  return FILE_ID_MODIFIERS[rowOf(rows, 'a count answers one row').used] ?? null;
 }
 
 /** Sandbox settles each entry when its simulated bank would: a cash_in SANDBOX_CONFIRM_SECONDS after it was recorded. */
@@ -272,7 +273,7 @@ async function insertFile(
   },
 ): Promise<string> {
   const { rows } = await tx.query<{ id: string }>(`SELECT 'achf_' || replace(gen_random_uuid()::text, '-', '') AS id`);
-  const fileId = rows[0]!.id;
+  const fileId = rowOf(rows, 'a select without FROM answers one row').id;
   await tx.query(
     `INSERT INTO ach_files (id, built_by, file_name, window_time, file_date, file_id_modifier, bytes_sealed, sha256, entry_count,
                             total_debit_cents, total_credit_cents, settle_at, created_at)

@@ -1,6 +1,7 @@
 import client from 'prom-client';
 import type { Queryable } from '../db/pool';
 import { achDeliveryStatus } from '../achSettings';
+import { rowOf } from '../assert';
 
 /**
  * SPEC §24's ACH gauges, read from the database at each scrape (so every api shows the deployment's one
@@ -55,6 +56,6 @@ async function readAch(db: Queryable) {
             (SELECT jsonb_object_agg(status, n) FROM (SELECT status, count(*)::int AS n FROM ach_files GROUP BY status) s) AS files,
             (SELECT extract(epoch FROM now() - min(created_at))::float8 FROM ach_files WHERE status = 'built') AS oldest`,
   );
-  const row = rows[0]!;
+  const row = rowOf(rows, 'a select of subqueries answers one row');
   return { queued: row.queued, files: row.files ?? {}, oldestUndeliveredSeconds: row.oldest ?? 0 };
 }

@@ -2,6 +2,7 @@ import client from 'prom-client';
 import type { Queryable } from '../db/pool';
 import { recordEvent } from '../events/outbox';
 import { z } from '../zod';
+import { rowOf } from '../assert';
 
 /**
  * SPEC §25 return rates per organization over the last 60 days of debit entries, against the NACHA Rules'
@@ -13,7 +14,7 @@ export const RETURN_RATE_THRESHOLDS = { unauthorized: 0.005, administrative: 0.0
 type Kind = keyof typeof RETURN_RATE_THRESHOLDS;
 const KINDS = Object.keys(RETURN_RATE_THRESHOLDS) as Kind[];
 
-const rateSchema = z.object({
+export const rateSchema = z.object({
   count: z.number().int().openapi({ description: 'Debits of the window returned with a code of this kind.', example: 3 }),
   rate: z.number().openapi({ description: 'count / debits (0 when there were no debits).', example: 0.003 }),
   threshold: z.number().openapi({ description: "The NACHA Rules' threshold for this kind.", example: 0.005 }),
@@ -58,7 +59,7 @@ export async function returnRates(db: Queryable, organizationId: string): Promis
   const { rows } = await db.query<Sums>(`SELECT ${SUMS} FROM ach_return_counts WHERE organization_id = $1 AND ${IN_WINDOW}`, [
     organizationId,
   ]);
-  return ratesOf(rows[0]!);
+  return ratesOf(rowOf(rows, 'an aggregate without GROUP BY answers one row'));
 }
 
 /**

@@ -13,6 +13,7 @@ import { lockUser, updateUserStatus } from '../users/repo';
 import { odfiOf } from './files';
 import type { ParsedChangeAddenda, ParsedEntry, ParsedReturnAddenda } from './parse';
 import { ADMINISTRATIVE_CODES, CHANGE_CODES, correctionOf, returnTitle, UNAUTHORIZED_CODES } from './returnCodes';
+import { rowOf } from '../assert';
 
 /**
  * What one returned or corrected entry does (SPEC §25), inside the file's transaction (src/ach/inbound.ts):
@@ -265,7 +266,7 @@ async function applyCodeEffects(ctx: ApplyContext, matched: MatchedEntry, code: 
     if (disabled) await event(ctx, matched.organization_id, 'bank_account.disabled', renderBankAccount(disabled));
   } else if (UNAUTHORIZED_CODES.has(code)) {
     const { rows } = await ctx.tx.query<{ user_id: string }>('SELECT user_id FROM bank_accounts WHERE id = $1', [matched.bank_account_id]);
-    const user = await lockUser(ctx.tx, rows[0]!.user_id);
+    const user = await lockUser(ctx.tx, rowOf(rows, 'an entry matched by trace number names a bank account that exists').user_id);
     // Only an enabled user can be suspended (§6); a created, suspended or disabled one stays as it is.
     if (user?.status !== 'enabled') return;
     const { organization_id: organizationId, ...before } = user;
@@ -313,7 +314,7 @@ async function correctBankAccount(
     [bankAccountId],
   );
   const binding = { table: 'bank_accounts' as const, id: bankAccountId };
-  const current = rows[0]!;
+  const current = rowOf(rows, 'a bank account an entry names exists (bank accounts are never deleted)');
   const routing = correction.routingNumber ?? current.routing_number;
   const number = correction.accountNumber ?? openAccountNumber(ctx.deps.config, current.account_number_sealed, binding);
   const fingerprint = accountFingerprint(ctx.deps.config, routing, number);

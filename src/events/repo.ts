@@ -18,7 +18,8 @@ const EVENT_COLUMNS_OF_E = 'e.id, e.organization_id, e.type, e.data, e.created_a
 
 /** The body webhooks POST, byte for byte the same fields (activities/webhooks.ts renders the same way). */
 export function eventView(row: EventRow): EventView {
-  return { id: row.id, type: row.type, created_at: row.created_at.toISOString(), data: row.data };
+  // The outbox's jsonb is what recordEvent was given for the type; test/eventSchemas.test.ts holds it to the document.
+  return { id: row.id, type: row.type, created_at: row.created_at.toISOString(), data: row.data } as EventView;
 }
 
 export async function getEvent(db: Queryable, organizationId: string, id: string): Promise<EventRow | null> {

@@ -1,4 +1,5 @@
-import { webhookEventPayload, WEBHOOK_EVENT_TYPES } from '../webhooks/schemas';
+import { WEBHOOK_EVENT_TYPES } from '../webhooks/schemas';
+import { webhookEventPayload } from './payloads';
 import { dateTime, idExample, listEnvelope, pageQuery, z } from '../zod';
 import { EVENT_LIMITS } from './limits';
 

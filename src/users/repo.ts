@@ -200,5 +200,5 @@ export async function setSelfExclusion(
       WHERE id = $1 RETURNING ${PUBLIC_COLUMNS}`,
     [input.userId, input.status, input.until, input.now],
   );
-  return toUser(rows[0]!);
+  return toUser(rowOf(rows, 'the user whose exclusion changes is locked by the caller, so it exists'));
 }

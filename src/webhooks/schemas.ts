@@ -126,15 +126,3 @@ export const webhookDelivery = z
 export type WebhookDeliveryView = z.infer<typeof webhookDelivery>;
 
 export const webhookIdParams = z.object({ id: z.string().max(100) });
-
-/** The body of every webhook request (SPEC §12). */
-export const webhookEventPayload = z
-  .object({
-    id: z.string().openapi({ example: 'evt_9sKd2LmQ7rT4vX1nB8cZ3pWy' }),
-    type: z.enum(WEBHOOK_EVENT_TYPES as [string, ...string[]]),
-    created_at: z.string().openapi({ format: 'date-time' }),
-    data: z.record(z.string(), z.unknown()).openapi({
-      description: 'The resource the event is about, as the API returns it (transaction.status_changed adds previous_status).',
-    }),
-  })
-  .openapi('WebhookEvent');

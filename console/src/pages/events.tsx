@@ -7,6 +7,9 @@ type Event = Schemas['WebhookEvent'];
 
 const optionalHref = (target: string | undefined) => (target ? { href: target } : {});
 
+/** The resource an event is about: its data's id, or the user whose limits changed (that data has no id). */
+const aboutOf = (event: Schemas['WebhookEvent']): string => ('id' in event.data ? event.data.id : event.data.user_id);
+
 export const EVENT_TYPES = [
   'user.created',
   'user.status_changed',
@@ -73,7 +76,9 @@ function EventList({ query }: { query: URLSearchParams }) {
               <Id value={event.id} href={`#/events/${event.id}`} />
             </td>
             <td>{event.type}</td>
-            <td>{typeof event.data.id === 'string' ? <Id value={event.data.id} {...optionalHref(pageOf(event.data.id))} /> : null}</td>
+            <td>
+              <Id value={aboutOf(event)} {...optionalHref(pageOf(aboutOf(event)))} />
+            </td>
             <td>
               <Time iso={event.created_at} />
             </td>
@@ -96,10 +101,7 @@ function EventDetail({ id }: { id: string }) {
               rows={[
                 ['Type', event.type],
                 ['Created', <Time iso={event.created_at} />],
-                [
-                  'About',
-                  typeof event.data.id === 'string' ? <a href={href('events', { object_id: event.data.id })}>{event.data.id}</a> : null,
-                ],
+                ['About', <a href={href('events', { object_id: aboutOf(event) })}>{aboutOf(event)}</a>],
               ]}
             />
             <section aria-labelledby="resend-title">

@@ -185,10 +185,10 @@ function Timeline({ id }: { id: string }) {
               {[...page.data].reverse().map((event) => (
                 <li key={event.id}>
                   <Time iso={event.created_at} /> <a href={`#/events/${event.id}`}>{event.type}</a>
-                  {typeof event.data.status === 'string' && (
+                  {'status' in event.data && (
                     <>
                       {' '}
-                      {typeof event.data.previous_status === 'string' && <>{label(event.data.previous_status)} → </>}
+                      {'previous_status' in event.data && <>{label(event.data.previous_status)} → </>}
                       <Badge value={event.data.status} />
                     </>
                   )}

@@ -1119,17 +1119,814 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
-        WebhookEvent: {
+        WebhookEvent: components["schemas"]["UserCreatedEvent"] | components["schemas"]["UserStatusChangedEvent"] | components["schemas"]["UserUpdatedEvent"] | components["schemas"]["UserLimitsChangedEvent"] | components["schemas"]["UserSelfExcludedEvent"] | components["schemas"]["IntentApprovedEvent"] | components["schemas"]["IntentDeclinedEvent"] | components["schemas"]["IntentUpdatedEvent"] | components["schemas"]["TransactionCreatedEvent"] | components["schemas"]["TransactionStatusChangedEvent"] | components["schemas"]["TransferCreatedEvent"] | components["schemas"]["TransferSettledEvent"] | components["schemas"]["RefundCreatedEvent"] | components["schemas"]["DisputeCreatedEvent"] | components["schemas"]["DisputeResolvedEvent"] | components["schemas"]["AchEntryReturnedEvent"] | components["schemas"]["AchTransferReturnedEvent"] | components["schemas"]["AchReturnRateExceededEvent"] | components["schemas"]["BankAccountDisabledEvent"] | components["schemas"]["BankAccountUpdatedEvent"];
+        /** @description A user.created event: `data` is the resource it is about. */
+        UserCreatedEvent: {
             /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
             id: string;
-            /** @enum {string} */
-            type: "user.created" | "user.status_changed" | "user.updated" | "user.limits_changed" | "user.self_excluded" | "intent.approved" | "intent.declined" | "intent.updated" | "transaction.created" | "transaction.status_changed" | "transfer.created" | "transfer.settled" | "refund.created" | "dispute.created" | "dispute.resolved" | "ach_entry.returned" | "ach.transfer_returned" | "bank_account.disabled" | "bank_account.updated" | "ach.return_rate_exceeded";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "user.created";
             /** Format: date-time */
             created_at: string;
-            /** @description The resource the event is about, as the API returns it (transaction.status_changed adds previous_status). */
-            data: {
-                [key: string]: unknown;
+            data: components["schemas"]["User"];
+        };
+        /**
+         * @description A user as the API shows it: no personal data is ever returned.
+         * @example {
+         *       "id": "user_Q3kV9xLm2pR7tZ8wY1bN4cD6",
+         *       "tag": "customer-8841",
+         *       "status": "enabled",
+         *       "identity_verified": true,
+         *       "suspended_reason": null,
+         *       "self_excluded_until": null,
+         *       "metadata": {
+         *         "crm_id": "crm-5521"
+         *       },
+         *       "created_at": "2026-11-21T14:03:12.511Z"
+         *     }
+         */
+        User: {
+            /** @example user_Q3kV9xLm2pR7tZ8wY1bN4cD6 */
+            id: string;
+            /** @example customer-8841 */
+            tag: string | null;
+            /**
+             * @description created → enabled; enabled ↔ suspended; any → disabled (final). Only `enabled` users can move money.
+             * @example enabled
+             * @enum {string}
+             */
+            status: "created" | "enabled" | "suspended" | "disabled";
+            /** @example true */
+            identity_verified: boolean;
+            /**
+             * @description `self_exclusion` while the user excluded themselves (SPEC §26: nobody can lift it before `self_excluded_until`); null otherwise.
+             * @enum {string|null}
+             */
+            suspended_reason: "self_exclusion" | null;
+            /** @description When the self-exclusion ends (a date-time) or `indefinite`; null when the user is not self-excluded. */
+            self_excluded_until: string | null;
+            metadata: components["schemas"]["Metadata"];
+            /**
+             * Format: date-time
+             * @example 2026-11-21T14:03:12.511Z
+             */
+            created_at: string;
+        };
+        /**
+         * @description The operator's own key/value pairs: up to 20 keys of 1 to 40 characters from A-Z, a-z, 0-9, _ and - (except `__proto__`), each value a string of at most 500 characters. `{}` when none were given. The ledger never reads them; lists filter by them (`metadata[KEY]=VALUE`).
+         * @example {
+         *       "order_id": "order-1234",
+         *       "channel": "web"
+         *     }
+         */
+        Metadata: {
+            [key: string]: string;
+        };
+        /** @description A user.status_changed event: `data` is the resource it is about. */
+        UserStatusChangedEvent: {
+            /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "user.status_changed";
+            /** Format: date-time */
+            created_at: string;
+            data: components["schemas"]["UserStatusChange"];
+        };
+        /**
+         * @example {
+         *       "id": "user_Q3kV9xLm2pR7tZ8wY1bN4cD6",
+         *       "tag": "customer-8841",
+         *       "status": "suspended",
+         *       "identity_verified": true,
+         *       "suspended_reason": null,
+         *       "self_excluded_until": null,
+         *       "metadata": {},
+         *       "created_at": "2026-11-21T14:03:12.511Z",
+         *       "previous_status": "enabled"
+         *     }
+         */
+        UserStatusChange: {
+            /** @example user_Q3kV9xLm2pR7tZ8wY1bN4cD6 */
+            id: string;
+            /** @example customer-8841 */
+            tag: string | null;
+            /**
+             * @description created → enabled; enabled ↔ suspended; any → disabled (final). Only `enabled` users can move money.
+             * @example enabled
+             * @enum {string}
+             */
+            status: "created" | "enabled" | "suspended" | "disabled";
+            /** @example true */
+            identity_verified: boolean;
+            /**
+             * @description `self_exclusion` while the user excluded themselves (SPEC §26: nobody can lift it before `self_excluded_until`); null otherwise.
+             * @enum {string|null}
+             */
+            suspended_reason: "self_exclusion" | null;
+            /** @description When the self-exclusion ends (a date-time) or `indefinite`; null when the user is not self-excluded. */
+            self_excluded_until: string | null;
+            metadata: components["schemas"]["Metadata"];
+            /**
+             * Format: date-time
+             * @example 2026-11-21T14:03:12.511Z
+             */
+            created_at: string;
+            /**
+             * @description The status before this change.
+             * @example enabled
+             * @enum {string}
+             */
+            previous_status: "created" | "enabled" | "suspended" | "disabled";
+        };
+        /** @description A user.updated event: `data` is the resource it is about. */
+        UserUpdatedEvent: {
+            /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "user.updated";
+            /** Format: date-time */
+            created_at: string;
+            data: components["schemas"]["User"];
+        };
+        /** @description A user.limits_changed event: `data` is the resource it is about. */
+        UserLimitsChangedEvent: {
+            /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "user.limits_changed";
+            /** Format: date-time */
+            created_at: string;
+            data: components["schemas"]["Limits"];
+        };
+        Limits: {
+            /** @example user_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            user_id: string;
+            cash_in: components["schemas"]["LimitPeriods"];
+            cash_out: components["schemas"]["LimitPeriods"];
+            /** @description Raises and removals waiting out the cooling-off (LIMIT_RAISE_COOLING_OFF_HOURS), each with when it takes effect. */
+            pending: components["schemas"]["PendingLimitRaise"][];
+            used: {
+                cash_in: components["schemas"]["LimitPeriodsUsed"];
+                cash_out: components["schemas"]["LimitPeriodsUsed"];
             };
+            /**
+             * Format: date-time
+             * @description The last change of the user’s own limits; null: never.
+             */
+            updated_at: string | null;
+        };
+        /** @description The limit of each Eastern calendar period in force now; null: none. */
+        LimitPeriods: {
+            /**
+             * @description US cents; null: no limit.
+             * @example 50000
+             */
+            day: number | null;
+            /**
+             * @description US cents; null: no limit.
+             * @example 50000
+             */
+            week: number | null;
+            /**
+             * @description US cents; null: no limit.
+             * @example 50000
+             */
+            month: number | null;
+        };
+        PendingLimitRaise: {
+            /** @enum {string} */
+            direction: "cash_in" | "cash_out";
+            /** @enum {string} */
+            period: "day" | "week" | "month";
+            /**
+             * @description The limit it will become (null: none).
+             * @example 50000
+             */
+            amount: number | null;
+            /** Format: date-time */
+            effective_at: string;
+        };
+        /** @description Cents approved in the current Eastern day, ISO week (Monday first) and month, net of refunds and returns. */
+        LimitPeriodsUsed: {
+            day: number;
+            week: number;
+            month: number;
+        };
+        /** @description A user.self_excluded event: `data` is the resource it is about. */
+        UserSelfExcludedEvent: {
+            /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "user.self_excluded";
+            /** Format: date-time */
+            created_at: string;
+            data: components["schemas"]["User"];
+        };
+        /** @description A intent.approved event: `data` is the resource it is about. */
+        IntentApprovedEvent: {
+            /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "intent.approved";
+            /** Format: date-time */
+            created_at: string;
+            data: components["schemas"]["Intent"];
+        };
+        Intent: {
+            /** @example intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            id: string;
+            idempotency_key: string;
+            /**
+             * @description `cash_in` (deposit) or `cash_out` (withdrawal).
+             * @enum {string}
+             */
+            direction: "cash_in" | "cash_out";
+            /** @example user_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            user_id: string;
+            /** @example account_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            account_id: string;
+            amount: number;
+            /** @enum {string} */
+            currency: "USD";
+            /** @enum {string} */
+            approval_mode: "automatic" | "manual";
+            /**
+             * @description `approved` created a transaction; `declined` created none (see decline_category); `pending` waits for approve/cancel (manual mode).
+             * @enum {string}
+             */
+            status: "pending" | "approved" | "declined" | "canceled";
+            /**
+             * @description Why an intent was declined: `user_not_enabled` (the user is not `enabled`), `card_expired` (POST /authorize: the card expired after it was tokenized), `bank_account_disabled` (its bank account is `disabled`), `no_bank_account` (production only: no bank account named and the user has no active one, so the ACH rail has nothing to debit or credit), `limit_exceeded` (it would take the user over a limit, named in `decline_limit`).
+             * @enum {string|null}
+             */
+            decline_category: "user_not_enabled" | "card_expired" | "bank_account_disabled" | "no_bank_account" | "limit_exceeded" | null;
+            /**
+             * @description The bank account (ba_…) its ACH entry debits or credits; null when it has none (sandbox simulates the network; a card authorization names none).
+             * @example ba_7fJ2kQ9xLmN3pR5tV8wY1zA4
+             */
+            bank_account_id: string | null;
+            decline_limit: components["schemas"]["DeclineLimit"];
+            transactions: components["schemas"]["Transaction"][];
+            metadata: components["schemas"]["Metadata"];
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** @description With `limit_exceeded`: the limit, and what its period had used before this intent; null otherwise. */
+        DeclineLimit: {
+            /** @enum {string} */
+            direction: "cash_in" | "cash_out";
+            /** @enum {string} */
+            period: "day" | "week" | "month";
+            /** @description The limit in cents. */
+            limit: number;
+            /** @description What the period had used before this intent, in cents. */
+            used: number;
+        } | null;
+        Transaction: {
+            /** @example txn_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            id: string;
+            /**
+             * @description US cents, never negative; `direction` says which way it moved.
+             * @example 1250
+             */
+            amount: number;
+            /**
+             * @description `cash_in` (deposit) or `cash_out` (withdrawal).
+             * @enum {string}
+             */
+            direction: "cash_in" | "cash_out";
+            /** @enum {string} */
+            currency: "USD";
+            /**
+             * @description cash_in: pending → available → settled. cash_out: pending → in_transfer → settled. `settled` is final.
+             * @enum {string}
+             */
+            status: "pending" | "available" | "in_transfer" | "settled";
+            /** @enum {string} */
+            type: "intent" | "refund" | "dispute";
+            /** @description The intent, refund or dispute that created it (read with `type`). */
+            source_id: string | null;
+            /** @example account_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            account_id: string;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date
+             * @description The Eastern-time settlement window (with SETTLEMENT_CUTOFF) it was submitted in.
+             * @example 2026-11-21
+             */
+            date: string;
+            transfer: components["schemas"]["TransferSummary"];
+        };
+        /** @description Set once the transaction is in_transfer or settled; null before. */
+        TransferSummary: {
+            /** @example transfer_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            id: string;
+            amount: number;
+            /** @enum {string} */
+            currency: "USD";
+            /** @enum {string} */
+            direction: "disbursement" | "collection";
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date
+             * @example 2026-11-21
+             */
+            date: string;
+        } | null;
+        /** @description A intent.declined event: `data` is the resource it is about. */
+        IntentDeclinedEvent: {
+            /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "intent.declined";
+            /** Format: date-time */
+            created_at: string;
+            data: components["schemas"]["Intent"];
+        };
+        /** @description A intent.updated event: `data` is the resource it is about. */
+        IntentUpdatedEvent: {
+            /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "intent.updated";
+            /** Format: date-time */
+            created_at: string;
+            data: components["schemas"]["Intent"];
+        };
+        /** @description A transaction.created event: `data` is the resource it is about. */
+        TransactionCreatedEvent: {
+            /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "transaction.created";
+            /** Format: date-time */
+            created_at: string;
+            data: components["schemas"]["Transaction"];
+        };
+        /** @description A transaction.status_changed event: `data` is the resource it is about. */
+        TransactionStatusChangedEvent: {
+            /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "transaction.status_changed";
+            /** Format: date-time */
+            created_at: string;
+            data: components["schemas"]["TransactionStatusChange"];
+        };
+        TransactionStatusChange: {
+            /** @example txn_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            id: string;
+            /**
+             * @description US cents, never negative; `direction` says which way it moved.
+             * @example 1250
+             */
+            amount: number;
+            /**
+             * @description `cash_in` (deposit) or `cash_out` (withdrawal).
+             * @enum {string}
+             */
+            direction: "cash_in" | "cash_out";
+            /** @enum {string} */
+            currency: "USD";
+            /**
+             * @description cash_in: pending → available → settled. cash_out: pending → in_transfer → settled. `settled` is final.
+             * @enum {string}
+             */
+            status: "pending" | "available" | "in_transfer" | "settled";
+            /** @enum {string} */
+            type: "intent" | "refund" | "dispute";
+            /** @description The intent, refund or dispute that created it (read with `type`). */
+            source_id: string | null;
+            /** @example account_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            account_id: string;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date
+             * @description The Eastern-time settlement window (with SETTLEMENT_CUTOFF) it was submitted in.
+             * @example 2026-11-21
+             */
+            date: string;
+            transfer: components["schemas"]["TransferSummary"];
+            /**
+             * @description The status before this change.
+             * @enum {string}
+             */
+            previous_status: "pending" | "available" | "in_transfer" | "settled";
+        };
+        /** @description A transfer.created event: `data` is the resource it is about. */
+        TransferCreatedEvent: {
+            /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "transfer.created";
+            /** Format: date-time */
+            created_at: string;
+            data: components["schemas"]["Transfer"];
+        };
+        /** @description The net of one settlement account's eligible transactions for one window: Σ cash_in − Σ cash_out. Positive → disbursement, negative → collection, exactly 0 → a 0 disbursement that settles without moving money. */
+        Transfer: {
+            /** @example transfer_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            id: string;
+            /**
+             * @description Net amount in US cents, never negative; `direction` gives its sign.
+             * @example 4250
+             */
+            amount: number;
+            /** @enum {string} */
+            currency: "USD";
+            /**
+             * @description `disbursement`: net payout to the operator (cash_in exceeded cash_out, or exactly 0). `collection`: net withdrawal from the operator (cash_out exceeded cash_in).
+             * @enum {string}
+             */
+            direction: "disbursement" | "collection";
+            /**
+             * @description `pending` from creation until the network settles it; `settled` is final.
+             * @enum {string}
+             */
+            status: "pending" | "settled";
+            /** @example account_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            account_id: string;
+            /**
+             * Format: date
+             * @description Settlement date: the Eastern calendar day on which the window closed and the transfer was sent.
+             * @example 2026-11-21
+             */
+            date: string;
+            /**
+             * Format: date
+             * @description The settlement window this transfer closes; its transactions have `date` ≤ window_date.
+             * @example 2026-11-21
+             */
+            window_date: string;
+            transaction_count: number;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When the network settled it; null while pending.
+             */
+            settled_at: string | null;
+        };
+        /** @description A transfer.settled event: `data` is the resource it is about. */
+        TransferSettledEvent: {
+            /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "transfer.settled";
+            /** Format: date-time */
+            created_at: string;
+            data: components["schemas"]["Transfer"];
+        };
+        /** @description A refund.created event: `data` is the resource it is about. */
+        RefundCreatedEvent: {
+            /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "refund.created";
+            /** Format: date-time */
+            created_at: string;
+            data: components["schemas"]["Refund"];
+        };
+        /** @description Money returned to the user from an approved cash_in intent. Recorded as a cash_out Transaction of type `refund` that lives the cash_out lifecycle and settles in the next settlement window. */
+        Refund: {
+            /** @example refund_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            id: string;
+            /** @example intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            intent_id: string;
+            /**
+             * @description US cents returned to the user.
+             * @example 500
+             */
+            amount: number;
+            /** @enum {string} */
+            currency: "USD";
+            /**
+             * @description Read from the refund's transaction: `pending` until that cash_out transaction is `settled` (its transfer reached the network), then `succeeded`.
+             * @enum {string}
+             */
+            status: "pending" | "succeeded";
+            transaction: components["schemas"]["Transaction"] & unknown;
+            metadata: components["schemas"]["Metadata"];
+            /**
+             * Format: date-time
+             * @example 2026-11-21T15:04:05.000Z
+             */
+            created_at: string;
+        };
+        /** @description A dispute.created event: `data` is the resource it is about. */
+        DisputeCreatedEvent: {
+            /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "dispute.created";
+            /** Format: date-time */
+            created_at: string;
+            data: components["schemas"]["Dispute"];
+        };
+        /** @description A payment the network disputes (a chargeback or returned payment) of an approved cash_in intent. One per intent. */
+        Dispute: {
+            /** @example dispute_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            id: string;
+            /** @example intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            intent_id: string;
+            /**
+             * @description US cents the network took back: what was left of the intent (its amount minus refunds).
+             * @example 1250
+             */
+            amount: number;
+            /** @enum {string} */
+            currency: "USD";
+            /**
+             * @description The network's reason code, e.g. an ACH return code (`R10`) or a card network reason code (`10.4`).
+             * @example R10
+             */
+            code: string;
+            /**
+             * @description `created` while the network decides; `won` (the funds come back) or `lost` (they stay with the user), both final.
+             * @enum {string}
+             */
+            status: "created" | "won" | "lost";
+            /** @description Transactions of type `dispute` (source_id = this dispute), oldest first: the cash_out recorded when it opened and, once won, the cash_in that returns the funds. */
+            transactions: components["schemas"]["Transaction"][];
+            /**
+             * Format: date-time
+             * @example 2026-11-21T15:04:05.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it was won or lost; null while `created`.
+             */
+            resolved_at: string | null;
+        };
+        /** @description A dispute.resolved event: `data` is the resource it is about. */
+        DisputeResolvedEvent: {
+            /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "dispute.resolved";
+            /** Format: date-time */
+            created_at: string;
+            data: components["schemas"]["Dispute"];
+        };
+        /** @description A ach_entry.returned event: `data` is the resource it is about. */
+        AchEntryReturnedEvent: {
+            /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "ach_entry.returned";
+            /** Format: date-time */
+            created_at: string;
+            data: components["schemas"]["AchEntryReturned"];
+        };
+        AchEntryReturned: {
+            /** @description The ACH entry (ache_…). */
+            id: string;
+            /**
+             * @description The returned entry’s trace number (15 digits).
+             * @example 091000010000042
+             */
+            trace_number: string;
+            /**
+             * @description The NACHA return code.
+             * @example R01
+             */
+            code: string;
+            /**
+             * @description The return code’s NACHA title.
+             * @example Insufficient Funds
+             */
+            reason: string;
+            /** @description The payment the entry moved, for a user’s entry. */
+            transaction_id: string | null;
+            /** @description The transfer, for an operator’s (CCD) entry. */
+            transfer_id: string | null;
+            /** @description The dispute the return became, when it moved money. */
+            dispute_id: string | null;
+        };
+        /** @description A ach.transfer_returned event: `data` is the resource it is about. */
+        AchTransferReturnedEvent: {
+            /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "ach.transfer_returned";
+            /** Format: date-time */
+            created_at: string;
+            data: components["schemas"]["AchTransferReturned"];
+        };
+        AchTransferReturned: {
+            /** @description The transfer (tr_…) whose CCD entry came back. */
+            id: string;
+            entry_id: string;
+            /**
+             * @description The returned entry’s trace number (15 digits).
+             * @example 091000010000042
+             */
+            trace_number: string;
+            /**
+             * @description The NACHA return code.
+             * @example R01
+             */
+            code: string;
+            /**
+             * @description The return code’s NACHA title.
+             * @example Insufficient Funds
+             */
+            reason: string;
+        };
+        /** @description A ach.return_rate_exceeded event: `data` is the resource it is about. */
+        AchReturnRateExceededEvent: {
+            /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "ach.return_rate_exceeded";
+            /** Format: date-time */
+            created_at: string;
+            data: components["schemas"]["AchReturnRateExceeded"];
+        };
+        AchReturnRateExceeded: {
+            /** @description `<organization id>:<kind>`. */
+            id: string;
+            /** @enum {string} */
+            kind: "unauthorized" | "administrative" | "overall";
+            /**
+             * @description Debits of the window returned with a code of this kind.
+             * @example 3
+             */
+            count: number;
+            /**
+             * @description count / debits (0 when there were no debits).
+             * @example 0.003
+             */
+            rate: number;
+            /**
+             * @description The NACHA Rules' threshold for this kind.
+             * @example 0.005
+             */
+            threshold: number;
+            debits: number;
+            /** @enum {number} */
+            window_days: 60;
+        };
+        /** @description A bank_account.disabled event: `data` is the resource it is about. */
+        BankAccountDisabledEvent: {
+            /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "bank_account.disabled";
+            /** Format: date-time */
+            created_at: string;
+            data: components["schemas"]["BankAccount"];
+        };
+        /**
+         * @description A user's reusable bank account, made by POST /authorize with a bank account token. Its full account number is kept only sealed, for the ACH rail.
+         * @example {
+         *       "id": "ba_7fJ2kQ9xLmN3pR5tV8wY1zA4",
+         *       "user_id": "user_7fJ2kQ9xLmN3pR5tV8wY1zA4",
+         *       "bank": "Sandbox Test Bank",
+         *       "routing_number": "110000000",
+         *       "last4": "6789",
+         *       "account_type": "checking",
+         *       "status": "active",
+         *       "disabled_reason": null,
+         *       "created_at": "2026-11-21T14:03:12.511Z"
+         *     }
+         */
+        BankAccount: {
+            /** @example ba_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            id: string;
+            /** @example user_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            user_id: string;
+            /** @description The bank, when the routing number is one the service knows; null otherwise. */
+            bank: string | null;
+            /**
+             * @description ABA routing number (9 digits).
+             * @example 110000000
+             */
+            routing_number: string;
+            /** @description The last four characters of the account number; the number itself is never shown. */
+            last4: string;
+            /**
+             * @description The kind of deposit account: it picks the ACH transaction code (27/22 checking, 37/32 savings).
+             * @enum {string}
+             */
+            account_type: "checking" | "savings";
+            /**
+             * @description `active` bank accounts take payments; a `disabled` one declines every intent that names it (`bank_account_disabled`).
+             * @enum {string}
+             */
+            status: "active" | "disabled";
+            /** @description Why it was disabled (for instance the ACH return code that closed it); null while active. */
+            disabled_reason: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** @description A bank_account.updated event: `data` is the resource it is about. */
+        BankAccountUpdatedEvent: {
+            /** @example evt_9sKd2LmQ7rT4vX1nB8cZ3pWy */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "bank_account.updated";
+            /** Format: date-time */
+            created_at: string;
+            data: components["schemas"]["BankAccountChange"];
+        };
+        BankAccountChange: {
+            /** @example ba_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            id: string;
+            /** @example user_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
+            user_id: string;
+            /** @description The bank, when the routing number is one the service knows; null otherwise. */
+            bank: string | null;
+            /**
+             * @description ABA routing number (9 digits).
+             * @example 110000000
+             */
+            routing_number: string;
+            /** @description The last four characters of the account number; the number itself is never shown. */
+            last4: string;
+            /**
+             * @description The kind of deposit account: it picks the ACH transaction code (27/22 checking, 37/32 savings).
+             * @enum {string}
+             */
+            account_type: "checking" | "savings";
+            /**
+             * @description `active` bank accounts take payments; a `disabled` one declines every intent that names it (`bank_account_disabled`).
+             * @enum {string}
+             */
+            status: "active" | "disabled";
+            /** @description Why it was disabled (for instance the ACH return code that closed it); null while active. */
+            disabled_reason: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * @description The notification of change’s code (C01–C07).
+             * @example C01
+             */
+            change_code: string;
         };
         Error: {
             error: {
@@ -1273,58 +2070,6 @@ export interface components {
             metadata?: components["schemas"]["Metadata"];
         };
         /**
-         * @description The operator's own key/value pairs: up to 20 keys of 1 to 40 characters from A-Z, a-z, 0-9, _ and - (except `__proto__`), each value a string of at most 500 characters. `{}` when none were given. The ledger never reads them; lists filter by them (`metadata[KEY]=VALUE`).
-         * @example {
-         *       "order_id": "order-1234",
-         *       "channel": "web"
-         *     }
-         */
-        Metadata: {
-            [key: string]: string;
-        };
-        /**
-         * @description A user as the API shows it: no personal data is ever returned.
-         * @example {
-         *       "id": "user_Q3kV9xLm2pR7tZ8wY1bN4cD6",
-         *       "tag": "customer-8841",
-         *       "status": "enabled",
-         *       "identity_verified": true,
-         *       "suspended_reason": null,
-         *       "self_excluded_until": null,
-         *       "metadata": {
-         *         "crm_id": "crm-5521"
-         *       },
-         *       "created_at": "2026-11-21T14:03:12.511Z"
-         *     }
-         */
-        User: {
-            /** @example user_Q3kV9xLm2pR7tZ8wY1bN4cD6 */
-            id: string;
-            /** @example customer-8841 */
-            tag: string | null;
-            /**
-             * @description created → enabled; enabled ↔ suspended; any → disabled (final). Only `enabled` users can move money.
-             * @example enabled
-             * @enum {string}
-             */
-            status: "created" | "enabled" | "suspended" | "disabled";
-            /** @example true */
-            identity_verified: boolean;
-            /**
-             * @description `self_exclusion` while the user excluded themselves (SPEC §26: nobody can lift it before `self_excluded_until`); null otherwise.
-             * @enum {string|null}
-             */
-            suspended_reason: "self_exclusion" | null;
-            /** @description When the self-exclusion ends (a date-time) or `indefinite`; null when the user is not self-excluded. */
-            self_excluded_until: string | null;
-            metadata: components["schemas"]["Metadata"];
-            /**
-             * Format: date-time
-             * @example 2026-11-21T14:03:12.511Z
-             */
-            created_at: string;
-        };
-        /**
          * @example {
          *       "metadata": {
          *         "order_id": "order-1234",
@@ -1392,49 +2137,6 @@ export interface components {
             data: components["schemas"]["BankAccount"][];
             has_more: boolean;
             next_cursor: string | null;
-        };
-        /**
-         * @description A user's reusable bank account, made by POST /authorize with a bank account token. Its full account number is kept only sealed, for the ACH rail.
-         * @example {
-         *       "id": "ba_7fJ2kQ9xLmN3pR5tV8wY1zA4",
-         *       "user_id": "user_7fJ2kQ9xLmN3pR5tV8wY1zA4",
-         *       "bank": "Sandbox Test Bank",
-         *       "routing_number": "110000000",
-         *       "last4": "6789",
-         *       "account_type": "checking",
-         *       "status": "active",
-         *       "disabled_reason": null,
-         *       "created_at": "2026-11-21T14:03:12.511Z"
-         *     }
-         */
-        BankAccount: {
-            /** @example ba_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
-            id: string;
-            /** @example user_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
-            user_id: string;
-            /** @description The bank, when the routing number is one the service knows; null otherwise. */
-            bank: string | null;
-            /**
-             * @description ABA routing number (9 digits).
-             * @example 110000000
-             */
-            routing_number: string;
-            /** @description The last four characters of the account number; the number itself is never shown. */
-            last4: string;
-            /**
-             * @description The kind of deposit account: it picks the ACH transaction code (27/22 checking, 37/32 savings).
-             * @enum {string}
-             */
-            account_type: "checking" | "savings";
-            /**
-             * @description `active` bank accounts take payments; a `disabled` one declines every intent that names it (`bank_account_disabled`).
-             * @enum {string}
-             */
-            status: "active" | "disabled";
-            /** @description Why it was disabled (for instance the ACH return code that closed it); null while active. */
-            disabled_reason: string | null;
-            /** Format: date-time */
-            created_at: string;
         };
         AchReturnRates: {
             /** @enum {number} */
@@ -1530,109 +2232,6 @@ export interface components {
              */
             code: string;
         };
-        Intent: {
-            /** @example intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
-            id: string;
-            idempotency_key: string;
-            /**
-             * @description `cash_in` (deposit) or `cash_out` (withdrawal).
-             * @enum {string}
-             */
-            direction: "cash_in" | "cash_out";
-            /** @example user_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
-            user_id: string;
-            /** @example account_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
-            account_id: string;
-            amount: number;
-            /** @enum {string} */
-            currency: "USD";
-            /** @enum {string} */
-            approval_mode: "automatic" | "manual";
-            /**
-             * @description `approved` created a transaction; `declined` created none (see decline_category); `pending` waits for approve/cancel (manual mode).
-             * @enum {string}
-             */
-            status: "pending" | "approved" | "declined" | "canceled";
-            /**
-             * @description Why an intent was declined: `user_not_enabled` (the user is not `enabled`), `card_expired` (POST /authorize: the card expired after it was tokenized), `bank_account_disabled` (its bank account is `disabled`), `no_bank_account` (production only: no bank account named and the user has no active one, so the ACH rail has nothing to debit or credit), `limit_exceeded` (it would take the user over a limit, named in `decline_limit`).
-             * @enum {string|null}
-             */
-            decline_category: "user_not_enabled" | "card_expired" | "bank_account_disabled" | "no_bank_account" | "limit_exceeded" | null;
-            /**
-             * @description The bank account (ba_…) its ACH entry debits or credits; null when it has none (sandbox simulates the network; a card authorization names none).
-             * @example ba_7fJ2kQ9xLmN3pR5tV8wY1zA4
-             */
-            bank_account_id: string | null;
-            decline_limit: components["schemas"]["DeclineLimit"];
-            transactions: components["schemas"]["Transaction"][];
-            metadata: components["schemas"]["Metadata"];
-            /** Format: date-time */
-            created_at: string;
-        };
-        /** @description With `limit_exceeded`: the limit, and what its period had used before this intent; null otherwise. */
-        DeclineLimit: {
-            /** @enum {string} */
-            direction: "cash_in" | "cash_out";
-            /** @enum {string} */
-            period: "day" | "week" | "month";
-            /** @description The limit in cents. */
-            limit: number;
-            /** @description What the period had used before this intent, in cents. */
-            used: number;
-        } | null;
-        Transaction: {
-            /** @example txn_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
-            id: string;
-            /**
-             * @description US cents, never negative; `direction` says which way it moved.
-             * @example 1250
-             */
-            amount: number;
-            /**
-             * @description `cash_in` (deposit) or `cash_out` (withdrawal).
-             * @enum {string}
-             */
-            direction: "cash_in" | "cash_out";
-            /** @enum {string} */
-            currency: "USD";
-            /**
-             * @description cash_in: pending → available → settled. cash_out: pending → in_transfer → settled. `settled` is final.
-             * @enum {string}
-             */
-            status: "pending" | "available" | "in_transfer" | "settled";
-            /** @enum {string} */
-            type: "intent" | "refund" | "dispute";
-            /** @description The intent, refund or dispute that created it (read with `type`). */
-            source_id: string | null;
-            /** @example account_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
-            account_id: string;
-            /** Format: date-time */
-            created_at: string;
-            /**
-             * Format: date
-             * @description The Eastern-time settlement window (with SETTLEMENT_CUTOFF) it was submitted in.
-             * @example 2026-11-21
-             */
-            date: string;
-            transfer: components["schemas"]["TransferSummary"];
-        };
-        /** @description Set once the transaction is in_transfer or settled; null before. */
-        TransferSummary: {
-            /** @example transfer_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
-            id: string;
-            amount: number;
-            /** @enum {string} */
-            currency: "USD";
-            /** @enum {string} */
-            direction: "disbursement" | "collection";
-            /** Format: date-time */
-            created_at: string;
-            /**
-             * Format: date
-             * @example 2026-11-21
-             */
-            date: string;
-        } | null;
         /**
          * @example {
          *       "direction": "cash_in",
@@ -1951,32 +2550,6 @@ export interface components {
             has_more: boolean;
             next_cursor: string | null;
         };
-        /** @description Money returned to the user from an approved cash_in intent. Recorded as a cash_out Transaction of type `refund` that lives the cash_out lifecycle and settles in the next settlement window. */
-        Refund: {
-            /** @example refund_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
-            id: string;
-            /** @example intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
-            intent_id: string;
-            /**
-             * @description US cents returned to the user.
-             * @example 500
-             */
-            amount: number;
-            /** @enum {string} */
-            currency: "USD";
-            /**
-             * @description Read from the refund's transaction: `pending` until that cash_out transaction is `settled` (its transfer reached the network), then `succeeded`.
-             * @enum {string}
-             */
-            status: "pending" | "succeeded";
-            transaction: components["schemas"]["Transaction"] & unknown;
-            metadata: components["schemas"]["Metadata"];
-            /**
-             * Format: date-time
-             * @example 2026-11-21T15:04:05.000Z
-             */
-            created_at: string;
-        };
         /**
          * @example {
          *       "intent_id": "intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4",
@@ -2003,42 +2576,6 @@ export interface components {
             data: components["schemas"]["Refund"][];
             has_more: boolean;
             next_cursor: string | null;
-        };
-        /** @description A payment the network disputes (a chargeback or returned payment) of an approved cash_in intent. One per intent. */
-        Dispute: {
-            /** @example dispute_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
-            id: string;
-            /** @example intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
-            intent_id: string;
-            /**
-             * @description US cents the network took back: what was left of the intent (its amount minus refunds).
-             * @example 1250
-             */
-            amount: number;
-            /** @enum {string} */
-            currency: "USD";
-            /**
-             * @description The network's reason code, e.g. an ACH return code (`R10`) or a card network reason code (`10.4`).
-             * @example R10
-             */
-            code: string;
-            /**
-             * @description `created` while the network decides; `won` (the funds come back) or `lost` (they stay with the user), both final.
-             * @enum {string}
-             */
-            status: "created" | "won" | "lost";
-            /** @description Transactions of type `dispute` (source_id = this dispute), oldest first: the cash_out recorded when it opened and, once won, the cash_in that returns the funds. */
-            transactions: components["schemas"]["Transaction"][];
-            /**
-             * Format: date-time
-             * @example 2026-11-21T15:04:05.000Z
-             */
-            created_at: string;
-            /**
-             * Format: date-time
-             * @description When it was won or lost; null while `created`.
-             */
-            resolved_at: string | null;
         };
         /**
          * @example {
@@ -2218,50 +2755,6 @@ export interface components {
                 has_more: boolean;
                 next_cursor: string | null;
             };
-        };
-        /** @description The net of one settlement account's eligible transactions for one window: Σ cash_in − Σ cash_out. Positive → disbursement, negative → collection, exactly 0 → a 0 disbursement that settles without moving money. */
-        Transfer: {
-            /** @example transfer_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
-            id: string;
-            /**
-             * @description Net amount in US cents, never negative; `direction` gives its sign.
-             * @example 4250
-             */
-            amount: number;
-            /** @enum {string} */
-            currency: "USD";
-            /**
-             * @description `disbursement`: net payout to the operator (cash_in exceeded cash_out, or exactly 0). `collection`: net withdrawal from the operator (cash_out exceeded cash_in).
-             * @enum {string}
-             */
-            direction: "disbursement" | "collection";
-            /**
-             * @description `pending` from creation until the network settles it; `settled` is final.
-             * @enum {string}
-             */
-            status: "pending" | "settled";
-            /** @example account_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
-            account_id: string;
-            /**
-             * Format: date
-             * @description Settlement date: the Eastern calendar day on which the window closed and the transfer was sent.
-             * @example 2026-11-21
-             */
-            date: string;
-            /**
-             * Format: date
-             * @description The settlement window this transfer closes; its transactions have `date` ≤ window_date.
-             * @example 2026-11-21
-             */
-            window_date: string;
-            transaction_count: number;
-            /** Format: date-time */
-            created_at: string;
-            /**
-             * Format: date-time
-             * @description When the network settled it; null while pending.
-             */
-            settled_at: string | null;
         };
         TransferList: {
             data: components["schemas"]["Transfer"][];
@@ -2450,60 +2943,6 @@ export interface components {
                     amount: number;
                 };
             };
-        };
-        Limits: {
-            /** @example user_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
-            user_id: string;
-            cash_in: components["schemas"]["LimitPeriods"];
-            cash_out: components["schemas"]["LimitPeriods"];
-            /** @description Raises and removals waiting out the cooling-off (LIMIT_RAISE_COOLING_OFF_HOURS), each with when it takes effect. */
-            pending: components["schemas"]["PendingLimitRaise"][];
-            used: {
-                cash_in: components["schemas"]["LimitPeriodsUsed"];
-                cash_out: components["schemas"]["LimitPeriodsUsed"];
-            };
-            /**
-             * Format: date-time
-             * @description The last change of the user’s own limits; null: never.
-             */
-            updated_at: string | null;
-        };
-        /** @description The limit of each Eastern calendar period in force now; null: none. */
-        LimitPeriods: {
-            /**
-             * @description US cents; null: no limit.
-             * @example 50000
-             */
-            day: number | null;
-            /**
-             * @description US cents; null: no limit.
-             * @example 50000
-             */
-            week: number | null;
-            /**
-             * @description US cents; null: no limit.
-             * @example 50000
-             */
-            month: number | null;
-        };
-        PendingLimitRaise: {
-            /** @enum {string} */
-            direction: "cash_in" | "cash_out";
-            /** @enum {string} */
-            period: "day" | "week" | "month";
-            /**
-             * @description The limit it will become (null: none).
-             * @example 50000
-             */
-            amount: number | null;
-            /** Format: date-time */
-            effective_at: string;
-        };
-        /** @description Cents approved in the current Eastern day, ISO week (Monday first) and month, net of refunds and returns. */
-        LimitPeriodsUsed: {
-            day: number;
-            week: number;
-            month: number;
         };
         /**
          * @example {
