@@ -74,6 +74,7 @@ export class Ledger {
   readonly transactions: Resource<Resources['transactions']>;
   readonly accounts: Resource<Resources['accounts']>;
   readonly transfers: Resource<Resources['transfers']>;
+  readonly ach: Resource<Resources['ach']>;
   readonly refunds: Resource<Resources['refunds']>;
   readonly disputes: Resource<Resources['disputes']>;
   readonly tokens: Resource<Resources['tokens']>;
@@ -101,6 +102,7 @@ export class Ledger {
     this.transactions = this.resource(resources.transactions);
     this.accounts = this.resource(resources.accounts);
     this.transfers = this.resource(resources.transfers);
+    this.ach = this.resource(resources.ach);
     this.refunds = this.resource(resources.refunds);
     this.disputes = this.resource(resources.disputes);
     this.tokens = this.resource(resources.tokens);

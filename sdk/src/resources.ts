@@ -25,7 +25,7 @@ export const resources = {
     cancel: 'cancelIntent',
     authorize: 'authorizePayment',
   },
-  transactions: { retrieve: 'retrieveTransaction', list: 'listTransactions' },
+  transactions: { retrieve: 'retrieveTransaction', list: 'listTransactions', achEntry: 'getTransactionAch' },
   accounts: {
     retrieve: 'retrieveAccount',
     list: 'listAccounts',
@@ -33,7 +33,8 @@ export const resources = {
     entries: 'listAccountEntries',
     statement: 'retrieveAccountStatement',
   },
-  transfers: { retrieve: 'retrieveTransfer', list: 'listTransfers', report: 'retrieveTransferReport' },
+  transfers: { retrieve: 'retrieveTransfer', list: 'listTransfers', report: 'retrieveTransferReport', achEntry: 'getTransferAch' },
+  ach: { returnRates: 'listAchReturnRates' },
   refunds: { create: 'createRefund', retrieve: 'retrieveRefund', list: 'listRefunds' },
   disputes: { retrieve: 'retrieveDispute', list: 'listDisputes' },
   tokens: { create: 'createToken', retrieve: 'retrieveToken' },
@@ -55,6 +56,7 @@ export const resources = {
     resolveDispute: 'simulateDisputeResolve',
     settlement: 'simulateSettlement',
     settleTransfer: 'simulateTransferSettle',
+    achReturn: 'simulateAchReturn',
   },
   operations: {
     health: 'getHealth',
