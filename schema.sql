@@ -787,6 +787,34 @@ CREATE FUNCTION public.transfer_summary_json(p_status text, p_transfer_id text) 
 $$;
 
 --
+-- Name: transfers_ach_entries(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.transfers_ach_entries() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  INSERT INTO ach_entries (organization_id, account_id, environment, transfer_id, sec_code, transaction_code, amount_cents,
+                           created_at, updated_at)
+  SELECT NEW.organization_id, NEW.account_id,
+         CASE WHEN EXISTS (
+           SELECT 1 FROM transactions t
+             LEFT JOIN refunds r ON t.type = 'refund' AND r.id = t.source_id
+             LEFT JOIN disputes d ON t.type = 'dispute' AND d.id = t.source_id
+            WHERE t.transfer_id = NEW.id
+              AND CASE t.type WHEN 'intent' THEN t.source_id WHEN 'refund' THEN r.intent_id ELSE d.intent_id END LIKE 'intent\_production\_%'
+         ) THEN 'production' ELSE 'sandbox' END,
+         NEW.id, 'CCD',
+         CASE WHEN NEW.direction = 'disbursement' THEN CASE ob.account_type WHEN 'savings' THEN 32 ELSE 22 END
+              ELSE CASE ob.account_type WHEN 'savings' THEN 37 ELSE 27 END END,
+         NEW.amount_cents, NEW.created_at, NEW.created_at
+    FROM operator_bank_accounts ob
+   WHERE ob.account_id = NEW.account_id
+  ON CONFLICT (transfer_id) DO NOTHING;
+  RETURN NULL;
+END $$;
+
+--
 -- Name: transfers_guard(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2807,6 +2835,12 @@ CREATE TRIGGER transactions_after_update AFTER UPDATE ON public.transactions REF
 --
 
 CREATE TRIGGER transactions_no_delete BEFORE DELETE ON public.transactions FOR EACH ROW EXECUTE FUNCTION public.transactions_no_delete();
+
+--
+-- Name: transfers transfers_ach_entries; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER transfers_ach_entries AFTER UPDATE OF transaction_count ON public.transfers FOR EACH ROW WHEN (((old.transaction_count = 0) AND (new.transaction_count > 0) AND (new.amount_cents > 0))) EXECUTE FUNCTION public.transfers_ach_entries();
 
 --
 -- Name: transfers transfers_guard; Type: TRIGGER; Schema: public; Owner: -

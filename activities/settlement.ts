@@ -193,12 +193,21 @@ export function createSettlementActivities(deps: ActivityDeps, rail: PaymentRail
     async submitTransfer(input: { transferId: string }): Promise<{ settleAfterSeconds: number | null }> {
       const transfer = await repo.getTransferRow(deps.pool, input.transferId);
       if (!transfer) throw ApplicationFailure.nonRetryable(`no transfer ${input.transferId}`, 'TransferMissing');
+      const achEntry = (await deps.pool.query('SELECT 1 FROM ach_entries WHERE transfer_id = $1', [transfer.id])).rowCount === 1;
       const outcome = await rail.submitTransfer({
         transferId: transfer.id,
         accountId: transfer.account_id,
         direction: transfer.direction,
         amountCents: transfer.amount_cents,
+        achEntry,
       });
+      // No CCD entry (no operator bank account, SPEC §24): only an operator's or integration's signal settles it.
+      if (!achEntry && outcome.kind === 'signal') {
+        deps.log.warn(
+          { transfer_id: transfer.id, account_id: transfer.account_id },
+          'transfer has no ACH entry; it waits for a rail signal',
+        );
+      }
       await repo.markTransferSubmitted(deps.pool, transfer.id, new Date());
       return { settleAfterSeconds: outcome.kind === 'after_seconds' ? outcome.seconds : null };
     },

@@ -15,11 +15,14 @@ import { fileTimingOf, isAchBusinessDay } from '../src/ach/timing';
 import { loadConfig } from '../src/config';
 import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';
+import { SandboxRail } from '../src/rails';
 import { settlementTaskQueue } from '../src/settlement/contract';
 import { readWithAchcli } from './support/achcli';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
 import { addBankAccount, SANDBOX_ROUTING, statusOf } from './support/payments';
 import { runAdmin } from './support/processes';
+import { setOperatorBankAccount } from '../src/bankAccounts/repo';
+import { sealAccountNumber } from '../src/bankAccounts/sealing';
 import { startSftpServer, type SftpServer } from './support/sftpServer';
 
 type Call = ReturnType<typeof apiClient>;
@@ -154,6 +157,158 @@ describe('SPEC §24 sandbox: a deposit with a bank account goes through the ACH 
       'the cash_out credit filed',
     );
     expect(filed).toMatchObject({ sec_code: 'PPD', transaction_code: 22, amount_cents: '700' });
+  });
+});
+
+interface TransferRow {
+  id: string;
+  amount_cents: string;
+  direction: string;
+  status: string;
+  created_at: Date;
+  settled_at: Date | null;
+}
+
+async function transferOf(stack: Stack, accountId: string): Promise<TransferRow | undefined> {
+  const { rows } = await stack.pool.query<TransferRow>(
+    `SELECT id, amount_cents::text, direction, status, created_at, settled_at FROM transfers WHERE account_id = $1`,
+    [accountId],
+  );
+  return rows[0];
+}
+
+async function transferEntryOf(stack: Stack, transferId: string): Promise<(EntryRow & { environment: string }) | undefined> {
+  const { rows } = await stack.pool.query<EntryRow & { environment: string }>(
+    `SELECT id, status, file_id, trace_number, transaction_code, amount_cents::text, sec_code, environment,
+            to_char(effective_date, 'YYYY-MM-DD') AS effective_date, settled_at
+       FROM ach_entries WHERE transfer_id = $1`,
+    [transferId],
+  );
+  return rows[0];
+}
+
+describe('SPEC §24 sandbox: a transfer is a CCD entry on the operator bank account, settled by the ACH window', () => {
+  const SETTLE_SECONDS = 4;
+  let stack: Stack;
+
+  beforeAll(async () => {
+    stack = await startStack({
+      env: { SANDBOX_ACH_WINDOW_SECONDS: '1', SANDBOX_CONFIRM_SECONDS: '1', SANDBOX_SETTLE_SECONDS: String(SETTLE_SECONDS) },
+    });
+    await ensureAchSchedule(stack.temporal, stack.config.TEMPORAL_TASK_QUEUE, stack.config);
+  });
+  afterAll(async () => {
+    await stack.temporal.schedule.getHandle(achScheduleId(stack.config.TEMPORAL_TASK_QUEUE)).delete();
+    await stack.stop();
+  });
+
+  /** An org whose window holds an available deposit of `inCents` and a cash_out of `outCents`, then closed. */
+  async function closedWindow(inCents: number, outCents: number, operator: { number: string } | null) {
+    const org = await createTestOrg(stack.pool, { write: 5000, read: 5000 });
+    const call = apiClient(stack.url, org.apiKey);
+    if (operator) {
+      const stored = await setOperatorBankAccount(stack.pool, {
+        account_id: org.accountId,
+        routing_number: SANDBOX_ROUTING,
+        last4: operator.number.slice(-4),
+        account_type: 'checking',
+        updated_at: new Date(),
+        accountNumberSealed: sealAccountNumber(stack.config, operator.number, { table: 'operator_bank_accounts', id: org.accountId }),
+      });
+      expect(stored).not.toBeNull();
+    }
+    const userId = await createTestUser(stack.pool, org.organizationId);
+    const { intent } = await addBankAccount(call, userId, { account_number: accountNumber() }, inCents);
+    await statusOf(call, intent.transactions[0].id as string, 'available');
+    const out = await call(
+      'POST',
+      '/intent',
+      { direction: 'cash_out', user_id: userId, amount: outCents, currency: 'USD' },
+      { 'X-Idempotency-Key': `k-${randomString(16)}` },
+    );
+    expect(out.body).toMatchObject({ status: 'approved' });
+    const closed = await call('POST', '/simulate/settlement', {}, { 'X-Idempotency-Key': `k-${randomString(16)}` });
+    expect(closed.status).toBe(200);
+    const transfer = await eventually(() => transferOf(stack, org.accountId), 30_000, 'the transfer');
+    return { org, call, transfer, cashOutId: out.body.transactions[0].id as string };
+  }
+
+  test('a disbursement is a CCD credit to the operator account in the file; the transfer settles only when it does', async () => {
+    const number = accountNumber();
+    const { org, call, transfer } = await closedWindow(5000, 700, { number });
+    expect(transfer).toMatchObject({ amount_cents: '4300', direction: 'disbursement' });
+    // Queued in the statement that built the transfer.
+    expect(await transferEntryOf(stack, transfer.id)).toMatchObject({
+      sec_code: 'CCD',
+      transaction_code: 22,
+      amount_cents: '4300',
+      environment: 'sandbox',
+    });
+    const settled = await eventually(
+      async () => {
+        const row = await transferOf(stack, org.accountId);
+        return row?.status === 'settled' ? row : undefined;
+      },
+      30_000,
+      'the transfer settled',
+    );
+    const entry = (await transferEntryOf(stack, transfer.id))!;
+    expect(entry).toMatchObject({ status: 'settled', file_id: expect.stringMatching(/^achf_/) });
+    // The rail waited for the network: the entry settled first, SANDBOX_SETTLE_SECONDS after the transfer was created.
+    expect(settled.settled_at!.getTime()).toBeGreaterThanOrEqual(entry.settled_at!.getTime());
+    expect(entry.settled_at!.getTime() - transfer.created_at.getTime()).toBeGreaterThanOrEqual(SETTLE_SECONDS * 1000);
+
+    const ach = await call('GET', `/transfer/${transfer.id}/ach`);
+    expect(ach.status).toBe(200);
+    expect(ach.body).toMatchObject({
+      trace_number: entry.trace_number,
+      sec_code: 'CCD',
+      transaction_code: 22,
+      amount: 4300,
+      status: 'settled',
+    });
+    expect(ach.text).not.toContain(number);
+
+    const { moov, found } = await entryInFile(stack, entry.file_id!, entry.trace_number!);
+    expect(found).toHaveLength(1);
+    const [{ entry: moovEntry, batch }] = found as [(typeof found)[number]];
+    expect(batch.batchHeader).toMatchObject({ standardEntryClassCode: 'CCD' });
+    expect(moovEntry).toMatchObject({
+      transactionCode: 22,
+      RDFIIdentification: SANDBOX_ROUTING.slice(0, 8),
+      checkDigit: SANDBOX_ROUTING.slice(8),
+      DFIAccountNumber: number.padEnd(17, ' '),
+      amount: 4300,
+    });
+    expect(moov.fileControl.entryAddendaCount).toBeGreaterThanOrEqual(1);
+  });
+
+  test('a 0 transfer makes no entry; a transfer without an operator bank account has none and settles as before', async () => {
+    const zero = await closedWindow(900, 900, { number: accountNumber() });
+    expect(zero.transfer).toMatchObject({ amount_cents: '0' });
+    await statusOf(zero.call, zero.cashOutId, 'settled');
+    expect(await transferEntryOf(stack, zero.transfer.id)).toBeUndefined();
+    expect((await zero.call('GET', `/transfer/${zero.transfer.id}/ach`)).status).toBe(404);
+
+    const none = await closedWindow(3000, 1000, null);
+    expect(none.transfer).toMatchObject({ amount_cents: '2000', direction: 'disbursement' });
+    expect(await transferEntryOf(stack, none.transfer.id)).toBeUndefined();
+    // The sandbox rail's answer: its timer for a transfer without an entry, the ACH window's signal for one with.
+    const rail = new SandboxRail(1, SETTLE_SECONDS);
+    const transfer = { transferId: none.transfer.id, accountId: none.org.accountId, direction: 'disbursement' as const, amountCents: 2000 };
+    expect(await rail.submitTransfer({ ...transfer, achEntry: false })).toEqual({ kind: 'after_seconds', seconds: SETTLE_SECONDS });
+    expect(await rail.submitTransfer({ ...transfer, achEntry: true })).toEqual({ kind: 'signal' });
+    // Its settlement date may be a later business day (the timer starts at hand-off): the network's early
+    // settlement, as before, settles it and its members.
+    const settle = await none.call(
+      'POST',
+      `/simulate/transfer/${none.transfer.id}/settle`,
+      {},
+      { 'X-Idempotency-Key': `k-${randomString(16)}` },
+    );
+    expect(settle.status).toBeLessThan(300);
+    await statusOf(none.call, none.cashOutId, 'settled');
+    expect(await transferEntryOf(stack, none.transfer.id)).toBeUndefined();
   });
 });
 

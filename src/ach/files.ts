@@ -2,13 +2,14 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from '../db/pool';
-import { openBankAccounts, organizationAchOf, type AchAccountDetails } from '../bankAccounts/achDetails';
+import { openBankAccounts, openOperatorBankAccounts, organizationAchOf, type AchAccountDetails } from '../bankAccounts/achDetails';
 import { openFileText, sealFileText } from '../bankAccounts/sealing';
 import { buildNachaFile, type NachaBatchInput, type NachaEntryInput } from './build';
 import { FILE_ID_MODIFIERS, isDebitCode, type SecCode, type TransactionCode } from './nacha';
 import { fileTimingOf } from './timing';
 import { confirmFundsSignal } from '../ledger/contract';
-import { enqueueTemporalSignals } from '../platform/temporalCommands';
+import { enqueueTemporalCommand, enqueueTemporalSignals } from '../platform/temporalCommands';
+import { networkSettledCommand } from '../settlement/commands';
 import { rowOf } from '../assert';
 
 /**
@@ -39,6 +40,7 @@ export type AchFileConfig = Pick<
   | 'ACH_WINDOWS'
   | 'SETTLEMENT_CALENDAR'
   | 'SANDBOX_CONFIRM_SECONDS'
+  | 'SANDBOX_SETTLE_SECONDS'
 >;
 
 /** The file header's facts: the ODFI's as configured; sandbox's simulated bank when none is; null when production has none. */
@@ -58,7 +60,9 @@ interface ClaimedEntry {
   id: string;
   organization_id: string;
   organization_name: string;
+  account_id: string;
   transaction_id: string | null;
+  transfer_id: string | null;
   bank_account_id: string | null;
   sec_code: SecCode;
   transaction_code: TransactionCode;
@@ -67,18 +71,21 @@ interface ClaimedEntry {
   recorded_at: Date;
 }
 
-/** Queued PPD entries, oldest first, locked; entries a concurrent build holds are skipped, not waited for. */
+/** Queued entries (PPD and transfers' CCD), oldest first, locked; entries a concurrent build holds are skipped, not waited for. */
 async function claimQueued(tx: PoolClient, environment: string): Promise<ClaimedEntry[]> {
   const { rows } = await tx.query<ClaimedEntry>(
-    `SELECT e.id, e.organization_id, o.name AS organization_name, e.transaction_id, e.bank_account_id, e.sec_code,
-            e.transaction_code, e.amount_cents, coalesce(u.first_name || ' ' || u.last_name, '') AS individual_name,
-            coalesce(t.created_at, e.created_at) AS recorded_at
+    `SELECT e.id, e.organization_id, o.name AS organization_name, e.account_id, e.transaction_id, e.transfer_id, e.bank_account_id,
+            e.sec_code, e.transaction_code, e.amount_cents,
+            coalesce(u.first_name || ' ' || u.last_name, CASE WHEN e.sec_code = 'CCD' THEN a.name END, '') AS individual_name,
+            coalesce(t.created_at, tr.created_at, e.created_at) AS recorded_at
        FROM ach_entries e
        JOIN organizations o ON o.id = e.organization_id
+       JOIN accounts a ON a.id = e.account_id
        LEFT JOIN bank_accounts b ON b.id = e.bank_account_id
        LEFT JOIN users u ON u.id = b.user_id
        LEFT JOIN transactions t ON t.id = e.transaction_id
-      WHERE e.status = 'queued' AND e.sec_code = 'PPD' AND e.environment = $2
+       LEFT JOIN transfers tr ON tr.id = e.transfer_id
+      WHERE e.status = 'queued' AND e.environment = $2
       ORDER BY e.created_at, e.id
       LIMIT $1
         FOR UPDATE OF e SKIP LOCKED`,
@@ -124,7 +131,7 @@ function batchesOf(
         serviceClassCode: 200,
         secCode: entry.sec_code,
         ...company,
-        companyEntryDescription: 'PAYMENT',
+        companyEntryDescription: entry.sec_code === 'CCD' ? 'SETTLEMENT' : 'PAYMENT',
         effectiveEntryDate: effectiveDate,
         entries: [],
       };
@@ -135,7 +142,7 @@ function batchesOf(
       rdfiRouting: account.routing_number,
       accountNumber: account.account_number,
       amountCents: Number(entry.amount_cents),
-      individualIdentification: (entry.transaction_id ?? entry.id).slice(-15),
+      individualIdentification: (entry.transaction_id ?? entry.transfer_id ?? entry.id).slice(-15),
       individualName: ascii(entry.individual_name, 22),
       traceSequence,
     });
@@ -161,9 +168,13 @@ async function nextModifier(tx: PoolClient, fileDate: string): Promise<string | 
   return FILE_ID_MODIFIERS[rowOf(rows, 'a count answers one row').used] ?? null;
 }
 
-/** Sandbox settles each entry when its simulated bank would: a cash_in SANDBOX_CONFIRM_SECONDS after it was recorded. */
+/**
+ * Sandbox settles each entry when its simulated bank would: a payment SANDBOX_CONFIRM_SECONDS after it was
+ * recorded, a transfer SANDBOX_SETTLE_SECONDS after it was created (the timer it replaces).
+ */
 function sandboxSettleAt(entries: readonly ClaimedEntry[], config: AchFileConfig, now: Date): Date {
-  const latest = Math.max(now.getTime(), ...entries.map((e) => e.recorded_at.getTime() + config.SANDBOX_CONFIRM_SECONDS * 1000));
+  const delayOf = (e: ClaimedEntry) => (e.transfer_id ? config.SANDBOX_SETTLE_SECONDS : config.SANDBOX_CONFIRM_SECONDS) * 1000;
+  const latest = Math.max(now.getTime(), ...entries.map((e) => e.recorded_at.getTime() + delayOf(e)));
   return new Date(latest);
 }
 
@@ -209,7 +220,12 @@ export async function buildWindowFile(
     const accounts = await openBankAccounts(
       tx,
       config,
-      ready.map((e) => e.bank_account_id!),
+      ready.filter((e) => e.bank_account_id).map((e) => e.bank_account_id!),
+    );
+    const operatorAccounts = await openOperatorBankAccounts(
+      tx,
+      config,
+      ready.filter((e) => e.sec_code === 'CCD').map((e) => e.account_id),
     );
     const { rows: sequences } = await tx.query<{ n: string }>(`SELECT nextval('ach_trace_sequence') AS n FROM generate_series(1, $1)`, [
       ready.length,
@@ -217,7 +233,7 @@ export async function buildWindowFile(
     const planned = ready.map((entry, i) => ({
       entry,
       traceSequence: Number(sequences[i]!.n),
-      account: accounts.get(entry.bank_account_id!)!,
+      account: (entry.sec_code === 'CCD' ? operatorAccounts.get(entry.account_id) : accounts.get(entry.bank_account_id!))!,
     }));
     const file = buildNachaFile({
       ...odfi,
@@ -347,7 +363,8 @@ export async function markFileDelivered(pool: Pool, fileId: string, now: Date): 
 /**
  * The file's entries settle (SPEC §24, "Settlement"): in one database transaction they become `settled` and
  * each payment's lifecycle gets its rail signal, queued on the one road to Temporal (docs/temporal-road.md):
- * a cash_in's confirmFunds (→ `available`). Answers whether this call settled it; a repeat changes nothing,
+ * a cash_in's confirmFunds (→ `available`), a transfer's networkSettled (its settlement workflow waits for it,
+ * the sandbox rail answering 'signal' for a transfer with an entry). Answers whether this call settled it; a repeat changes nothing,
  * and a file not yet delivered is not settled.
  */
 export async function settleFile(
@@ -360,15 +377,24 @@ export async function settleFile(
     const { rows } = await tx.query<{ status: string }>('SELECT status FROM ach_files WHERE id = $1 FOR UPDATE', [fileId]);
     if (rows[0]?.status !== 'delivered') return { settled: false, signalled: 0 };
     await tx.query(`UPDATE ach_files SET status = 'settled', settled_at = $2 WHERE id = $1`, [fileId, now]);
-    const { rows: entries } = await tx.query<{ transaction_id: string | null; direction: string | null }>(
+    const { rows: entries } = await tx.query<{
+      transaction_id: string | null;
+      direction: string | null;
+      transfer_account_id: string | null;
+      window_date: string | null;
+    }>(
       `UPDATE ach_entries e SET status = 'settled', settled_at = $2, updated_at = $2
-         FROM ach_entries e0 LEFT JOIN transactions t ON t.id = e0.transaction_id
+         FROM ach_entries e0 LEFT JOIN transactions t ON t.id = e0.transaction_id LEFT JOIN transfers tr ON tr.id = e0.transfer_id
         WHERE e.id = e0.id AND e.file_id = $1 AND e.status = 'delivered'
-       RETURNING e.transaction_id, t.direction`,
+       RETURNING e.transaction_id, t.direction, tr.account_id AS transfer_account_id, to_char(tr.window_date, 'YYYY-MM-DD') AS window_date`,
       [fileId, now],
     );
     const confirmations = entries.filter((e) => e.transaction_id !== null && e.direction === 'cash_in').map((e) => e.transaction_id!);
     await enqueueTemporalSignals(tx, { drainQueue, now }, confirmFundsSignal.name, confirmations);
-    return { settled: true, signalled: confirmations.length };
+    const transfers = entries.filter((e) => e.transfer_account_id !== null);
+    for (const e of transfers) {
+      await enqueueTemporalCommand(tx, { drainQueue, now }, networkSettledCommand(e.transfer_account_id!, e.window_date!));
+    }
+    return { settled: true, signalled: confirmations.length + transfers.length };
   });
 }

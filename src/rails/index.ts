@@ -25,6 +25,11 @@ export interface RailTransfer {
   accountId: string;
   direction: 'disbursement' | 'collection';
   amountCents: number;
+  /**
+   * It is a CCD entry (its settlement account has an operator bank account, SPEC §24): the ACH window settles
+   * it and signals networkSettled. Without one, production's transfer waits for a rail signal (see docs/ach.md).
+   */
+  achEntry: boolean;
 }
 
 export interface PaymentRail {
@@ -37,7 +42,7 @@ export interface PaymentRail {
 
 /**
  * The sandbox network: confirms a deposit without a bank account after SANDBOX_CONFIRM_SECONDS and settles
- * every transfer after SANDBOX_SETTLE_SECONDS; /simulate endpoints signal earlier. A deposit that is an ACH
+ * every transfer without an ACH entry after SANDBOX_SETTLE_SECONDS; /simulate endpoints signal earlier. A deposit that is an ACH
  * entry goes the production road (SPEC §24): the ACH window files it to the simulated bank and signals when
  * it settles, SANDBOX_CONFIRM_SECONDS after it was recorded.
  */
@@ -52,8 +57,8 @@ export class SandboxRail implements PaymentRail {
     return payment.achEntry ? { kind: 'signal' } : { kind: 'after_seconds', seconds: this.confirmSeconds };
   }
 
-  async submitTransfer(_transfer: RailTransfer): Promise<RailOutcome> {
-    return { kind: 'after_seconds', seconds: this.settleSeconds };
+  async submitTransfer(transfer: RailTransfer): Promise<RailOutcome> {
+    return transfer.achEntry ? { kind: 'signal' } : { kind: 'after_seconds', seconds: this.settleSeconds };
   }
 }
 
