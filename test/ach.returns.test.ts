@@ -16,6 +16,7 @@ import { writeWithAchcli } from './support/achcli';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
 import { addBankAccount, admin, idempotencyKey, statusOf } from './support/payments';
 import { startSftpServer, type SftpServer } from './support/sftpServer';
+import { eventDepartures } from './support/eventSchemas';
 
 type Call = ReturnType<typeof apiClient>;
 
@@ -442,6 +443,25 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     expect(events.map((e) => e.data.kind).sort()).toEqual(['administrative', 'overall', 'unauthorized']);
     const metrics = await (await fetch(`${stack.url}/metrics`)).text();
     expect(metrics).toContain(`ledger_ach_return_rate{organization_id="${org.organizationId}",kind="overall"} ${7 / expected.debits}`);
+  });
+
+  test('every event these returns and corrections emitted fits the document’s schema for its type (GET /event)', async () => {
+    const { departures } = await eventDepartures(stack.url);
+    const events: { type: string }[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { status: number; body: { data: { type: string }[]; next_cursor: string | null } } = await call(
+        'GET',
+        `/event?limit=100${cursor ? `&cursor=${cursor}` : ''}`,
+      );
+      expect(page.status).toBe(200);
+      events.push(...page.body.data);
+      cursor = page.body.next_cursor;
+    } while (cursor);
+    const types = new Set(events.map((event) => event.type));
+    for (const type of ['ach_entry.returned', 'ach.return_rate_exceeded', 'bank_account.disabled', 'bank_account.updated'])
+      expect(types).toContain(type);
+    expect(events.flatMap(departures)).toEqual([]);
   });
 });
 
