@@ -11,7 +11,9 @@ import { randomString } from '../src/ids';
 import { createKey, revokeKey } from '../src/orgs/repo';
 import { apiClient, createTestOrg, eventually, startStack, type Stack, type TestOrg } from './support/harness';
 import { launchChromium } from './support/chromium';
-import { idempotencyKey, userBody } from './support/payments';
+import { buildWindowFile } from '../src/ach/files';
+import { createLogger } from '../src/logger';
+import { addBankAccount, idempotencyKey, userBody } from './support/payments';
 import { Receiver } from './support/receiver';
 
 /**
@@ -328,6 +330,8 @@ describe('SPEC §23 operator console: pages', () => {
       await accessible(page, 'transfers');
       await visit(page, `transfers/${seeded.transferId}`);
       expect(await page.locator('main').innerText()).toContain('Report');
+      // The seeded organization has no operator bank account: its transfers move no CCD entry.
+      expect(await page.getByRole('region', { name: 'ACH entry' }).innerText()).toContain('No ACH entry.');
       const [download] = await Promise.all([
         page.waitForEvent('download'),
         page.getByRole('button', { name: 'Download report (CSV)' }).click(),
@@ -398,6 +402,43 @@ describe('SPEC §23 operator console: pages', () => {
       await shoot(page, 'user-limits');
     });
   }, 60_000);
+
+  test("SPEC §24: a deposit's detail shows its ACH entry (trace, status, amount); a payment without one reads No ACH entry", async () => {
+    // An organization of its own, so the other tests' user and transaction counts stay as they are.
+    const own = await createTestOrg(stack.pool, { kycRequired: false });
+    const call = apiClient(stack.url, own.apiKey);
+    const userId = (await call('POST', '/user', userBody())).body.id as string;
+    const accountNumber = `9${Date.now() % 1_000_000_000_000}`;
+    const { intent } = await addBankAccount(call, userId, { account_number: accountNumber }, 4_321);
+    const withEntry = intent.transactions[0].id as string;
+    // The entry is queued as the deposit is recorded; filing it (as the ACH window would) gives it a trace number.
+    expect(
+      await buildWindowFile(stack.pool, stack.config, createLogger('silent'), `console-${randomString(8)}`, new Date()),
+    ).not.toBeNull();
+    const ach = await call('GET', `/transaction/${withEntry}/ach`);
+    expect(ach.body).toMatchObject({ status: 'in_file', amount: 4_321, trace_number: expect.stringMatching(/^\d{15}$/) });
+    // A user without a bank account: the deposit moves by no ACH entry (the first user's later deposits would).
+    const without = await cashIn(call, (await call('POST', '/user', userBody())).body.id as string, 700);
+    expect((await call('GET', `/transaction/${without}/ach`)).status).toBe(404);
+    await inTab('transaction-ach', async (page) => {
+      await signIn(page, own.apiKey);
+      await visit(page, `transactions/${withEntry}`);
+      const section = page.getByRole('region', { name: 'ACH entry' });
+      const text = await section.innerText();
+      expect(text).toMatch(new RegExp(`Trace number\\s+${ach.body.trace_number}`));
+      expect(text).toMatch(/Status\s+in file/);
+      expect(text).toMatch(/Amount\s+\$43\.21/);
+      expect(text).toMatch(/SEC code\s+PPD/);
+      expect(text).toContain(ach.body.file_id);
+      expect(await page.locator('main').innerText()).not.toContain(accountNumber);
+      await accessible(page, 'transaction-ach');
+      await shoot(page, 'transaction-ach');
+      await visit(page, `transactions/${without}`);
+      expect(await page.getByRole('region', { name: 'ACH entry' }).innerText()).toContain('No ACH entry.');
+      expect(await page.locator('.error').count()).toBe(0);
+      await accessible(page, 'transaction-no-ach');
+    });
+  }, 90_000);
 
   test("another organization's ids read as not found, with the API's request id", async () => {
     await inTab('not-found', async (page) => {

@@ -1,4 +1,5 @@
 import { useState } from 'preact/hooks';
+import { AchEntrySection } from '../achEntry';
 import { api, useLoad, usePaged, type Schemas } from '../api';
 import { label } from '../format';
 import { formText, href } from '../route';
@@ -286,6 +287,7 @@ function TransactionDetail({ id }: { id: string }) {
                 {(value) => (value ? <Source value={value as Record<string, unknown>} /> : <Empty>No source.</Empty>)}
               </Show>
             </section>
+            <AchEntrySection kind="transaction" id={t.id} />
             <Timeline id={t.id} />
             <Entries t={t} />
           </>

@@ -1,4 +1,5 @@
 import { useState } from 'preact/hooks';
+import { AchEntrySection } from '../achEntry';
 import { api, asLedgerError, download, useLoad, usePaged, type LedgerError, type Schemas } from '../api';
 import { submitFilters } from '../route';
 import { Badge, DetailHeading, ErrorBox, Fields, Id, Money, PagedTable, Show, Table, Time } from '../ui';
@@ -170,6 +171,7 @@ function TransferDetail({ id }: { id: string }) {
               <TotalsTable totals={totals} />
               <CsvButton id={id} />
             </section>
+            <AchEntrySection kind="transfer" id={id} />
           </>
         )}
       </Show>
