@@ -1,10 +1,9 @@
 import fs from 'node:fs';
 import type { CommandRegistrar } from '../cli/registrar';
-import { temporalAddressOf } from '../config';
 import type { Queryable } from '../db/pool';
 import { randomString } from '../ids';
 import { NotFoundError } from '../orgs/repo';
-import { connectTemporal, temporalConnectionOptions } from '../platform/temporal';
+import { withTemporalClient } from '../platform/temporal';
 import { settlementTaskQueue } from '../settlement/contract';
 import { achFileBytes, getAchFile, type AchFileRow } from './files';
 import { ACH_WINDOW_WORKFLOW_TYPE } from './schedule';
@@ -120,12 +119,7 @@ const registerWindowRun: CommandRegistrar = (ach, ctx) => {
     .description('build a file now from every queued entry, deliver and settle it, as the schedule does')
     .action(async () => {
       const { config, pool, out } = ctx();
-      const { connection, client } = await connectTemporal(
-        temporalAddressOf(config),
-        config.TEMPORAL_NAMESPACE,
-        temporalConnectionOptions(config),
-      );
-      try {
+      await withTemporalClient(config, async (client) => {
         const workflowId = `ach-window-${config.TEMPORAL_TASK_QUEUE}-manual-${randomString(12)}`;
         const handle = await client.workflow.start(ACH_WINDOW_WORKFLOW_TYPE, {
           taskQueue: settlementTaskQueue(config.TEMPORAL_TASK_QUEUE),
@@ -151,8 +145,6 @@ const registerWindowRun: CommandRegistrar = (ach, ctx) => {
             throw new Error(`window ${workflowId} built no file within ${CLI_LIMITS.windowWaitMs} ms (is a worker running?)`);
           await sleep(CLI_LIMITS.pollMs);
         }
-      } finally {
-        await connection.close();
-      }
+      });
     });
 };

@@ -1,6 +1,5 @@
 import type { CommandRegistrar } from '../cli/registrar';
-import { connectTemporal, temporalConnectionOptions } from '../platform/temporal';
-import { temporalAddressOf } from '../config';
+import { withTemporalClient } from '../platform/temporal';
 import { NotFoundError } from '../orgs/repo';
 import { createLogger } from '../logger';
 import { drainLifecycleQueueOnce } from './lifecycleDrainer';
@@ -55,12 +54,7 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
     )
     .action(async () => {
       const { config, pool, out } = ctx();
-      const { connection, client } = await connectTemporal(
-        temporalAddressOf(config),
-        config.TEMPORAL_NAMESPACE,
-        temporalConnectionOptions(config),
-      );
-      try {
+      await withTemporalClient(config, async (client) => {
         const deps = { pool, client, taskQueue: config.TEMPORAL_TASK_QUEUE, log: createLogger('warn', 'admin') };
         let started = 0;
         for (;;) {
@@ -71,9 +65,7 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
           if (pass.claimed === 0) break;
         }
         out(`started ${started} workflow(s)`, { started });
-      } finally {
-        await connection.close();
-      }
+      });
     });
 
   program

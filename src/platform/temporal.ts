@@ -10,7 +10,7 @@ import {
 } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { retryWithBackoff } from '../concurrency';
-import { temporalTlsOf, type Config } from '../config';
+import { temporalAddressOf, temporalTlsOf, type Config } from '../config';
 import { StartupError } from './startupError';
 
 /**
@@ -191,5 +191,22 @@ export async function waitForTemporal(address: string, timeoutMs: number, option
     );
   } catch (error) {
     throw new StartupError(`${what} did not answer within ${timeoutMs} ms: ${(error as Error)?.message}`);
+  }
+}
+
+/**
+ * Runs `work` with a client of the deployment's Temporal and closes the connection after it, whatever it
+ * answered: what an operator command that talks to Temporal needs (the CLI's window runs and reconcile).
+ */
+export async function withTemporalClient<T>(config: Config, work: (client: Client) => Promise<T>): Promise<T> {
+  const { connection, client } = await connectTemporal(
+    temporalAddressOf(config),
+    config.TEMPORAL_NAMESPACE,
+    temporalConnectionOptions(config),
+  );
+  try {
+    return await work(client);
+  } finally {
+    await connection.close();
   }
 }

@@ -1,9 +1,8 @@
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { InvalidArgumentError } from 'commander';
 import type { CommandRegistrar } from '../cli/registrar';
 import type { Queryable } from '../db/pool';
-import { temporalAddressOf } from '../config';
-import { connectTemporal, temporalConnectionOptions } from '../platform/temporal';
+import { withTemporalClient } from '../platform/temporal';
 import { startWindowClose } from './client';
 import { accountSettlementWorkflowId, settlementProgressQuery } from './contract';
 import { isCalendarDate } from './dates';
@@ -32,7 +31,6 @@ interface RunOptions {
   wait: WaitMode;
 }
 type Scope = { accountId: string | undefined; organizationId: string | undefined };
-type TemporalClient = Awaited<ReturnType<typeof connectTemporal>>['client'];
 
 /**
  * `settlement run --date D [--account A] [--org O] [--wait none|created|settled]` (SPEC §13): closes window D
@@ -55,12 +53,7 @@ export const registerSettlementCommands: CommandRegistrar = (program, ctx) => {
       const progress = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`);
       const scope: Scope = { accountId: options.account, organizationId: options.org };
       const accounts = await accountsToFollow(pool, options, scope);
-      const { connection, client } = await connectTemporal(
-        temporalAddressOf(config),
-        config.TEMPORAL_NAMESPACE,
-        temporalConnectionOptions(config),
-      );
-      try {
+      await withTemporalClient(config, async (client) => {
         const started = await startWindowClose(client, config.TEMPORAL_TASK_QUEUE, {
           windowDate: options.date,
           ...(options.org ? { organizationId: options.org } : {}),
@@ -84,9 +77,7 @@ export const registerSettlementCommands: CommandRegistrar = (program, ctx) => {
                 .join('\n'),
           { window_date: options.date, workflow_id: started.workflowId, accounts: accounts.length, transfers },
         );
-      } finally {
-        await connection.close();
-      }
+      });
     });
 };
 
@@ -110,7 +101,7 @@ async function accountsToFollow(pool: Queryable, options: RunOptions, scope: Sco
 
 /** Prints the window's progress whenever it changes until every account's settlement has reached `options.wait`. */
 async function followAccounts(input: {
-  client: TemporalClient;
+  client: Client;
   pool: Queryable;
   options: RunOptions;
   scope: Scope;
@@ -138,7 +129,7 @@ async function followAccounts(input: {
 }
 
 /** Whether the account's settlement of the window has reached `options.wait` (or has nothing to settle). */
-async function accountReached(client: TemporalClient, accountId: string, options: RunOptions): Promise<boolean> {
+async function accountReached(client: Client, accountId: string, options: RunOptions): Promise<boolean> {
   const handle = client.workflow.getHandle(accountSettlementWorkflowId(accountId, options.date));
   // The fan-out has finished: an account without a settlement workflow had nothing to settle.
   const described = await handle.describe().catch((error: unknown) => {
