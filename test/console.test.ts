@@ -331,6 +331,7 @@ describe('SPEC §23 operator console: pages', () => {
       await visit(page, `transfers/${seeded.transferId}`);
       expect(await page.locator('main').innerText()).toContain('Report');
       // The seeded organization has no operator bank account: its transfers move no CCD entry.
+      await page.getByRole('region', { name: 'ACH entry' }).getByText('No ACH entry.').waitFor();
       expect(await page.getByRole('region', { name: 'ACH entry' }).innerText()).toContain('No ACH entry.');
       const [download] = await Promise.all([
         page.waitForEvent('download'),
@@ -424,6 +425,8 @@ describe('SPEC §23 operator console: pages', () => {
       await signIn(page, own.apiKey);
       await visit(page, `transactions/${withEntry}`);
       const section = page.getByRole('region', { name: 'ACH entry' });
+      // The section loads after the page: wait for its answer, not its "Loading" line.
+      await section.getByText('Trace number').waitFor();
       const text = await section.innerText();
       expect(text).toMatch(new RegExp(`Trace number\\s+${ach.body.trace_number}`));
       expect(text).toMatch(/Status\s+in file/);
@@ -434,6 +437,7 @@ describe('SPEC §23 operator console: pages', () => {
       await accessible(page, 'transaction-ach');
       await shoot(page, 'transaction-ach');
       await visit(page, `transactions/${without}`);
+      await page.getByRole('region', { name: 'ACH entry' }).getByText('No ACH entry.').waitFor();
       expect(await page.getByRole('region', { name: 'ACH entry' }).innerText()).toContain('No ACH entry.');
       expect(await page.locator('.error').count()).toBe(0);
       await accessible(page, 'transaction-no-ach');
