@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-/** Where every bench writes its JSON summary (git-ignored); `npm run bench` collects what appears here. */
+/** Where every bench writes its JSON summary (git-ignored; the dated records beside them are kept); `npm run bench` collects what appears here. */
 export const RESULTS_DIR = path.resolve(__dirname, 'results');
 
 /** Writes `data` to bench/results/<name>-<time>.json and returns the file's path. */
