@@ -7,9 +7,8 @@ import { createAccount, createOrganization } from '../src/orgs/repo';
 import { createWindowTransfer, settleTransfer } from '../src/settlement/repo';
 import { journalViolations } from '../src/journal/invariants';
 import { takeSnapshots } from '../src/journal/repo';
-import { apiClient, createTestOrg, startStack, testInfra, type Stack, type TestOrg } from './support/harness';
+import { apiClient, createTestDatabase, createTestOrg, startStack, type Stack, type TestOrg } from './support/harness';
 import { admin } from './support/payments';
-import { createScratchDatabase } from './support/scratch';
 
 let stack: Stack;
 beforeAll(async () => {
@@ -325,7 +324,7 @@ describe('SPEC §21 the journal', () => {
 
 describe('SPEC §21 the backfill', () => {
   it('rebuilds from the status history exactly the entries the live triggers wrote', async () => {
-    const scratch = await createScratchDatabase(testInfra().databaseUrl, `ledger_journal_backfill_${Date.now()}_${process.pid}`);
+    const scratch = await createTestDatabase(`ledger_journal_backfill_${Date.now()}_${process.pid}`);
     const pool = createPool(scratch.databaseUrl, 2);
     try {
       await migrate(scratch.databaseUrl);

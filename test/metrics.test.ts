@@ -7,11 +7,11 @@ import { loadConfig } from '../src/config';
 import { createPool, type Pool } from '../src/db/pool';
 import { createLogger } from '../src/logger';
 import { connectTemporal } from '../src/platform/temporal';
-import { apiClient, createTestOrg, createTestUser, eventually, testInfra } from './support/harness';
+import { apiClient, createTestDatabase, createTestOrg, createTestUser, eventually, testInfra } from './support/harness';
 import { idempotencyKey } from './support/payments';
 import { freePort } from './support/ports';
 import { REPO, TSX } from './support/processes';
-import { createScratchDatabase, startScratchTemporal } from './support/scratch';
+import { startScratchTemporal } from './support/scratch';
 
 /**
  * SPEC §14 metrics and logs, across the process split of a deployment: an api in this process and a worker
@@ -51,7 +51,7 @@ describe('SPEC §14 metrics and Temporal logs across api and worker processes', 
   beforeAll(async () => {
     const infra = testInfra();
     const database = `ledger_test_${Date.now()}_metrics`;
-    const scratch = await createScratchDatabase(process.env.LEDGER_TEST_ADMIN_URL!, database);
+    const scratch = await createTestDatabase(database);
     cleanup.push(() => scratch.drop());
     const temporal = await startScratchTemporal(infra.cliPath, path.join(infra.workDir, 'temporal-metrics.log'));
     cleanup.push(() => temporal.stop());

@@ -12,9 +12,8 @@ import { createLogger } from '../src/logger';
 import { startApi, type RunningApi } from '../src/api';
 import { connectTemporal } from '../src/platform/temporal';
 import { openSecret } from '../src/webhooks/signing';
-import { apiClient, createTestOrg, startStack, testConfig, testInfra, type Stack } from './support/harness';
+import { apiClient, createTestDatabase, createTestOrg, startStack, testConfig, testInfra, type Stack } from './support/harness';
 import { runAdmin, spawnProject, TSX } from './support/processes';
-import { createScratchDatabase } from './support/scratch';
 
 const KEY = randomBytes(32).toString('base64');
 
@@ -77,7 +76,7 @@ describe('SPEC §13 admin webhook seal-secrets and verify-secrets', () => {
   const apis: RunningApi[] = [];
 
   beforeAll(async () => {
-    scratch = await createScratchDatabase(process.env.LEDGER_TEST_ADMIN_URL!, `ledger_test_seal_${randomString(8).toLowerCase()}`);
+    scratch = await createTestDatabase(`ledger_test_seal_${randomString(8).toLowerCase()}`);
     pool = createPool(scratch.databaseUrl, 4);
   });
   afterAll(async () => {

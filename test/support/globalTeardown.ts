@@ -8,6 +8,7 @@ export default async function globalTeardown(): Promise<void> {
     const admin = new pg.Client({ connectionString: adminUrl });
     await admin.connect();
     await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await admin.query(`DROP DATABASE IF EXISTS ${database}_template WITH (FORCE)`);
     await admin.end();
   }
 }
