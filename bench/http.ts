@@ -41,3 +41,17 @@ export function postJson(url: string, headers: Record<string, string>, body: unk
 export function closeConnections(): void {
   agent.destroy();
 }
+
+/** GETs `url` with `headers`; resolves with the status and body once the answer has ended. */
+export function getJson(url: string, headers: Record<string, string>): Promise<JsonAnswer> {
+  return new Promise((resolve, reject) => {
+    const request = http.request(url, { method: 'GET', agent, headers }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('error', reject);
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+    });
+    request.on('error', reject);
+    request.end();
+  });
+}

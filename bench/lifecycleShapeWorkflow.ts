@@ -10,6 +10,8 @@ import { TransactionStatusKey } from '../src/platform/searchAttributes';
  * times their wake-up.
  */
 export const shapeSettledSignal = defineSignal('shapeSettled');
+/** The network's confirmation as a signal (confirmSeconds < 0: the shape waits for it, as a lifecycle confirmed by the API does). */
+export const shapeConfirmedSignal = defineSignal('shapeConfirmed');
 
 export interface ShapeSteps {
   shapeStep(step: 'submit' | 'available'): Promise<void>;
@@ -19,11 +21,16 @@ const local = proxyLocalActivities<ShapeSteps>({ startToCloseTimeout: '30 second
 
 export async function lifecycleShapeWorkflow(confirmSeconds: number): Promise<void> {
   let settled = false;
+  let confirmed = false;
   setHandler(shapeSettledSignal, () => {
     settled = true;
   });
+  setHandler(shapeConfirmedSignal, () => {
+    confirmed = true;
+  });
   await local.shapeStep('submit');
   if (confirmSeconds > 0) await condition(() => settled, `${confirmSeconds} seconds`);
+  if (confirmSeconds < 0) await condition(() => confirmed || settled);
   await local.shapeStep('available');
   upsertSearchAttributes([{ key: TransactionStatusKey, value: 'available' }]);
   await condition(() => settled);

@@ -102,7 +102,12 @@ export async function startWorker(options: {
   const workflowBundle = options.workflowBundlePath
     ? { codePath: options.workflowBundlePath }
     : { code: await bundleWorkflows(options.log) };
-  const activities = createActivities({ config: options.config, pool: options.pool, log: options.log, temporal: options.temporal });
+  // The activities (settlement's member notifications: a signal per member) and the sidecars (the drainer's
+  // starts and signals) reach Temporal through the worker's own connection (the SDK's core, in Rust), not
+  // `temporal`'s grpc-js channel, whose calls cost more of this process's CPU (docs/benchmarks.md, intake
+  // and issue 37): the process that sends a window's signals is the one that runs the members' workflow tasks.
+  const coreClient = new Client({ connection, namespace: options.config.TEMPORAL_NAMESPACE });
+  const activities = createActivities({ config: options.config, pool: options.pool, log: options.log, temporal: coreClient });
   const create = (queue: string, queueTuning: Partial<WorkerOptions> = {}) =>
     Worker.create({
       connection,
@@ -128,10 +133,7 @@ export async function startWorker(options: {
   const running = Promise.all([worker.run(), settlementWorker.run()])
     .then(() => undefined)
     .finally(() => connection.close());
-  // The sidecars start their workflows through the worker's own connection (the SDK's core, in Rust), not
-  // `temporal`'s grpc-js channel, whose starts cost more of this process's CPU (docs/benchmarks.md, intake).
-  const sidecarClient = new Client({ connection, namespace: options.config.TEMPORAL_NAMESPACE });
-  const sidecarDeps: SidecarDeps = { config: options.config, pool: options.pool, log: options.log, temporal: sidecarClient, taskQueue };
+  const sidecarDeps: SidecarDeps = { config: options.config, pool: options.pool, log: options.log, temporal: coreClient, taskQueue };
   const sidecars = (options.sidecars ?? workerSidecars).map((start) => start(sidecarDeps)).filter((sidecar) => sidecar !== null);
   const stopSidecars = () => Promise.all(sidecars.map((sidecar) => sidecar.stop()));
   // A worker that stops on its own (a fatal error) takes its sidecars with it.

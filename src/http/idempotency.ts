@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Request } from 'express';
+import pg from 'pg';
 import type { Pool, Queryable } from '../db/pool';
 import { ApiError, errors } from '../errors';
 import { canonicalJson } from './canonicalJson';
@@ -87,6 +88,21 @@ export interface StoredResponse {
   request_hash: string;
 }
 
+const STORED_RESPONSE_COLUMNS = 'scope, key, status_code, response_body, endpoint, request_hash';
+
+/**
+ * storedResponsesOf's lookup as one statement of literals (null: no identities), so that it can go with a
+ * write's opening statements (WriteTransaction.begin) instead of in a round trip of its own.
+ */
+function storedResponsesSql(organizationId: string, identities: readonly IdempotencyIdentity[], now: Date): string | null {
+  if (identities.length === 0) return null;
+  const literal = (value: string) => pg.escapeLiteral(value);
+  const pairs = identities.map((identity) => `(${literal(identity.scope)}, ${literal(identity.key)})`).join(', ');
+  return `SELECT ${STORED_RESPONSE_COLUMNS} FROM idempotency_keys
+      WHERE organization_id = ${literal(organizationId)} AND (scope, key) IN (${pairs})
+        AND created_at > ${literal(now.toISOString())}::timestamptz - interval '${EDGE_LIMITS.idempotencyRetentionHours} hours'`;
+}
+
 /** The answers stored within the retention period under any of these identities, in one query. */
 export async function storedResponsesOf(
   db: Queryable,
@@ -96,7 +112,7 @@ export async function storedResponsesOf(
 ): Promise<StoredResponse[]> {
   if (identities.length === 0) return [];
   const { rows } = await db.query<StoredResponse>(
-    `SELECT scope, key, status_code, response_body, endpoint, request_hash FROM idempotency_keys
+    `SELECT ${STORED_RESPONSE_COLUMNS} FROM idempotency_keys
       WHERE organization_id = $1 AND (scope, key) IN (SELECT * FROM unnest($2::text[], $3::text[]))
         AND created_at > $4::timestamptz - $5::interval`,
     [organizationId, identities.map((i) => i.scope), identities.map((i) => i.key), now, `${EDGE_LIMITS.idempotencyRetentionHours} hours`],
@@ -186,7 +202,9 @@ async function settledWithin(promise: Promise<void>, ms: number): Promise<void> 
 /**
  * Takes every identity's advisory lock inside a new transaction, or finds the original's stored answer.
  * While the original executes, a duplicate waits WITHOUT a connection (try-lock and back off), so
- * duplicates cannot starve the pool; past the deadline it answers 409 in progress.
+ * duplicates cannot starve the pool; past the deadline it answers 409 in progress. With the locks it answers
+ * the answers stored under the identities, read after the locks were taken in the same round trip (issue 37):
+ * a lock held means no original is still executing, so what the read found is final.
  */
 export async function lockOrReplay(input: {
   pool: Pool;
@@ -195,11 +213,14 @@ export async function lockOrReplay(input: {
   request: IdempotencyRequest;
   lockIds: string[];
   now: Date;
-}): Promise<{ tx: WriteTransaction } | { stored: StoredResponse[] }> {
+}): Promise<{ tx: WriteTransaction; storedAtLock: StoredResponse[] } | { stored: StoredResponse[] }> {
   const { pool, inflight, organizationId, request, lockIds, now } = input;
   const wait = duplicateWait();
   const locks = lockIds.length > 0 ? lockIds.map((id, i) => `pg_try_advisory_xact_lock(${id}) AS l${i}`).join(', ') : 'true AS unlocked';
   const lockSql = `SELECT ${locks}`;
+  // Without identities nothing is stored: a constant statement keeps the results' shape.
+  const storedSql =
+    storedResponsesSql(organizationId, request.identities, now) ?? `SELECT ${STORED_RESPONSE_COLUMNS} FROM idempotency_keys WHERE false`;
   for (let attempt = 0; ; attempt++) {
     if (attempt > 0) {
       // Usually the original has finished by now: its stored answer is read without taking any lock.
@@ -212,15 +233,17 @@ export async function lockOrReplay(input: {
     } else {
       const tx = await WriteTransaction.checkout(pool);
       let locked = false;
+      let storedAtLock: StoredResponse[] = [];
       try {
-        const taken = await tx.begin({ locks: lockSql }, { savepoint: OPERATION_SAVEPOINT });
+        const taken = await tx.begin({ locks: lockSql, stored: storedSql }, { savepoint: OPERATION_SAVEPOINT });
         const row = taken.locks.rows[0] as Record<string, boolean>;
         locked = lockIds.every((_, i) => row[`l${i}`] === true);
+        storedAtLock = taken.stored.rows as StoredResponse[];
       } catch (error) {
         await tx.abandon();
         throw error;
       }
-      if (locked) return { tx };
+      if (locked) return { tx, storedAtLock };
       await tx.abandon();
     }
     if (wait.remainingMs() <= 0) throw errors.idempotencyInProgress();

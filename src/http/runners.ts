@@ -3,15 +3,7 @@ import type { Queryable } from '../db/pool';
 import { errors } from '../errors';
 import { admit, isWrite } from './admission';
 import type { Edge } from './edge';
-import {
-  advisoryLockId,
-  executeOrRefuse,
-  idempotencyRequest,
-  lockOrReplay,
-  replayOf,
-  storedResponsesOf,
-  storeResponse,
-} from './idempotency';
+import { advisoryLockId, executeOrRefuse, idempotencyRequest, lockOrReplay, replayOf, storeResponse } from './idempotency';
 import { parseJsonBody, parseWith, rejectUnknownQuery } from './input';
 import { replayedAnswerText, storedAnswerText } from './sealedAnswers';
 import type { AnyRoute, Caller, EdgeDeps, RouteContext, RouteResult } from './route';
@@ -64,14 +56,14 @@ async function runWrite(run: Run) {
     sendJsonText(res, replay.status_code, replayedAnswerText(deps.config, replay.response_body));
     return;
   }
-  const { tx } = acquired;
+  const { tx, storedAtLock } = acquired;
   const release = edge.inflight.hold(lockIds);
   let committed = false;
   let status: number;
   let text: string;
   let afterCommit: RouteResult['afterCommit'];
   try {
-    const replay = replayOf(route, request, await storedResponsesOf(tx.client, organizationId, request.identities, now));
+    const replay = replayOf(route, request, storedAtLock);
     if (replay) {
       res.set('Idempotent-Replayed', 'true');
       status = replay.status_code;
