@@ -24,6 +24,7 @@ const sent: Record<
   { transactionId: string; bankAccountId: string; userId: string; trace: string }
 > = {} as never;
 let unknownTrace: string;
+let garbageName: string;
 
 async function deposit(caller: Call, orgId: string, amount: number) {
   const userId = await createTestUser(stack.pool, orgId);
@@ -73,7 +74,10 @@ beforeAll(async () => {
   ]);
   const ingested = await importInbound(stack.pool, stack.config, `RET-${randomString(6)}.ach`, file);
   expect(ingested.file).toMatchObject({ status: 'applied', returns_count: 0, changes_count: 1, exceptions_count: 2 });
-  const garbage = await importInbound(stack.pool, stack.config, `BAD-${randomString(6)}.ach`, `not a NACHA file ${randomString(12)}\n`);
+  // A file header whose record size reads "ABC": the parser quotes it; a list every organization reads leaves it out.
+  const header = `1${randomString(20).padEnd(33, '0')}ABC`.padEnd(94, '0');
+  garbageName = `BAD-${randomString(6)}.ach`;
+  const garbage = await importInbound(stack.pool, stack.config, garbageName, `${header}\n`);
   expect(garbage.file.status).toBe('rejected');
 }, 180_000);
 
@@ -166,7 +170,13 @@ describe('SPEC §25 GET /ach/exceptions: kept, never dropped', () => {
     });
     const unknown = mine.body.data.find((x: { trace_number: string | null }) => x.trace_number === unknownTrace);
     expect(unknown).toMatchObject({ kind: 'unknown_trace', matched: false, code: 'R01', transaction_id: null, transfer_id: null });
-    const unparseable = mine.body.data.find((x: { kind: string }) => x.kind === 'unparseable_file');
+    const unparseable = mine.body.data.find(
+      (x: { kind: string; inbound_file: { file_name: string } }) =>
+        x.kind === 'unparseable_file' && x.inbound_file.file_name === garbageName,
+    );
+    expect(unparseable.detail).toContain('record size');
+    expect(unparseable.detail).toContain('(a value left out)');
+    expect(unparseable.detail).not.toContain('ABC');
     expect(unparseable).toMatchObject({
       matched: false,
       code: null,

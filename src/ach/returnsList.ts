@@ -93,7 +93,10 @@ export const achExceptionSchema = z
     trace_number: traceNumber.nullable().openapi({ description: 'The original trace number the item named.' }),
     transaction_id: z.string().nullable().openapi({ description: 'The payment of the matched entry.' }),
     transfer_id: z.string().nullable().openapi({ description: 'The transfer of the matched entry.' }),
-    detail: z.string().openapi({ description: 'What was wrong, for a person; never an account number.' }),
+    detail: z.string().openapi({
+      description:
+        'What was wrong, for a person; never an account number. Of an item that matched no entry, what the parser quoted from the file is left out (the operator CLI `ach exceptions` shows it).',
+    }),
     inbound_file: inboundFileSchema.extend({
       status: z.enum(['applied', 'rejected']).openapi({ description: '`rejected`: the file did not parse and nothing in it applied.' }),
       line: z.number().int().openapi({ description: 'The record (1-based) of the file; 0 for the file as a whole.' }),
@@ -242,6 +245,15 @@ interface ExceptionRow {
   created_at: string;
 }
 
+/**
+ * An item that matched no entry is shown to every organization, so what its detail quotes from the file (the parser
+ * quotes a field it could not read, and a shifted record can put another field's characters there) is left out;
+ * the operator CLI `ach exceptions` shows it whole.
+ */
+function detailOf(row: ExceptionRow): string {
+  return row.entry_id === null ? row.detail.replace(/"[^"]*"/g, '(a value left out)') : row.detail;
+}
+
 function renderException(row: ExceptionRow): AchException {
   return {
     id: row.id,
@@ -252,7 +264,7 @@ function renderException(row: ExceptionRow): AchException {
     trace_number: row.trace_number,
     transaction_id: row.transaction_id,
     transfer_id: row.transfer_id,
-    detail: row.detail,
+    detail: detailOf(row),
     inbound_file: { id: row.inbound_file_id, file_name: row.file_name, source: row.source, status: row.status, line: row.line },
     created_at: row.created_at,
   };

@@ -3184,7 +3184,7 @@ export interface components {
             transaction_id: string | null;
             /** @description The transfer of the matched entry. */
             transfer_id: string | null;
-            /** @description What was wrong, for a person; never an account number. */
+            /** @description What was wrong, for a person; never an account number. Of an item that matched no entry, what the parser quoted from the file is left out (the operator CLI `ach exceptions` shows it). */
             detail: string;
             /** @description The return or notification-of-change file an item came in. */
             inbound_file: components["schemas"]["AchInboundFileRef"] & {
