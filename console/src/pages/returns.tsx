@@ -112,7 +112,7 @@ function Applied({ item }: { item: ReturnRecord }) {
   );
 }
 
-const RETURN_HEAD = ['Applied at', 'Code', 'Reason', 'Type', 'Payment', 'Amount', 'Trace number', 'What was applied', 'File'];
+const RETURN_HEAD = ['Applied at', 'Code', 'Reason', 'Type', 'Payment', 'Amount', 'Trace number', 'What was applied'];
 
 function ReturnRow({ item }: { item: ReturnRecord }) {
   return (
@@ -137,7 +137,6 @@ function ReturnRow({ item }: { item: ReturnRecord }) {
       <td>
         <Applied item={item} />
       </td>
-      <td class="small break">{item.inbound_file.file_name}</td>
     </tr>
   );
 }
