@@ -21,6 +21,7 @@ import { achRoutes } from './ach/routes';
 import { registerAchGauges } from './ach/metrics';
 import { registerReturnRateGauges } from './ach/returnRates';
 import { achReturnRateRoutes, sandboxBankRoutes } from './ach/returnRatesRoutes';
+import { achReturnListRoutes } from './ach/returnsListRoutes';
 import { registerWebhookDocs } from './webhooks/openapi';
 
 /**
@@ -44,6 +45,7 @@ export const allRoutes: AnyRoute[] = [
   ...journalRoutes,
   ...limitRoutes,
   ...achRoutes,
+  ...achReturnListRoutes,
 ];
 
 /** The features' gauges beside the edge's: the ACH rail's files and entries (SPEC §24) and return rates (§25). */

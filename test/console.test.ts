@@ -13,7 +13,8 @@ import { apiClient, createTestOrg, eventually, startStack, type Stack, type Test
 import { launchChromium } from './support/chromium';
 import { buildWindowFile } from '../src/ach/files';
 import { createLogger } from '../src/logger';
-import { addBankAccount, idempotencyKey, userBody } from './support/payments';
+import { addBankAccount, idempotencyKey, statusOf, userBody } from './support/payments';
+import { bankFile, fileAndSettle, importInbound } from './support/bankReturns';
 import { Receiver } from './support/receiver';
 
 /**
@@ -443,6 +444,88 @@ describe('SPEC §23 operator console: pages', () => {
       await accessible(page, 'transaction-no-ach');
     });
   }, 90_000);
+
+  test('SPEC §25: the ACH returns page shows the return rates against their thresholds, each return and NOC with what it did, and the exceptions', async () => {
+    const own = await createTestOrg(stack.pool, { kycRequired: false });
+    const call = apiClient(stack.url, own.apiKey);
+    const deposit = async (amount: number) => {
+      const userId = (await call('POST', '/user', userBody())).body.id as string;
+      const accountNumber = `8${Date.now() % 1_000_000_000}${randomString(4).replace(/[^0-9]/g, '4')}`;
+      const { intent } = await addBankAccount(call, userId, { account_number: accountNumber }, amount);
+      return { userId, accountNumber, transactionId: intent.transactions[0].id as string };
+    };
+    const r01 = await deposit(2_500);
+    const r10 = await deposit(2_600);
+    const c01 = await deposit(2_700);
+    expect(await fileAndSettle(stack.pool, stack.config)).not.toBeNull();
+    for (const [sent, code] of [
+      [r01, 'R01'],
+      [r10, 'R10'],
+    ] as const) {
+      await statusOf(call, sent.transactionId, 'available');
+      expect((await call('POST', '/simulate/ach/return', { transaction_id: sent.transactionId, code }, idempotencyKey())).status).toBe(200);
+    }
+    // The bank's own file (written by moov-io/ach): a NOC correcting c01's account and a return nobody's entry matches.
+    const c01Trace = (await call('GET', `/transaction/${c01.transactionId}/ach`)).body.trace_number as string;
+    const unknownTrace = `011000019${String(Date.now() % 1_000_000).padStart(6, '0')}`;
+    const corrected = `66${Date.now() % 1_000_000_000}`;
+    const file = await bankFile('011000015', [
+      { trace: unknownTrace, code: 'R02', amount: 100 },
+      { trace: c01Trace, code: 'C01', corrected },
+    ]);
+    expect((await importInbound(stack.pool, stack.config, `RET-${randomString(6)}.ach`, file)).file.changes_count).toBe(1);
+
+    await inTab('ach-returns', async (page) => {
+      await signIn(page, own.apiKey);
+      await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'ACH returns' }).click();
+      await page.getByRole('heading', { name: 'ACH returns', level: 1 }).waitFor();
+      await settled(page);
+      const rates = page.getByRole('region', { name: 'Return rates by kind' });
+      const rateText = await rates.innerText();
+      // 3 debits; R10 is unauthorized (1/3 against 0.5 %), no administrative return, 2 of 3 overall (against 15 %).
+      expect(rateText).toMatch(/Unauthorized[^\n]*\s+1\s+33\.33 %\s+0\.50 %[\s\S]*?over threshold/);
+      expect(rateText).toMatch(/Administrative[^\n]*\s+0\s+0\.00 %\s+3\.00 %[\s\S]*?within threshold/);
+      expect(rateText).toMatch(/Overall[^\n]*\s+2\s+66\.67 %\s+15\.00 %[\s\S]*?over threshold/);
+      expect(await page.getByRole('main').innerText()).toContain('Debit entries of the last 60 days: 3');
+      const returns = page.getByRole('region', { name: 'Returns list' });
+      const rows = returns.getByRole('row');
+      expect(await rows.count()).toBe(4); // the head and three
+      expect(await rows.nth(1).innerText()).toMatch(
+        /C01[\s\S]*Incorrect DFI Account Number[\s\S]*NOC[\s\S]*\$27\.00[\s\S]*Bank account corrected/,
+      );
+      expect(await rows.nth(2).innerText()).toMatch(/R10[\s\S]*return[\s\S]*\$26\.00[\s\S]*Dispute lost[\s\S]*User suspended/);
+      expect(await rows.nth(3).innerText()).toMatch(/R01[\s\S]*Insufficient Funds[\s\S]*\$25\.00[\s\S]*Dispute lost/);
+      expect(await rows.nth(3).getByRole('link', { name: r01.transactionId }).getAttribute('href')).toBe(
+        `#/transactions/${r01.transactionId}`,
+      );
+      expect(await rows.nth(2).getByRole('link', { name: r10.userId }).getAttribute('href')).toBe(`#/users/${r10.userId}`);
+      const exceptions = page.getByRole('region', { name: 'Exceptions list' });
+      const unknown = exceptions.getByRole('row').filter({ hasText: unknownTrace });
+      expect(await unknown.innerText()).toMatch(/unknown trace[\s\S]*R02[\s\S]*matched no entry[\s\S]*RET-/);
+      const main = await page.getByRole('main').innerText();
+      for (const sent of [r01, r10, c01]) expect(main).not.toContain(sent.accountNumber);
+      expect(main).not.toContain(corrected);
+      await accessible(page, 'ach-returns');
+      await shoot(page, 'ach-returns');
+
+      // One list's filter leaves the other list as it was.
+      await page.getByLabel('type', { exact: true }).selectOption('notification_of_change');
+      await page.getByRole('button', { name: 'Search' }).first().click();
+      await page.waitForFunction(() => location.hash === '#/returns?type=notification_of_change');
+      await settled(page);
+      expect(await page.getByRole('region', { name: 'Returns list' }).getByRole('row').count()).toBe(2);
+      expect(await page.getByRole('region', { name: 'Returns list' }).innerText()).toContain('C01');
+      expect(await page.getByRole('region', { name: 'Exceptions list' }).innerText()).toContain(unknownTrace);
+
+      // The returned deposit's own page says so.
+      await visit(page, `transactions/${r01.transactionId}`);
+      const entry = page.getByRole('region', { name: 'ACH entry' });
+      await entry.getByText('Trace number').waitFor();
+      expect(await entry.innerText()).toMatch(/Status\s+returned[\s\S]*Return\s+R01: Insufficient Funds/);
+      await accessible(page, 'transaction-returned');
+      await shoot(page, 'transaction-returned');
+    });
+  }, 120_000);
 
   test("another organization's ids read as not found, with the API's request id", async () => {
     await inTab('not-found', async (page) => {

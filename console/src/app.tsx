@@ -2,6 +2,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { loadSession, loadSettings, saveSession, setKey, verifyKey, type ConsoleSettings, type LedgerError, type Session } from './api';
 import { EventsPage } from './pages/events';
 import { OverviewPage } from './pages/overview';
+import { ReturnsPage } from './pages/returns';
 import { StatementPage } from './pages/statement';
 import { TransactionsPage } from './pages/transactions';
 import { TransfersPage } from './pages/transfers';
@@ -14,6 +15,7 @@ const PAGES = [
   ['overview', 'Overview'],
   ['transactions', 'Transactions'],
   ['transfers', 'Transfers'],
+  ['returns', 'ACH returns'],
   ['users', 'Users'],
   ['events', 'Events'],
   ['webhooks', 'Webhooks'],
@@ -74,6 +76,8 @@ function Page({ route }: { route: Route }) {
       return <TransactionsPage id={id} query={route.query} />;
     case 'transfers':
       return <TransfersPage id={id} query={route.query} />;
+    case 'returns':
+      return <ReturnsPage query={route.query} />;
     case 'users':
       return <UsersPage id={id} query={route.query} />;
     case 'events':

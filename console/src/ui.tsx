@@ -89,7 +89,7 @@ export function Show<T>({
 
 // Columns of amounts and counts, right-aligned like their values.
 const NUMERIC =
-  /^(Pending|Available|In transfer|Count|Amount|Cash in|Cash out|Net|Members|Attempt|Opening.*|Closing.*|Limit|Used|Left|New limit)$/;
+  /^(Pending|Available|In transfer|Count|Amount|Cash in|Cash out|Net|Members|Attempt|Opening.*|Closing.*|Limit|Used|Left|New limit|Returned|Rate|Threshold)$/;
 
 /** A table that scrolls sideways on a narrow screen; focusable so a keyboard can scroll it. */
 export function Table({ caption, head, children }: { caption: string; head: string[]; children: ComponentChildren }) {

@@ -34,7 +34,7 @@ export const resources = {
     statement: 'retrieveAccountStatement',
   },
   transfers: { retrieve: 'retrieveTransfer', list: 'listTransfers', report: 'retrieveTransferReport', achEntry: 'getTransferAch' },
-  ach: { returnRates: 'listAchReturnRates' },
+  ach: { returnRates: 'listAchReturnRates', returns: 'listAchReturns', exceptions: 'listAchExceptions' },
   refunds: { create: 'createRefund', retrieve: 'retrieveRefund', list: 'listRefunds' },
   disputes: { retrieve: 'retrieveDispute', list: 'listDisputes' },
   tokens: { create: 'createToken', retrieve: 'retrieveToken' },

@@ -81,3 +81,23 @@ function withType(correction: Correction, transactionCode: string): Correction |
   const type = typeOfCode(transactionCode);
   return type ? { ...correction, accountType: type } : null;
 }
+
+/** The NACHA titles of the change codes (addenda 98), for people reading a notification of change. */
+export const CHANGE_TITLES: Readonly<Record<string, string>> = {
+  C01: 'Incorrect DFI Account Number',
+  C02: 'Incorrect Routing Number',
+  C03: 'Incorrect Routing Number and Incorrect DFI Account Number',
+  C04: 'Incorrect Individual Name/Receiving Company Name',
+  C05: 'Incorrect Transaction Code',
+  C06: 'Incorrect DFI Account Number and Incorrect Transaction Code',
+  C07: 'Incorrect Routing Number, Incorrect DFI Account Number, and Incorrect Transaction Code',
+  C08: 'Incorrect Receiving DFI Identification (IAT only)',
+  C09: 'Incorrect Individual Identification Number',
+  C13: 'Addenda Format Error',
+  C14: 'Incorrect SEC Code for Outbound International Payment',
+};
+
+/** The NACHA title of a return or change code ("Return R<nn>" / "Change C<nn>" for one not listed). */
+export function codeTitle(code: string): string {
+  return code.startsWith('C') ? (CHANGE_TITLES[code] ?? `Change ${code}`) : returnTitle(code);
+}

@@ -24,11 +24,19 @@ export interface ListPage<T> {
 export class Filters {
   readonly params: unknown[];
   readonly conditions: string[];
+  /** Which rows of the list's table a cursor may name: the list's own scope, over alias `c`. */
+  readonly cursorScope: string;
 
-  /** `first` is the organization the list belongs to: `$1`, which every list filters on. */
-  constructor(organizationColumn: string, organizationId: string) {
+  /**
+   * `first` is the organization the list belongs to: `$1`, which every list filters on. `withUnowned` also admits
+   * rows that belong to no organization (an inbound ACH item that matched no entry, SPEC §25).
+   */
+  constructor(organizationColumn: string, organizationId: string, options: { withUnowned?: boolean } = {}) {
     this.params = [organizationId];
-    this.conditions = [`${organizationColumn} = $1`];
+    this.conditions = [
+      options.withUnowned ? `(${organizationColumn} = $1 OR ${organizationColumn} IS NULL)` : `${organizationColumn} = $1`,
+    ];
+    this.cursorScope = options.withUnowned ? '(c.organization_id = $1 OR c.organization_id IS NULL)' : 'c.organization_id = $1';
   }
 
   /** Adds `sql` with each `?` replaced by the next parameter (one value, however often the condition uses it). */
@@ -66,7 +74,7 @@ export async function keysetPage<R extends { id: string }>(
   if (page.cursor !== undefined) {
     params.push(page.cursor);
     conditions.push(
-      `(${alias}.created_at, ${alias}.id) < (SELECT c.created_at, c.id FROM ${table} c WHERE c.id = $${params.length} AND c.organization_id = $1)`,
+      `(${alias}.created_at, ${alias}.id) < (SELECT c.created_at, c.id FROM ${table} c WHERE c.id = $${params.length} AND ${spec.filters.cursorScope})`,
     );
   }
   params.push(page.limit + 1);
@@ -76,7 +84,10 @@ export async function keysetPage<R extends { id: string }>(
     params,
   );
   if (page.cursor !== undefined && rows.length === 0) {
-    const { rows: found } = await db.query(`SELECT 1 FROM ${table} WHERE id = $1 AND organization_id = $2`, [page.cursor, params[0]]);
+    const { rows: found } = await db.query(`SELECT 1 FROM ${table} c WHERE c.id = $2 AND ${spec.filters.cursorScope}`, [
+      params[0],
+      page.cursor,
+    ]);
     if (found.length === 0) throw errors.validation([{ param: 'cursor', message: CURSOR_MESSAGE }]);
   }
   const has_more = rows.length > page.limit;

@@ -65,6 +65,10 @@ const TAGS: { name: string; description: string }[] = [
   { name: 'Intents', description: 'Payment intents: a request to move money in or out, and card/bank authorization.' },
   { name: 'Transactions', description: 'The ledger entries intents, refunds and disputes create, with their lifecycle.' },
   { name: 'Transfers', description: 'Daily net settlement with the network, one per window and account.' },
+  {
+    name: 'ACH',
+    description: "The bank's answers on the ACH rail: returns, notifications of change and what could not be applied (SPEC §25).",
+  },
   { name: 'Refunds', description: 'Returning all or part of a cash_in.' },
   { name: 'Disputes', description: 'Payments the network disputes.' },
   { name: 'Tokens', description: 'Bank accounts and cards exchanged for single-use tokens.' },

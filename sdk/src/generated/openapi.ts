@@ -994,6 +994,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ach/returns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List ACH returns and notifications of change, newest first
+         * @description SPEC §25: each return (R code) or notification of change (C code) the bank sent about one of your entries, with the entry it named and what it did (`applied`): a lost dispute, a disabled bank account, a suspended user, a corrected bank account, or an exception for an operator. An item the bank sent twice is listed once. Filter: `type`.
+         */
+        get: operations["listAchReturns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ach/exceptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List ACH inbound exceptions, newest first
+         * @description SPEC §25: what the bank sent that was kept but not applied, never dropped: a file that does not parse, a trace number no entry has or of another bank, a returned transfer, a return or change that does not apply. Yours, and those that matched no organization's entry (`matched: false`). Filter: `kind`.
+         */
+        get: operations["listAchExceptions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -3027,6 +3067,135 @@ export interface components {
                 code: string;
                 reason: string;
             } | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        AchReturnRecordList: {
+            data: components["schemas"]["AchReturnRecord"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        /** @description A return or notification of change the bank sent about one of your entries, as it was applied, once. */
+        AchReturnRecord: {
+            /** @example achr_0b6f0c6a2d3e4f5a8b9c0d1e2f3a4b5c */
+            id: string;
+            /**
+             * @description `return`: the entry came back (addenda 99, an R code); `notification_of_change`: the bank corrected the account (addenda 98, a C code).
+             * @enum {string}
+             */
+            type: "return" | "notification_of_change";
+            /** @example R01 */
+            code: string;
+            /**
+             * @description The code's NACHA title.
+             * @example Insufficient Funds
+             */
+            reason: string;
+            /** @description Our entry the bank answered, matched by its original trace number. */
+            entry: {
+                /** @example ache_0b6f0c6a2d3e4f5a8b9c0d1e2f3a4b5c */
+                id: string;
+                /**
+                 * @description 15 digits.
+                 * @example 011000010000042
+                 */
+                trace_number: string;
+                /** @enum {string} */
+                sec_code: "PPD" | "CCD";
+                /** @description 22/27 checking credit/debit, 32/37 savings credit/debit. */
+                transaction_code: number;
+                /** @description Cents. */
+                amount: number;
+                /** @description The payment it moved (a PPD entry); null for a transfer. */
+                transaction_id: string | null;
+                /** @description The transfer it moved (a CCD entry); null for a payment. */
+                transfer_id: string | null;
+            };
+            /**
+             * @description The trace number of the bank's return or change entry.
+             * @example 011000010000042
+             */
+            return_trace_number: string;
+            inbound_file: components["schemas"]["AchInboundFileRef"];
+            /**
+             * @description What it did (SPEC §25), in this order: `dispute_lost` (a returned debit: a lost dispute with its cash_out `dispute` transaction), `bank_account_disabled` (R02, R03, R04), `user_suspended` (R05, R07, R10, R11, R29, R51, when the user was enabled), `bank_account_corrected` (a notification of change), `exception` (an operator acts: a returned transfer or credit, an intent already disputed or refunded; see `exception_id`). Empty: nothing beyond the return rates (R01, R09 of an entry with nothing left to dispute).
+             * @example [
+             *       "dispute_lost"
+             *     ]
+             */
+            applied: ("dispute_lost" | "bank_account_disabled" | "user_suspended" | "bank_account_corrected" | "exception")[];
+            /** @description The lost dispute a returned debit became. */
+            dispute_id: string | null;
+            /** @description That dispute's cash_out transaction. */
+            dispute_transaction_id: string | null;
+            /** @description The bank account of the entry (disabled or corrected, per `applied`). */
+            bank_account_id: string | null;
+            /** @description The bank account's user. */
+            user_id: string | null;
+            /** @description The exception recorded with it (GET /ach/exceptions), when `applied` says `exception`. */
+            exception_id: string | null;
+            /**
+             * Format: date-time
+             * @description When it was applied.
+             */
+            created_at: string;
+        };
+        /** @description The return or notification-of-change file an item came in. */
+        AchInboundFileRef: {
+            /** @example achi_0b6f0c6a2d3e4f5a8b9c0d1e2f3a4b5c */
+            id: string;
+            /** @description The name it arrived under (the first, when the same bytes came again). */
+            file_name: string;
+            /**
+             * @description `sftp`: the bank's inbound/ directory; `cli`: `ach inbound import`; `sandbox`: the simulated bank.
+             * @enum {string}
+             */
+            source: "sftp" | "cli" | "sandbox";
+        };
+        AchExceptionList: {
+            data: components["schemas"]["AchException"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        /** @description Something the bank sent that was kept but not applied (SPEC §25): never dropped. */
+        AchException: {
+            /** @example achx_0b6f0c6a2d3e4f5a8b9c0d1e2f3a4b5c */
+            id: string;
+            /**
+             * @description `unparseable_file` (nothing in the file applied; `detail` names the line and field), `unknown_trace` (no entry has the original trace number), `foreign_odfi` (the trace number is not our bank's), `transfer_returned` (a CCD entry came back: an operator acts), `not_applicable` (an entry never sent, an intent already disputed or refunded, a returned credit, a change not applied).
+             * @enum {string}
+             */
+            kind: "unparseable_file" | "unknown_trace" | "foreign_odfi" | "transfer_returned" | "not_applicable";
+            /** @description Whether it named an entry of yours. False: it matched no entry of any organization (a file that does not parse, an unknown or foreign trace number); such items are shown to every organization of the deployment, as any of them may be missing a return. */
+            matched: boolean;
+            /**
+             * @description The return or change code, when the item carried one.
+             * @example R01
+             */
+            code: string | null;
+            /** @description The code's NACHA title. */
+            reason: string | null;
+            /**
+             * @description The original trace number the item named.
+             * @example 011000010000042
+             */
+            trace_number: string | null;
+            /** @description The payment of the matched entry. */
+            transaction_id: string | null;
+            /** @description The transfer of the matched entry. */
+            transfer_id: string | null;
+            /** @description What was wrong, for a person; never an account number. Of an item that matched no entry, what the parser quoted from the file is left out (the operator CLI `ach exceptions` shows it). */
+            detail: string;
+            /** @description The return or notification-of-change file an item came in. */
+            inbound_file: components["schemas"]["AchInboundFileRef"] & {
+                /**
+                 * @description `rejected`: the file did not parse and nothing in it applied.
+                 * @enum {string}
+                 */
+                status: "applied" | "rejected";
+                /** @description The record (1-based) of the file; 0 for the file as a whole. */
+                line: number;
+            };
             /** Format: date-time */
             created_at: string;
         };
@@ -10824,6 +10993,235 @@ export interface operations {
                 headers: {
                     /** @description The id of this request (req_…); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
+            429: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests of this kind (read or write) allowed in any 60-second window. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests of this kind still admitted in the current window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error; quote request_id. */
+            500: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service is briefly unavailable. Retry after Retry-After seconds with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAchReturns: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
+                cursor?: string;
+                /** @description Only returns, or only notifications of change. */
+                type?: "return" | "notification_of_change";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of returns and notifications of change. */
+            200: {
+                headers: {
+                    /** @description Requests of this kind (read or write) allowed in any 60-second window. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests of this kind still admitted in the current window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AchReturnRecordList"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or JSON nested deeper than 32 levels, a query parameter the endpoint does not declare, a field failing validation (one `details` entry per field; impossible dates, NUL and lone surrogates included), or a missing resource named in the body. */
+            400: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, revoked or other-environment API key. */
+            401: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `Bearer`: the scheme to authenticate with. */
+                    "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A method this path does not have (`method_not_allowed`); `Allow` names the ones it has. */
+            405: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers, comma-separated. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After says when to retry), or too many failed authentications from this address. */
+            429: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests of this kind (read or write) allowed in any 60-second window. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests of this kind still admitted in the current window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error; quote request_id. */
+            500: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backing service is briefly unavailable. Retry after Retry-After seconds with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAchExceptions: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page: the id of its last item. Checked beyond this schema: another value is 400. */
+                cursor?: string;
+                kind?: "unparseable_file" | "unknown_trace" | "foreign_odfi" | "transfer_returned" | "not_applicable";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of exceptions. */
+            200: {
+                headers: {
+                    /** @description Requests of this kind (read or write) allowed in any 60-second window. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests of this kind still admitted in the current window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds at which the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AchExceptionList"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or JSON nested deeper than 32 levels, a query parameter the endpoint does not declare, a field failing validation (one `details` entry per field; impossible dates, NUL and lone surrogates included), or a missing resource named in the body. */
+            400: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown, revoked or other-environment API key. */
+            401: {
+                headers: {
+                    /** @description The id of this request (req_…); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `Bearer`: the scheme to authenticate with. */
+                    "WWW-Authenticate"?: "Bearer";
                     [name: string]: unknown;
                 };
                 content: {

@@ -54,6 +54,8 @@ export const operationTable = {
   createUserSelfExclusion: {"method":"POST","path":"/user/{id}/self_exclusion","pathParams":["id"],"input":"body","paged":false},
   getTransactionAch: {"method":"GET","path":"/transaction/{id}/ach","pathParams":["id"],"input":"none","paged":false},
   getTransferAch: {"method":"GET","path":"/transfer/{id}/ach","pathParams":["id"],"input":"none","paged":false},
+  listAchReturns: {"method":"GET","path":"/ach/returns","pathParams":[],"input":"query","paged":true},
+  listAchExceptions: {"method":"GET","path":"/ach/exceptions","pathParams":[],"input":"query","paged":true},
   getHealth: {"method":"GET","path":"/healthz","pathParams":[],"input":"none","paged":false},
   getReadiness: {"method":"GET","path":"/readyz","pathParams":[],"input":"none","paged":false},
   getMetrics: {"method":"GET","path":"/metrics","pathParams":[],"input":"none","paged":false},
