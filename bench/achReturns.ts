@@ -320,17 +320,19 @@ async function main(): Promise<void> {
   const database = `bench_returns_${Date.now()}_${process.pid}`;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-returns-'));
   say(`achReturns bench: ${ENTRIES}-entry return files x ${RUNS}, ${RATE_DEBITS} debits for the rates; scratch database ${database}`);
-  const scratch = await createScratchDatabase(PG_BASE, database);
-  const config = loadConfig({
-    DATABASE_URL: scratch.databaseUrl,
+  const env = {
     LEDGER_ENVIRONMENT: 'production',
     BANK_DATA_KEY: randomBytes(32).toString('base64'),
+    WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
     ACH_ODFI_ROUTING: ODFI,
     ACH_IMMEDIATE_ORIGIN: ' 123456789',
     ACH_ODFI_NAME: 'BENCH ODFI',
     ACH_ORIGIN_NAME: 'PAYMENTS LEDGER BENCH',
     LOG_LEVEL: 'silent',
-  });
+  };
+  loadConfig(env); // a bad setting stops the bench before it makes a database
+  const scratch = await createScratchDatabase(PG_BASE, database);
+  const config = loadConfig({ ...env, DATABASE_URL: scratch.databaseUrl });
   const pool = createPool(scratch.databaseUrl, 4);
   try {
     say(`Applying a ${ENTRIES}-entry return file ${RUNS} times beside achcli reading and validating it...`);

@@ -528,7 +528,8 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
       ]);
     const text = await returnFile();
     server.writeFile('inbound/CREDITS.ach', text);
-    expect(await poll('CREDITS.ach')).toMatchObject({ status: 'applied', returns_count: 3, exceptions_count: 1 });
+    // The CCD return is applied (returned, its event emitted) and kept as an exception row for the operator.
+    expect(await poll('CREDITS.ach')).toMatchObject({ status: 'applied', returns_count: 3, exceptions_count: 0 });
 
     // The credits: each a dispute won at birth with one cash_in `dispute` transaction, naming the intent the credit paid.
     const { rows: disputes } = await stack.pool.query(
@@ -632,7 +633,7 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     const { departures } = await eventDepartures(stack.url);
     const page = await otherCall('GET', '/event?limit=100');
     expect(page.body.data.flatMap(departures)).toEqual([]);
-  });
+  }, 240_000);
 
   test('GET /ach/return_rates answers from the kept counts; each threshold crossed emits ach.return_rate_exceeded once; the gauge shows them', async () => {
     const { rows: scan } = await stack.pool.query(
