@@ -555,7 +555,7 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     // The originals move only forward: the cash_out stays in its transfer, the entries are returned.
     expect((await otherCall('GET', `/transaction/${withdrawal.transactionId}`)).body).toMatchObject({
       status: 'in_transfer',
-      transfer_id: transfer.id,
+      transfer: expect.objectContaining({ id: transfer.id }),
     });
     const { rows: entries } = await stack.pool.query('SELECT status FROM ach_entries WHERE id = ANY($1)', [
       [withdrawal.entry.id, refund.entry.id, operator.entry.id],
