@@ -157,11 +157,16 @@ BEGIN
   END IF;
   IF NEW.id <> OLD.id OR NEW.organization_id <> OLD.organization_id OR NEW.intent_id <> OLD.intent_id
      OR NEW.account_id <> OLD.account_id OR NEW.amount_cents <> OLD.amount_cents OR NEW.code <> OLD.code
-     OR NEW.created_at <> OLD.created_at THEN
+     OR NEW.created_at <> OLD.created_at OR NEW.ach_entry_id IS DISTINCT FROM OLD.ach_entry_id
+     OR NEW.returns_credit <> OLD.returns_credit THEN
     RAISE EXCEPTION 'dispute %: only status and resolved_at may change', OLD.id USING ERRCODE = 'check_violation';
   END IF;
   IF NEW.status <> OLD.status AND NOT (OLD.status = 'created' AND NEW.status IN ('won', 'lost')) THEN
     RAISE EXCEPTION 'dispute %: cannot go from % to %', OLD.id, OLD.status, NEW.status USING ERRCODE = 'check_violation';
+  END IF;
+  -- A returned credit is the bank giving the money back: it can only be won.
+  IF NEW.returns_credit AND NEW.status = 'lost' THEN
+    RAISE EXCEPTION 'dispute %: a returned credit is won, never lost', OLD.id USING ERRCODE = 'check_violation';
   END IF;
   RETURN NEW;
 END $$;
@@ -253,6 +258,29 @@ BEGIN
   IF NOT FOUND OR i.organization_id <> NEW.organization_id OR i.account_id <> NEW.account_id THEN
     RAISE EXCEPTION '%: intent % is not this organization''s or account''s', NEW.id, NEW.intent_id USING ERRCODE = 'check_violation';
   END IF;
+  -- Nested, not AND: a refunds row has no ach_entry_id, and plpgsql evaluates every field an expression names.
+  IF TG_TABLE_NAME = 'disputes' THEN
+    IF NEW.returns_credit THEN
+      PERFORM 1 FROM ach_entries e JOIN transactions t ON t.id = e.transaction_id
+                LEFT JOIN refunds r ON t.type = 'refund' AND r.id = t.source_id
+       WHERE e.id = NEW.ach_entry_id AND e.transaction_code IN (22, 32) AND e.status = 'returned'
+         AND e.organization_id = NEW.organization_id AND e.account_id = NEW.account_id AND e.amount_cents = NEW.amount_cents
+         AND i.status = 'approved'
+         AND ((t.type = 'intent' AND t.source_id = NEW.intent_id AND i.direction = 'cash_out') OR (t.type = 'refund' AND r.intent_id = NEW.intent_id));
+      IF NOT FOUND THEN
+        RAISE EXCEPTION '%: entry % is not a returned credit of % cents paying intent % or its refunds', NEW.id, NEW.ach_entry_id,
+          NEW.amount_cents, NEW.intent_id USING ERRCODE = 'check_violation';
+      END IF;
+      RETURN NEW;
+    END IF;
+    IF NEW.ach_entry_id IS NOT NULL THEN
+      PERFORM 1 FROM ach_entries e JOIN transactions t ON t.id = e.transaction_id
+       WHERE e.id = NEW.ach_entry_id AND e.transaction_code IN (27, 37) AND t.type = 'intent' AND t.source_id = NEW.intent_id;
+      IF NOT FOUND THEN
+        RAISE EXCEPTION '%: entry % is not the debit of intent %', NEW.id, NEW.ach_entry_id, NEW.intent_id USING ERRCODE = 'check_violation';
+      END IF;
+    END IF;
+  END IF;
   IF i.direction <> 'cash_in' OR i.status <> 'approved' THEN
     RAISE EXCEPTION '%: intent % is a % %, only approved cash_in can be returned', NEW.id, NEW.intent_id, i.status, i.direction
       USING ERRCODE = 'check_violation';
@@ -273,7 +301,8 @@ CREATE FUNCTION public.intent_returned_cents(p_intent_id text) RETURNS bigint
     LANGUAGE sql STABLE
     AS $$
   SELECT (SELECT coalesce(sum(amount_cents), 0) FROM refunds WHERE intent_id = p_intent_id)
-       + (SELECT coalesce(sum(amount_cents), 0) FROM disputes WHERE intent_id = p_intent_id AND status <> 'won')
+       + (SELECT coalesce(sum(CASE WHEN returns_credit THEN -amount_cents ELSE amount_cents END), 0) FROM disputes
+           WHERE intent_id = p_intent_id AND CASE WHEN returns_credit THEN status = 'won' ELSE status <> 'won' END)
 $$;
 
 --
@@ -1280,9 +1309,12 @@ CREATE TABLE public.disputes (
     status text NOT NULL,
     created_at timestamp with time zone NOT NULL,
     resolved_at timestamp with time zone,
+    ach_entry_id text,
+    returns_credit boolean DEFAULT false NOT NULL,
     CONSTRAINT disputes_amount_cents_check CHECK ((amount_cents >= 1)),
     CONSTRAINT disputes_check CHECK (((status = 'created'::text) = (resolved_at IS NULL))),
     CONSTRAINT disputes_code_check CHECK ((code ~ '^[A-Za-z0-9._-]{1,32}$'::text)),
+    CONSTRAINT disputes_credit_names_entry CHECK (((NOT returns_credit) OR (ach_entry_id IS NOT NULL))),
     CONSTRAINT disputes_currency_check CHECK ((currency = 'USD'::text)),
     CONSTRAINT disputes_id_check CHECK ((id ~ '^dispute_[A-Za-z0-9_-]{16,}$'::text)),
     CONSTRAINT disputes_status_check CHECK ((status = ANY (ARRAY['created'::text, 'won'::text, 'lost'::text])))
@@ -2127,11 +2159,11 @@ ALTER TABLE ONLY public.bank_accounts
     ADD CONSTRAINT bank_accounts_pkey PRIMARY KEY (id);
 
 --
--- Name: disputes disputes_intent_id_key; Type: CONSTRAINT; Schema: public; Owner: -
+-- Name: disputes disputes_ach_entry_id_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.disputes
-    ADD CONSTRAINT disputes_intent_id_key UNIQUE (intent_id);
+    ADD CONSTRAINT disputes_ach_entry_id_key UNIQUE (ach_entry_id);
 
 --
 -- Name: disputes disputes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -2421,6 +2453,12 @@ CREATE INDEX disputes_by_intent ON public.disputes USING btree (intent_id);
 --
 
 CREATE INDEX disputes_list ON public.disputes USING btree (organization_id, created_at DESC, id DESC);
+
+--
+-- Name: disputes_one_per_intent; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX disputes_one_per_intent ON public.disputes USING btree (intent_id) WHERE (NOT returns_credit);
 
 --
 -- Name: events_by_age; Type: INDEX; Schema: public; Owner: -
@@ -3038,6 +3076,13 @@ ALTER TABLE ONLY public.bank_accounts
 
 ALTER TABLE ONLY public.disputes
     ADD CONSTRAINT disputes_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
+
+--
+-- Name: disputes disputes_ach_entry_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.disputes
+    ADD CONSTRAINT disputes_ach_entry_id_fkey FOREIGN KEY (ach_entry_id) REFERENCES public.ach_entries(id);
 
 --
 -- Name: disputes disputes_intent_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -16,12 +16,18 @@ export function createLedgerActivities(deps: ActivityDeps, rail: PaymentRail = r
     async submitPayment(input: { transactionId: string }): Promise<{ status: TransactionStatus; confirmAfterSeconds: number | null }> {
       const row = await getTransactionRow(deps.pool, input.transactionId);
       if (!row) throw ApplicationFailure.nonRetryable(`no transaction ${input.transactionId}`, TRANSACTION_MISSING);
+      const { rows } = await deps.pool.query<{ ach_entry: boolean; moved_by_bank: boolean }>(
+        `SELECT EXISTS (SELECT 1 FROM ach_entries WHERE transaction_id = $1) AS ach_entry,
+                EXISTS (SELECT 1 FROM disputes WHERE id = $2 AND returns_credit) AS moved_by_bank`,
+        [row.id, row.type === 'dispute' && row.direction === 'cash_in' ? row.source_id : null],
+      );
       const outcome = await rail.submitPayment({
         transactionId: row.id,
         accountId: row.account_id,
         direction: row.direction,
         amountCents: row.amount_cents,
-        achEntry: (await deps.pool.query('SELECT 1 FROM ach_entries WHERE transaction_id = $1', [row.id])).rowCount === 1,
+        achEntry: rows[0]!.ach_entry,
+        movedByBank: rows[0]!.moved_by_bank,
       });
       return { status: row.status, confirmAfterSeconds: outcome.kind === 'after_seconds' ? outcome.seconds : null };
     },

@@ -5,7 +5,13 @@
  * effects and events are there together, the journal holds, and bad files are kept as exceptions with nothing
  * changed.
  */
+import { DateTime } from 'luxon';
 import { buildWindowFile, markFileDelivered } from '../src/ach/files';
+import { setOperatorBankAccount } from '../src/bankAccounts/repo';
+import { sealAccountNumber } from '../src/bankAccounts/sealing';
+import { settlementDateOf } from '../src/ledger/dates';
+import { startAccountSettlement } from '../src/settlement/client';
+import { settlementTaskQueue } from '../src/settlement/contract';
 import { achScheduleId, ensureAchSchedule } from '../src/ach/schedule';
 import { ingestInboundFile } from '../src/ach/inbound';
 import { achInboundScheduleId, ensureAchInboundSchedule } from '../src/ach/inboundSchedule';
@@ -14,7 +20,7 @@ import { journalViolations } from '../src/journal/invariants';
 import { createLogger } from '../src/logger';
 import { writeWithAchcli } from './support/achcli';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
-import { addBankAccount, admin, idempotencyKey, statusOf } from './support/payments';
+import { addBankAccount, admin, idempotencyKey, SANDBOX_ROUTING, statusOf } from './support/payments';
 import { startSftpServer, type SftpServer } from './support/sftpServer';
 import { eventDepartures } from './support/eventSchemas';
 
@@ -33,7 +39,8 @@ interface Sent {
   entryId: string;
 }
 
-type Item = { sent: Pick<Sent, 'number' | 'amount' | 'trace'>; code: string; corrected?: string };
+/** One entry the bank sends back: `credit` when the original was a credit (returned with code 21, else 26); `sec` its batch's. */
+type Item = { sent: Pick<Sent, 'number' | 'amount' | 'trace'>; code: string; corrected?: string; credit?: boolean; sec?: 'PPD' | 'CCD' };
 
 let fileCounter = 0;
 
@@ -69,7 +76,7 @@ async function bankFile(items: Item[]): Promise<string> {
     }
     return {
       ...base,
-      transactionCode: 26,
+      transactionCode: item.credit ? 21 : 26,
       amount: item.sent.amount,
       category: 'Return',
       addenda99: {
@@ -83,10 +90,14 @@ async function bankFile(items: Item[]): Promise<string> {
       },
     };
   };
-  const returns = items.filter((i) => i.code.startsWith('R'));
   const changes = items.filter((i) => i.code.startsWith('C'));
-  const batchHeader = (number: number, sec: string) => ({
-    serviceClassCode: 225,
+  const groups = (['PPD', 'CCD'] as const)
+    .map((sec) => ({ sec, entries: items.filter((i) => i.code.startsWith('R') && (i.sec ?? 'PPD') === sec) }))
+    .filter((group) => group.entries.length > 0);
+  // 225 debits only (returns of debits), 220 credits only, 200 mixed.
+  const classOf = (entries: Item[]) => (entries.every((i) => !i.credit) ? 225 : entries.every((i) => i.credit) ? 220 : 200);
+  const batchHeader = (number: number, sec: string, serviceClassCode = 225) => ({
+    serviceClassCode,
     companyName: 'TEST COMPANY',
     companyIdentification: '1234567890',
     standardEntryClassCode: sec,
@@ -96,15 +107,19 @@ async function bankFile(items: Item[]): Promise<string> {
     ODFIIdentification: '11000000',
     batchNumber: number,
   });
+  let offset = 0;
   const batches = [
-    ...(returns.length
-      ? [{ batchHeader: batchHeader(1, 'PPD'), entryDetails: returns.map(entry), batchControl: { serviceClassCode: 225 } }]
-      : []),
+    ...groups.map((group, b) => {
+      const entryDetails = group.entries.map((item, i) => entry(item, offset + i));
+      offset += group.entries.length;
+      const serviceClassCode = classOf(group.entries);
+      return { batchHeader: batchHeader(b + 1, group.sec, serviceClassCode), entryDetails, batchControl: { serviceClassCode } };
+    }),
     ...(changes.length
       ? [
           {
-            batchHeader: batchHeader(returns.length ? 2 : 1, 'COR'),
-            entryDetails: changes.map(entry),
+            batchHeader: batchHeader(groups.length + 1, 'COR'),
+            entryDetails: changes.map((item, i) => entry(item, offset + i)),
             batchControl: { serviceClassCode: 225 },
           },
         ]
@@ -203,12 +218,13 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
   }
 
   /** What a file could change; lifecycles moving on by themselves (transaction.status_changed) are not its doing. */
-  const counts = async () => {
+  const counts = () => countsOf(org.organizationId);
+  const countsOf = async (organizationId: string) => {
     const { rows } = await stack.pool.query<Record<string, string>>(
       `SELECT (SELECT count(*) FROM disputes WHERE organization_id = $1) AS disputes, (SELECT count(*) FROM transactions WHERE organization_id = $1) AS transactions,
               (SELECT count(*) FROM events WHERE organization_id = $1 AND type <> 'transaction.status_changed') AS events, (SELECT count(*) FROM ach_entry_returns) AS returns,
-              (SELECT count(*) FROM ach_entries WHERE status = 'returned') AS returned`,
-      [org.organizationId],
+              (SELECT count(*) FROM ach_entries WHERE status = 'returned') AS returned, (SELECT count(*) FROM ach_exceptions WHERE organization_id = $1) AS exceptions`,
+      [organizationId],
     );
     return rows[0]!;
   };
@@ -414,6 +430,210 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     ]);
     expect(entries.map((e) => e.status)).toEqual(['returned', 'returned']);
   });
+
+  /**
+   * A second organization, with an operator bank account: a cash_out and a refund, each a PPD credit to a user,
+   * and the window's collection, a CCD debit of the operator's account, all filed and delivered.
+   */
+  async function sendCredits() {
+    const other = await createTestOrg(stack.pool, { environment: 'production', write: 5000, read: 5000 });
+    const otherCall = apiClient(stack.url, other.apiKey);
+    await stack.pool.query(
+      `INSERT INTO organization_ach (organization_id, company_id, company_name, updated_at) VALUES ($1, '1234567890', 'TEST COMPANY', now())`,
+      [other.organizationId],
+    );
+    const operatorNumber = accountNumber();
+    await setOperatorBankAccount(stack.pool, {
+      account_id: other.accountId,
+      routing_number: SANDBOX_ROUTING,
+      last4: operatorNumber.slice(-4),
+      account_type: 'checking',
+      updated_at: new Date(),
+      accountNumberSealed: sealAccountNumber(stack.config, operatorNumber, { table: 'operator_bank_accounts', id: other.accountId }),
+    });
+    const withdrawer = { userId: await createTestUser(stack.pool, other.organizationId), number: accountNumber() };
+    await addBankAccount(otherCall, withdrawer.userId, { account_number: withdrawer.number }, 100);
+    const out = await otherCall(
+      'POST',
+      '/intent',
+      { direction: 'cash_out', user_id: withdrawer.userId, amount: 2000, currency: 'USD' },
+      idempotencyKey(),
+    );
+    expect(out.body).toMatchObject({ status: 'approved', bank_account_id: expect.stringMatching(/^ba_/) });
+    const refunded = { userId: await createTestUser(stack.pool, other.organizationId), number: accountNumber() };
+    const deposit = await addBankAccount(otherCall, refunded.userId, { account_number: refunded.number }, 5000);
+    const refund = await otherCall('POST', '/refund', { intent_id: deposit.intent.id, amount: 1500 }, idempotencyKey());
+    expect(refund.status).toBe(200);
+    // Window D: the cash_out and the refund (the deposits wait for their debits to settle): a collection of 3500.
+    const windowDate = settlementDateOf(new Date(), stack.config.SETTLEMENT_CUTOFF);
+    const transfer = await closeWindow(other, windowDate);
+    expect(transfer).toMatchObject({ direction: 'collection', amount_cents: '3500', transaction_count: 2 });
+    const built = (await buildWindowFile(stack.pool, stack.config, createLogger('silent'), `test-${randomString(8)}`, new Date()))!;
+    await markFileDelivered(stack.pool, built.fileId, new Date());
+    const entryOf = async (column: 'transaction_id' | 'transfer_id', id: string) => {
+      const { rows } = await stack.pool.query<{ id: string; trace_number: string; transaction_code: number; status: string }>(
+        `SELECT id, trace_number, transaction_code, status FROM ach_entries WHERE ${column} = $1`,
+        [id],
+      );
+      return rows[0]!;
+    };
+    const cashOutId = out.body.transactions[0].id as string;
+    const refundTransactionId = refund.body.transaction.id as string;
+    return {
+      other,
+      otherCall,
+      windowDate,
+      transfer,
+      deposit,
+      withdrawal: {
+        ...withdrawer,
+        intentId: out.body.id as string,
+        transactionId: cashOutId,
+        entry: await entryOf('transaction_id', cashOutId),
+      },
+      refund: { ...refunded, transactionId: refundTransactionId, entry: await entryOf('transaction_id', refundTransactionId) },
+      operator: { number: operatorNumber, entry: await entryOf('transfer_id', transfer.id) },
+    };
+  }
+
+  /** Runs the settlement of `who`'s account for window `windowDate` now, and answers its transfer. */
+  async function closeWindow(who: TestOrg, windowDate: string) {
+    await startAccountSettlement(stack.temporal, settlementTaskQueue(stack.config.TEMPORAL_TASK_QUEUE), {
+      accountId: who.accountId,
+      organizationId: who.organizationId,
+      windowDate,
+    });
+    return eventually(
+      async () => {
+        const { rows } = await stack.pool.query(
+          `SELECT id, direction, amount_cents::text, transaction_count, status FROM transfers WHERE account_id = $1 AND window_date = $2`,
+          [who.accountId, windowDate],
+        );
+        return rows[0] as { id: string; direction: string; amount_cents: string; transaction_count: number; status: string } | undefined;
+      },
+      30_000,
+      `the transfer of window ${windowDate}`,
+    );
+  }
+
+  test('returned credits (a cash_out R03, a refund R02) put the money back as won disputes that net in the next window; a returned CCD entry is an exception and ach.transfer_returned; each once', async () => {
+    const sent = await sendCredits();
+    const { other, otherCall, withdrawal, refund, operator, transfer } = sent;
+    expect([withdrawal.entry.transaction_code, refund.entry.transaction_code, operator.entry.transaction_code]).toEqual([22, 22, 27]);
+    const returnFile = () =>
+      bankFile([
+        { sent: { number: withdrawal.number, amount: 2000, trace: withdrawal.entry.trace_number }, code: 'R03', credit: true },
+        { sent: { number: refund.number, amount: 1500, trace: refund.entry.trace_number }, code: 'R02', credit: true },
+        { sent: { number: operator.number, amount: 3500, trace: operator.entry.trace_number }, code: 'R01', sec: 'CCD' },
+      ]);
+    const text = await returnFile();
+    server.writeFile('inbound/CREDITS.ach', text);
+    // The CCD return is applied (returned, its event emitted) and kept as an exception row for the operator.
+    expect(await poll('CREDITS.ach')).toMatchObject({ status: 'applied', returns_count: 3, exceptions_count: 0 });
+
+    // The credits: each a dispute won at birth with one cash_in `dispute` transaction, naming the intent the credit paid.
+    const { rows: disputes } = await stack.pool.query(
+      `SELECT id, intent_id, code, status, amount_cents::int AS amount, returns_credit, ach_entry_id FROM disputes WHERE organization_id = $1 ORDER BY amount_cents`,
+      [other.organizationId],
+    );
+    expect(disputes.map((d) => [d.intent_id, d.code, d.status, d.amount, d.returns_credit, d.ach_entry_id])).toEqual([
+      [sent.deposit.intent.id, 'R02', 'won', 1500, true, refund.entry.id],
+      [withdrawal.intentId, 'R03', 'won', 2000, true, withdrawal.entry.id],
+    ]);
+    const backIds: string[] = [];
+    for (const dispute of disputes) {
+      const answer = await otherCall('GET', `/dispute/${dispute.id}`);
+      expect(answer.status).toBe(200);
+      expect(answer.body).toMatchObject({ status: 'won', amount: dispute.amount, code: dispute.code });
+      expect(answer.body.transactions.map((t: { direction: string; type: string }) => [t.direction, t.type])).toEqual([
+        ['cash_in', 'dispute'],
+      ]);
+      backIds.push(answer.body.transactions[0].id);
+    }
+    // The bank moved that money already: production's rail confirms it at once (no network would ever signal it).
+    for (const id of backIds) await statusOf(otherCall, id, 'available');
+    // The originals move only forward: the cash_out stays in its transfer, the entries are returned.
+    expect((await otherCall('GET', `/transaction/${withdrawal.transactionId}`)).body).toMatchObject({
+      status: 'in_transfer',
+      transfer: expect.objectContaining({ id: transfer.id }),
+    });
+    const { rows: entries } = await stack.pool.query('SELECT status FROM ach_entries WHERE id = ANY($1)', [
+      [withdrawal.entry.id, refund.entry.id, operator.entry.id],
+    ]);
+    expect(entries.map((e) => e.status)).toEqual(['returned', 'returned', 'returned']);
+    // R02/R03 disable the bank accounts the credits went to.
+    const { rows: accounts } = await stack.pool.query(`SELECT status FROM bank_accounts WHERE user_id = ANY($1)`, [
+      [withdrawal.userId, refund.userId],
+    ]);
+    expect(accounts.map((a) => a.status)).toEqual(['disabled', 'disabled']);
+
+    // The CCD entry: an exception and ach.transfer_returned; the transfer and its members are as they were.
+    const { rows: exceptions } = await stack.pool.query(`SELECT kind, code, entry_id FROM ach_exceptions WHERE organization_id = $1`, [
+      other.organizationId,
+    ]);
+    expect(exceptions).toEqual([{ kind: 'transfer_returned', code: 'R01', entry_id: operator.entry.id }]);
+    const { rows: events } = await stack.pool.query<{ type: string; data: any }>(
+      `SELECT type, data FROM events WHERE organization_id = $1 AND type IN ('ach.transfer_returned', 'ach_entry.returned', 'dispute.resolved') ORDER BY seq`,
+      [other.organizationId],
+    );
+    expect(events.map((e) => [e.type, e.data.code])).toEqual([
+      ['dispute.resolved', 'R03'],
+      ['ach_entry.returned', 'R03'],
+      ['dispute.resolved', 'R02'],
+      ['ach_entry.returned', 'R02'],
+      ['ach.transfer_returned', 'R01'],
+      ['ach_entry.returned', 'R01'],
+    ]);
+    expect(events[1]!.data).toMatchObject({ transaction_id: withdrawal.transactionId, dispute_id: disputes[1].id });
+    expect(events[4]!.data).toMatchObject({ id: transfer.id, entry_id: operator.entry.id, trace_number: operator.entry.trace_number });
+    expect(events[5]!.data).toMatchObject({ transfer_id: transfer.id, dispute_id: null });
+    const { rows: transfers } = await stack.pool.query('SELECT status, amount_cents::int AS amount FROM transfers WHERE id = $1', [
+      transfer.id,
+    ]);
+    expect(transfers).toEqual([{ status: 'pending', amount: 3500 }]);
+
+    // Exactly once: the same bytes under another name, and other bytes naming the same returns, change nothing.
+    const before = await countsOf(other.organizationId);
+    server.writeFile('inbound/CREDITS-again.ach', text);
+    expect((await poll('CREDITS-again.ach')).returns_count).toBe(3);
+    server.writeFile('inbound/CREDITS-other.ach', await returnFile());
+    expect(await poll('CREDITS-other.ach')).toMatchObject({
+      status: 'applied',
+      returns_count: 0,
+      exceptions_count: 0,
+      duplicates_count: 3,
+    });
+    expect(await countsOf(other.organizationId)).toEqual(before);
+
+    // Window D+1 nets the money back: a disbursement of 3500 of exactly the two won disputes' cash_in.
+    const next = DateTime.fromISO(sent.windowDate).plus({ days: 1 }).toISODate()!;
+    const netted = await closeWindow(other, next);
+    expect(netted).toMatchObject({ direction: 'disbursement', amount_cents: '3500', transaction_count: 2 });
+    const { rows: members } = await stack.pool.query('SELECT id FROM transactions WHERE transfer_id = $1 ORDER BY id', [netted.id]);
+    expect(members.map((m) => m.id)).toEqual([...backIds].sort());
+    expect(await journalViolations(stack.pool, [other.accountId])).toEqual([]);
+    const verify = await admin(['--json', 'account', 'verify', '--org', other.organizationId]);
+    expect(verify.code).toBe(0);
+
+    // The refund's credit came back, so the deposit's later return (R10) takes all of it back, not what the refund left.
+    const debit = await stack.pool.query<{ trace_number: string }>('SELECT trace_number FROM ach_entries WHERE transaction_id = $1', [
+      sent.deposit.intent.transactions[0].id,
+    ]);
+    server.writeFile(
+      'inbound/DEPOSIT-R10.ach',
+      await bankFile([{ sent: { number: refund.number, amount: 5000, trace: debit.rows[0]!.trace_number }, code: 'R10' }]),
+    );
+    expect(await poll('DEPOSIT-R10.ach')).toMatchObject({ returns_count: 1, exceptions_count: 0 });
+    const { rows: lost } = await stack.pool.query(
+      `SELECT status, amount_cents::int AS amount FROM disputes WHERE intent_id = $1 AND NOT returns_credit`,
+      [sent.deposit.intent.id],
+    );
+    expect(lost).toEqual([{ status: 'lost', amount: 5000 }]);
+    expect(await journalViolations(stack.pool, [other.accountId])).toEqual([]);
+    const { departures } = await eventDepartures(stack.url);
+    const page = await otherCall('GET', '/event?limit=100');
+    expect(page.body.data.flatMap(departures)).toEqual([]);
+  }, 240_000);
 
   test('GET /ach/return_rates answers from the kept counts; each threshold crossed emits ach.return_rate_exceeded once; the gauge shows them', async () => {
     const { rows: scan } = await stack.pool.query(

@@ -4,7 +4,16 @@ import { sealAccountNumber } from '../bankAccounts/sealing';
 import type { AppDeps } from '../services';
 import { checkReturnRateCrossings } from './returnRates';
 import { NachaParseError, parseNachaFile, type ParsedEntry, type ParsedNachaFile } from './parse';
-import { applyChange, applyReturn, recordException, type ApplyContext, type EntryOutcome } from './returnsApply';
+import {
+  applyChange,
+  applyContext,
+  applyReturn,
+  flushEvents,
+  prefetchEntries,
+  recordException,
+  type ApplyContext,
+  type EntryOutcome,
+} from './returnsApply';
 
 /**
  * SPEC §25: one file the bank sent back (returns, addenda 99; notifications of change, 98), ingested in ONE
@@ -92,7 +101,7 @@ export async function ingestWithin(
   const seen = await fileByHash(tx, sha256);
   if (seen) return { outcome: 'already_ingested' as const, file: seen };
   const fileId = `achi_${randomUUID().replaceAll('-', '')}`;
-  const ctx: ApplyContext = { tx, deps, fileId, now: input.now, afterCommits, returnedOrganizations: new Set() };
+  const ctx = applyContext({ tx, deps, fileId, now: input.now, afterCommits });
   let parsed: ParsedNachaFile | null = input.parsed ?? null;
   try {
     parsed ??= parseNachaFile(input.bytes);
@@ -101,6 +110,7 @@ export async function ingestWithin(
     await recordException(ctx, { kind: 'unparseable_file', line: error.line, detail: error.message });
   }
   const counts = parsed ? await applyFile(ctx, parsed) : { entries: 0, returns: 0, changes: 0, exceptions: 1, duplicates: 0 };
+  await flushEvents(ctx);
   for (const organizationId of [...ctx.returnedOrganizations].sort()) await checkReturnRateCrossings(tx, organizationId, input.now);
   await tx.query(
     `INSERT INTO ach_inbound_files (id, file_name, sha256, size_bytes, bytes_sealed, status, source, entry_count, returns_count, changes_count,
@@ -134,6 +144,12 @@ async function applyFile(ctx: ApplyContext, parsed: ParsedNachaFile) {
     exception: 'exceptions',
     duplicate: 'duplicates',
   };
+  const traces = parsed.batches.flatMap((batch) =>
+    batch.entries.flatMap((entry) =>
+      entry.addenda.flatMap((a) => (a.typeCode === '99' || a.typeCode === '98' ? [a.originalTraceNumber] : [])),
+    ),
+  );
+  await prefetchEntries(ctx, traces);
   for (const batch of parsed.batches) {
     for (const entry of batch.entries) {
       counts.entries += 1;

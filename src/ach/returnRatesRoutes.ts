@@ -23,7 +23,7 @@ export const sandboxBankRoutes = [
     path: '/simulate/ach/return',
     tag: 'Simulation',
     summary: 'The simulated bank returns a settled ACH entry',
-    description: `SPEC §25: the entry of \`transaction_id\` comes back with \`code\`, applied exactly as a return file from the bank: a returned deposit becomes a dispute (\`status: lost\`, code = the return code) with its cash_out \`dispute\` transaction; R02, R03, R04 disable the bank account; R05, R07, R10, R11, R29, R51 suspend the user.
+    description: `SPEC §25: the entry of \`transaction_id\` comes back with \`code\`, applied exactly as a return file from the bank: a returned deposit becomes a dispute (\`status: lost\`, code = the return code) with its cash_out \`dispute\` transaction; a returned credit (a cash_out's or a refund's) puts the money back: a dispute \`status: won\` with a cash_in \`dispute\` transaction; R02, R03, R04 disable the bank account; R05, R07, R10, R11, R29, R51 suspend the user.
 Events: ach_entry.returned, dispute.created, dispute.resolved, transaction.created (and bank_account.disabled or user.status_changed). Errors: 400 \`resource_missing\` (no ACH entry of yours for that transaction), 409 \`invalid_state\` (the entry has not settled, or was already returned).`,
     sandboxOnly: true,
     body: simulateAchReturnBody,

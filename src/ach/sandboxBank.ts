@@ -33,10 +33,10 @@ export const achReturnSchema = z
     trace_number: z.string().openapi({ example: '011000010000042' }),
     code: z.string().openapi({ example: 'R01' }),
     reason: z.string().openapi({ description: "The code's NACHA title.", example: 'Insufficient Funds' }),
-    dispute_id: z
-      .string()
-      .nullable()
-      .openapi({ description: 'The dispute a returned debit became (status `lost`), null when nothing was left of its intent.' }),
+    dispute_id: z.string().nullable().openapi({
+      description:
+        'The dispute the return became: `lost` for a returned debit (null when nothing was left of its intent), `won` for a returned credit.',
+    }),
   })
   .openapi('AchReturn');
 export type AchReturn = z.infer<typeof achReturnSchema>;

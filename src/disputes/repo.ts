@@ -18,13 +18,29 @@ export interface DisputeRow {
   status: DisputeStatus;
   created_at: Date;
   resolved_at: Date | null;
+  /** The returned ACH entry it records (SPEC §25); null for a dispute from elsewhere (sandbox simulation). */
+  ach_entry_id: string | null;
+  /** It puts back a returned credit to the user (a cash_out's or refund's): won at once, one cash_in, no cash_out. */
+  returns_credit: boolean;
+}
+
+/** The directions of a dispute's transactions, oldest first: what renderDispute checks. */
+function expectedDirections(row: DisputeRow): string[] {
+  // A returned credit: the money comes back, nothing was taken (migrations/0045).
+  if (row.returns_credit) return ['cash_in'];
+  // The cash_out when opened, plus a cash_in of the same amount once won.
+  return row.status === 'won' ? ['cash_out', 'cash_in'] : ['cash_out'];
 }
 
 export function renderDispute(row: DisputeRow, txns: Transaction[]): Dispute {
-  // Invariant: the cash_out when opened, plus a cash_in of the same amount once won; nothing else.
-  const expected = row.status === 'won' ? 2 : 1;
-  if (txns.length !== expected || txns.some((t) => t.amount !== row.amount_cents || t.source_id !== row.id || t.type !== 'dispute')) {
-    throw new Error(`dispute ${row.id} (${row.status}) has ${txns.length} matching transactions, expected ${expected}`);
+  // Invariant: exactly the expected transactions, each of the dispute's amount; nothing else.
+  const expected = expectedDirections(row);
+  const directions = txns.map((t) => t.direction).sort();
+  if (
+    directions.join() !== [...expected].sort().join() ||
+    txns.some((t) => t.amount !== row.amount_cents || t.source_id !== row.id || t.type !== 'dispute')
+  ) {
+    throw new Error(`dispute ${row.id} (${row.status}) has ${txns.length} matching transactions, expected ${expected.join(', ')}`);
   }
   return {
     id: row.id,
@@ -39,17 +55,32 @@ export function renderDispute(row: DisputeRow, txns: Transaction[]): Dispute {
   };
 }
 
-export async function insertDispute(db: Queryable, row: Omit<DisputeRow, 'currency' | 'status' | 'resolved_at'>): Promise<DisputeRow> {
+export async function insertDispute(
+  db: Queryable,
+  row: Omit<DisputeRow, 'currency' | 'status' | 'resolved_at' | 'ach_entry_id' | 'returns_credit'> &
+    Partial<Pick<DisputeRow, 'ach_entry_id' | 'returns_credit'>>,
+): Promise<DisputeRow> {
   const { rows } = await db.query<DisputeRow>(
-    `INSERT INTO disputes (id, organization_id, intent_id, account_id, amount_cents, code, status, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, 'created', $7) RETURNING *`,
-    [row.id, row.organization_id, row.intent_id, row.account_id, row.amount_cents, row.code, row.created_at],
+    `INSERT INTO disputes (id, organization_id, intent_id, account_id, amount_cents, code, status, created_at, ach_entry_id, returns_credit)
+     VALUES ($1, $2, $3, $4, $5, $6, 'created', $7, $8, $9) RETURNING *`,
+    [
+      row.id,
+      row.organization_id,
+      row.intent_id,
+      row.account_id,
+      row.amount_cents,
+      row.code,
+      row.created_at,
+      row.ach_entry_id ?? null,
+      row.returns_credit ?? false,
+    ],
   );
   return rowOf(rows, 'INSERT … RETURNING answers the dispute it inserted');
 }
 
+/** The intent's own dispute (a chargeback or a returned debit: one at most); returned credits of its refunds are not. */
 export async function disputeOfIntent(db: Queryable, intentId: string): Promise<DisputeRow | null> {
-  const { rows } = await db.query<DisputeRow>(`SELECT * FROM disputes WHERE intent_id = $1`, [intentId]);
+  const { rows } = await db.query<DisputeRow>(`SELECT * FROM disputes WHERE intent_id = $1 AND NOT returns_credit`, [intentId]);
   return rows[0] ?? null;
 }
 

@@ -20,23 +20,24 @@ export const disputeSchema = z
   .object({
     id: z.string().openapi({ example: exampleId('dispute') }),
     intent_id: z.string().openapi({ example: 'intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4' }),
-    amount: z
-      .number()
-      .int()
-      .min(1)
-      .openapi({ description: 'US cents the network took back: what was left of the intent (its amount minus refunds).', example: 1250 }),
+    amount: z.number().int().min(1).openapi({
+      description:
+        'US cents the network took back: what was left of the intent (its amount minus refunds); for a returned credit, the credit that came back.',
+      example: 1250,
+    }),
     currency: z.literal('USD'),
     code: disputeCode,
     status: disputeStatusSchema,
     transactions: z.array(transactionSchema).openapi({
       description:
-        'Transactions of type `dispute` (source_id = this dispute), oldest first: the cash_out recorded when it opened and, once won, the cash_in that returns the funds.',
+        'Transactions of type `dispute` (source_id = this dispute), oldest first: the cash_out recorded when it opened and, once won, the cash_in that returns the funds. A returned credit (SPEC §25) has only the cash_in.',
     }),
     created_at: z.string().openapi({ format: 'date-time', example: '2026-11-21T15:04:05.000Z' }),
     resolved_at: z.string().nullable().openapi({ format: 'date-time', description: 'When it was won or lost; null while `created`.' }),
   })
   .openapi('Dispute', {
-    description: 'A payment the network disputes (a chargeback or returned payment) of an approved cash_in intent. One per intent.',
+    description:
+      "A payment the network disputes (a chargeback or returned debit) of an approved cash_in intent, one per intent; or a credit to the user the bank returned (a cash_out's or a refund's, SPEC §25), `won` at once: the money is back.",
   });
 export type Dispute = z.infer<typeof disputeSchema>;
 

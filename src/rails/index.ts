@@ -18,6 +18,12 @@ export interface RailPayment {
   amountCents: number;
   /** It is an ACH entry (its intent names a bank account, SPEC §24): the ACH window settles it and signals. */
   achEntry: boolean;
+  /**
+   * The bank moved this money already: the cash_in of a returned credit's dispute (SPEC §25). The credit came back
+   * to the ODFI, and a dispute transaction makes no entry (§24), so no network will confirm it later: it counts as
+   * confirmed at once, in sandbox and production alike.
+   */
+  movedByBank: boolean;
 }
 
 export interface RailTransfer {
@@ -54,6 +60,7 @@ export class SandboxRail implements PaymentRail {
   ) {}
 
   async submitPayment(payment: RailPayment): Promise<RailOutcome> {
+    if (payment.movedByBank) return { kind: 'after_seconds', seconds: 0 };
     return payment.achEntry ? { kind: 'signal' } : { kind: 'after_seconds', seconds: this.confirmSeconds };
   }
 
@@ -68,8 +75,8 @@ export class SandboxRail implements PaymentRail {
  */
 export class CallbackRail implements PaymentRail {
   readonly name = 'callback';
-  async submitPayment(_payment: RailPayment): Promise<RailOutcome> {
-    return { kind: 'signal' };
+  async submitPayment(payment: RailPayment): Promise<RailOutcome> {
+    return payment.movedByBank ? { kind: 'after_seconds', seconds: 0 } : { kind: 'signal' };
   }
   async submitTransfer(_transfer: RailTransfer): Promise<RailOutcome> {
     return { kind: 'signal' };

@@ -141,7 +141,7 @@ export interface paths {
         put?: never;
         /**
          * The simulated bank returns a settled ACH entry
-         * @description SPEC §25: the entry of `transaction_id` comes back with `code`, applied exactly as a return file from the bank: a returned deposit becomes a dispute (`status: lost`, code = the return code) with its cash_out `dispute` transaction; R02, R03, R04 disable the bank account; R05, R07, R10, R11, R29, R51 suspend the user.
+         * @description SPEC §25: the entry of `transaction_id` comes back with `code`, applied exactly as a return file from the bank: a returned deposit becomes a dispute (`status: lost`, code = the return code) with its cash_out `dispute` transaction; a returned credit (a cash_out's or a refund's) puts the money back: a dispute `status: won` with a cash_in `dispute` transaction; R02, R03, R04 disable the bank account; R05, R07, R10, R11, R29, R51 suspend the user.
          *     Events: ach_entry.returned, dispute.created, dispute.resolved, transaction.created (and bank_account.disabled or user.status_changed). Errors: 400 `resource_missing` (no ACH entry of yours for that transaction), 409 `invalid_state` (the entry has not settled, or was already returned).
          *
          *     Sandbox only: production answers 404.
@@ -1708,14 +1708,14 @@ export interface components {
             created_at: string;
             data: components["schemas"]["Dispute"];
         };
-        /** @description A payment the network disputes (a chargeback or returned payment) of an approved cash_in intent. One per intent. */
+        /** @description A payment the network disputes (a chargeback or returned debit) of an approved cash_in intent, one per intent; or a credit to the user the bank returned (a cash_out's or a refund's, SPEC §25), `won` at once: the money is back. */
         Dispute: {
             /** @example dispute_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
             id: string;
             /** @example intent_sandbox_7fJ2kQ9xLmN3pR5tV8wY1zA4 */
             intent_id: string;
             /**
-             * @description US cents the network took back: what was left of the intent (its amount minus refunds).
+             * @description US cents the network took back: what was left of the intent (its amount minus refunds); for a returned credit, the credit that came back.
              * @example 1250
              */
             amount: number;
@@ -1731,7 +1731,7 @@ export interface components {
              * @enum {string}
              */
             status: "created" | "won" | "lost";
-            /** @description Transactions of type `dispute` (source_id = this dispute), oldest first: the cash_out recorded when it opened and, once won, the cash_in that returns the funds. */
+            /** @description Transactions of type `dispute` (source_id = this dispute), oldest first: the cash_out recorded when it opened and, once won, the cash_in that returns the funds. A returned credit (SPEC §25) has only the cash_in. */
             transactions: components["schemas"]["Transaction"][];
             /**
              * Format: date-time
@@ -2254,7 +2254,7 @@ export interface components {
              * @example Insufficient Funds
              */
             reason: string;
-            /** @description The dispute a returned debit became (status `lost`), null when nothing was left of its intent. */
+            /** @description The dispute the return became: `lost` for a returned debit (null when nothing was left of its intent), `won` for a returned credit. */
             dispute_id: string | null;
         };
         /**
