@@ -79,7 +79,7 @@ async function checkReturns(world: World): Promise<void> {
   for (const [transactionId, answer] of world.model.returns) {
     if (!byTransaction.has(transactionId)) world.model.anomaly(`return of ${transactionId} answered 2xx but no ach_entry.returned`);
     if (!answer.disputeId) continue;
-    const disputes = (await world.api.all(`/dispute?intent_id=${world.model.transactions.get(transactionId)!.sourceId}`));
+    const disputes = await world.api.all(`/dispute?intent_id=${world.model.transactions.get(transactionId)!.sourceId}`);
     const byReturn = disputes.filter((d) => d.id === answer.disputeId);
     if (byReturn.length !== 1 || byReturn[0].transactions.length !== 1) {
       world.model.anomaly(

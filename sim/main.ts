@@ -84,6 +84,7 @@ async function setUp(stack: Stack, model: Model, rng: Rng, receiverRng: Rng) {
     receiver,
     webhookId: endpoint.json.id,
     accountIds,
+    admin: stack.admin,
     nextWindowDate: () => today.plus({ days: (windows += 1) }).toISODate()!,
   };
   for (let i = 0; i < 6; i += 1) await createUser(world, rng, i % 3 !== 2);

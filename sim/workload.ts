@@ -14,6 +14,7 @@ export interface World {
   receiver: Receiver;
   webhookId: string;
   accountIds: string[];
+  admin: (args: string[]) => Promise<{ code: number; text: string }>;
   /** Window dates close one after another: each close takes everything eligible by then. */
   nextWindowDate(): string;
 }
@@ -31,6 +32,7 @@ const WEIGHTS = {
   closeWindow: 3,
   settleTransfer: 4,
   suspend: 1,
+  enable: 2,
   newUser: 2,
   resend: 2,
   read: 14,
@@ -54,7 +56,7 @@ function expect(world: World, answer: Answer, statuses: number[], what: string):
 async function post(world: World, path: string, body: unknown): Promise<Answer> {
   const key = Api.newKey();
   const answer = await world.api.call('POST', path, body, key);
-  if (answer.status < 500) world.model.remember({ path, key, body, status: answer.status, text: answer.text });
+  if (answer.status < 300) world.model.remember({ path, key, body, status: answer.status, text: answer.text });
   return answer;
 }
 
@@ -199,6 +201,14 @@ const suspend: Op = async (world, rng) => {
   expect(world, await post(world, `/simulate/user/${user.id}/suspend`, undefined), [200, 409], 'suspend user');
 };
 
+/** The operator brings a user back with the CLI (refused while self-excluded or from disabled: exit 1). */
+const enable: Op = async (world, rng) => {
+  const user = rng.pick(world.model.users);
+  const answer = await world.admin(['user', 'set-status', user.id, 'enabled']);
+  if (answer.code !== 0 && answer.code !== 1)
+    world.model.anomaly(`admin user set-status answered exit ${answer.code}: ${answer.text.slice(0, 300)}`);
+};
+
 export async function createUser(world: World, rng: Rng, withBank: boolean): Promise<void> {
   const n = rng.int(1, 1_000_000);
   const answer = await post(world, '/user', {
@@ -266,6 +276,7 @@ const OPS: Record<OpKind, Op> = {
   closeWindow,
   settleTransfer,
   suspend,
+  enable,
   newUser,
   resend,
   read,
