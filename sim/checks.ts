@@ -6,22 +6,44 @@ import type { World } from './workload';
  * the service lists compared with the model.
  */
 
-const FINAL_DEADLINE_MS = 240_000;
+const FINAL_DEADLINE_MS = Number(process.env.SIM_DRAIN_SECONDS ?? 300) * 1000;
+/** How often the drain closes another window, and asks the network again to settle a transfer. */
+const CLOSE_EVERY_MS = 10_000;
+const SETTLE_AGAIN_MS = 30_000;
+
+/** Eligible for a window now: a cash_in available or a cash_out pending, in no transfer yet. */
+function eligible(txn: Json): boolean {
+  return (
+    !txn.transfer &&
+    ((txn.direction === 'cash_in' && txn.status === 'available') || (txn.direction === 'cash_out' && txn.status === 'pending'))
+  );
+}
 
 /** Closes windows and settles transfers until every transaction the model knows is settled, or the deadline. */
 export async function drain(world: World, say: (line: string) => void): Promise<void> {
   const started = Date.now();
   let lastReport = 0;
+  let lastClose = 0;
+  const asked = new Map<string, number>();
   for (;;) {
-    await world.api.call('POST', '/simulate/settlement', { date: world.nextWindowDate() });
-    const pending = await world.api.all('/transfer?status=pending');
-    for (const transfer of pending) await world.api.call('POST', `/simulate/transfer/${transfer.id}/settle`);
     const listed = await world.api.all('/transaction');
     const open = listed.filter((txn: Json) => txn.status !== 'settled');
+    if (open.some(eligible) && Date.now() - lastClose > CLOSE_EVERY_MS) {
+      lastClose = Date.now();
+      await world.api.call('POST', '/simulate/settlement', { date: world.nextWindowDate() });
+    }
+    const pending = await world.api.all('/transfer?status=pending');
+    for (const transfer of pending) {
+      if (Date.now() - (asked.get(transfer.id) ?? 0) < SETTLE_AGAIN_MS) continue;
+      asked.set(transfer.id, Date.now());
+      await world.api.call('POST', `/simulate/transfer/${transfer.id}/settle`);
+    }
     if (open.length === 0 && pending.length === 0) return;
     if (Date.now() - lastReport > 15_000) {
       lastReport = Date.now();
-      say(`  draining: ${open.length} transactions not settled, ${pending.length} transfers pending`);
+      say(
+        `  draining: ${open.length} transactions not settled (${open.filter(eligible).length} eligible), ${pending.length} transfers pending`,
+      );
     }
     if (Date.now() - started > FINAL_DEADLINE_MS) {
       const sample = open.slice(0, 5).map((txn: Json) => `${txn.id} ${txn.direction}/${txn.type} ${txn.status}`);
@@ -46,6 +68,7 @@ async function checkTransfers(world: World, transactions: Json[]): Promise<numbe
   const transfers = await world.api.all('/transfer');
   const members = new Map<string, Json[]>();
   for (const txn of transactions) {
+    if (txn.status !== 'settled') continue;
     const transferId = txn.transfer?.id as string | undefined;
     if (!transferId) {
       world.model.anomaly(`settled transaction ${txn.id} names no transfer`);

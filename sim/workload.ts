@@ -29,7 +29,7 @@ const WEIGHTS = {
   dispute: 3,
   resolve: 2,
   achReturn: 5,
-  closeWindow: 3,
+  closeWindow: 1.5,
   settleTransfer: 4,
   suspend: 1,
   enable: 2,
@@ -168,7 +168,7 @@ const achReturn: Op = async (world, rng) => {
   const again = returned.length > 0 && rng.chance(0.25);
   const txn = again
     ? world.model.transactions.get(rng.pick(returned))!
-    : pickTransaction(world, rng, (t) => t.direction === 'cash_in' && t.type === 'payment' && t.bank && t.rank >= 1);
+    : pickTransaction(world, rng, (t) => t.direction === 'cash_in' && t.type === 'intent' && t.bank && t.rank >= 1);
   if (!txn || (!again && world.model.returns.has(txn.id))) return;
   const answer = await post(world, '/simulate/ach/return', { transaction_id: txn.id, code: rng.pick(RETURN_CODES) });
   if (!expect(world, answer, [200, 409], 'POST /simulate/ach/return')) return;
