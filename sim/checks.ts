@@ -26,8 +26,9 @@ export async function drain(world: World, say: (line: string) => void): Promise<
   let lastClose = 0;
   const asked = new Map<string, number>();
   for (;;) {
-    const listed = await world.api.all('/transaction');
-    const open = listed.filter((txn: Json) => txn.status !== 'settled');
+    // Only the open ones: listing every transaction each pass would load the very pool the lifecycles need.
+    const open: Json[] = [];
+    for (const status of ['pending', 'available', 'in_transfer']) open.push(...(await world.api.all(`/transaction?status=${status}`)));
     if (open.some(eligible) && Date.now() - lastClose > CLOSE_EVERY_MS) {
       lastClose = Date.now();
       await world.api.call('POST', '/simulate/settlement', { date: world.nextWindowDate() });
@@ -50,7 +51,7 @@ export async function drain(world: World, say: (line: string) => void): Promise<
       world.model.anomaly(`${open.length} transactions not final ${FINAL_DEADLINE_MS / 1000} s after the load ended: ${sample.join(', ')}`);
       return;
     }
-    await sleep(2_000);
+    await sleep(3_000);
   }
 }
 
