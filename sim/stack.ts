@@ -168,7 +168,18 @@ export async function startStack(topology: Topology, extra: Record<string, strin
       stopStack(primary, dataDir, [temporalPidFile, path.join(path.dirname(temporalPidFile), 'ui', 'ui.pid')], postmasterPidFile, logFile),
   };
   const started = Date.now();
-  await new Promise<void>((resolve, reject) => {
+  await waitReady(lines, primary, started).catch(async (error: unknown) => {
+    // What a failed start left running (the detached Temporal server, Postgres) goes with it.
+    process.env.SIM_KEEP_DATA = '1';
+    await stack.stop();
+    throw error;
+  });
+  say(`service ready in ${((Date.now() - started) / 1000).toFixed(1)} s at ${url} (data ${dataDir})`);
+  return stack;
+}
+
+function waitReady(lines: LogLine[], primary: ChildProcess, started: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
     const timer = setInterval(() => {
       if (lines.some((line) => line.text.includes('Ctrl-C stops everything'))) {
         clearInterval(timer);
@@ -186,8 +197,6 @@ export async function startStack(topology: Topology, extra: Record<string, strin
       }
     }, 200);
   });
-  say(`service ready in ${((Date.now() - started) / 1000).toFixed(1)} s at ${url} (data ${dataDir})`);
-  return stack;
 }
 
 async function runAdmin(args: string[], env: Record<string, string>) {

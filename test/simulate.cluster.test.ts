@@ -9,7 +9,8 @@ import { REPO, spawnProject, stopGracefully, TSX } from './support/processes';
  * Temporal dev server, api and worker in one process) with its seeded faults (SIGKILL and SIGSTOP of the
  * Temporal server, SIGSTOP of Postgres), and the checker's own negative control: the same kind of run with a
  * return applied twice (SIM_INJECT_BUG=double_return) must fail, naming the seed and the divergence.
- * The cluster topology's seeds are run by hand (docs/reliability.md has the record).
+ * The cluster topology's seeds are run by hand (docs/reliability.md has the record). The goal is one seed in
+ * 3 minutes; the timeouts are wide because on the shared box (load average 30+) a start alone takes 90 s.
  */
 
 const SEED = 38;
@@ -55,7 +56,7 @@ describe('npm run simulate (issue 38)', () => {
     expect(result.operations.intent).toBeGreaterThan(10);
     expect(result.final.transactions).toBeGreaterThan(10);
     expect(result.final.events).toBeGreaterThan(result.final.transactions);
-  }, 600_000);
+  }, 1_200_000);
 
   test('negative control: a return applied twice is caught, with the seed and the first divergence', async () => {
     const { code, output } = await simulate(SEED, { SIM_INJECT_BUG: 'double_return' });
@@ -63,5 +64,5 @@ describe('npm run simulate (issue 38)', () => {
     expect(output).toContain(`FAILED seed ${SEED}`);
     expect(output).toMatch(/transactions exist that no 2xx answer created/);
     expect(resultOf(output).injected_bug).toBe('double_return');
-  }, 600_000);
+  }, 1_200_000);
 });
