@@ -45,10 +45,10 @@ export default defineConfig(
     },
   },
   {
-    // Tests and benches read the API's JSON answers and ad-hoc query rows as loosely typed values and assert on
+    // Tests, benches and the simulation read the API's JSON answers and ad-hoc query rows as loosely typed values and assert on
     // (or print) them field by field: the assertion is the check, so the "unsafe any" family would only demand
     // a cast before every expect().
-    files: ['test/**/*.ts', 'bench/**/*.ts'],
+    files: ['test/**/*.ts', 'bench/**/*.ts', 'sim/**/*.ts'],
     rules: {
       '@typescript-eslint/no-unsafe-member-access': 'off',
       '@typescript-eslint/no-unsafe-assignment': 'off',

@@ -5,6 +5,7 @@ import proxyAddr from 'proxy-addr';
 import { z } from 'zod';
 import { ACH_SETTINGS, achSettingsIssues } from './achSettings';
 import { SETTLEMENT_CALENDARS } from './settlementCalendars';
+import { INJECTED_BUGS } from './simBugs';
 
 export const REPO_ROOT = path.resolve(__dirname, '..');
 
@@ -126,6 +127,8 @@ const fields = z.object({
   WEBHOOK_RETRY_INITIAL_MS: z.coerce.number().int().min(10).max(3_600_000).default(5_000),
   WEBHOOK_RETRY_MAX_MS: z.coerce.number().int().min(10).max(86_400_000).default(3_600_000),
   // SPEC §17: how long GET /event, resends and replays can reach an event; older ones are deleted in batches.
+  // The simulation's negative controls (src/simBugs.ts, docs/reliability.md): a deliberate bug, never in production.
+  SIM_INJECT_BUG: z.enum(['off', ...INJECTED_BUGS]).default('off'),
   EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3_650).default(30),
   // SPEC §26: how long a raised (or removed) user limit waits before it takes effect; a lowering is immediate.
   LIMIT_RAISE_COOLING_OFF_HOURS: z.coerce.number().int().min(0).max(8_760).default(24),
@@ -153,6 +156,13 @@ const schema = fields.superRefine((config, ctx) => {
       code: 'custom',
       path: ['WEBHOOK_SECRET_KEY'],
       message: 'must be set in production (32 bytes, base64-encoded: openssl rand -base64 32); it seals webhook signing secrets',
+    });
+  }
+  if (config.LEDGER_ENVIRONMENT === 'production' && config.SIM_INJECT_BUG !== 'off') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['SIM_INJECT_BUG'],
+      message: 'injects a deliberate bug for the simulation; refused in production',
     });
   }
   if (config.LEDGER_ENVIRONMENT === 'production' && config.BANK_DATA_KEY === undefined) {

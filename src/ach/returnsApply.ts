@@ -15,6 +15,7 @@ import { odfiOf } from './files';
 import type { ParsedChangeAddenda, ParsedEntry, ParsedReturnAddenda } from './parse';
 import { ADMINISTRATIVE_CODES, CHANGE_CODES, correctionOf, returnTitle, UNAUTHORIZED_CODES } from './returnCodes';
 import { rowOf } from '../assert';
+import { injectedBug } from '../simBugs';
 
 /**
  * What one returned or corrected entry does (SPEC §25), inside the file's transaction (src/ach/inbound.ts):
@@ -287,6 +288,17 @@ async function disputeReturnedDebit(
     amountCents: left,
   });
   ctx.afterCommits.push(afterCommit);
+  if (injectedBug('double_return')) {
+    // Negative control (src/simBugs.ts): the return's money applied twice.
+    const again = await recordTransaction(op, {
+      accountId: matched.account_id,
+      direction: 'cash_out',
+      type: 'dispute',
+      sourceId: opened.id,
+      amountCents: left,
+    });
+    ctx.afterCommits.push(again.afterCommit);
+  }
   const lost = await resolveDispute(ctx.tx, opened.id, 'lost', ctx.now);
   const body = { ...renderDispute(lost, [row.json]), reason: returnTitle(code) };
   await event(ctx, matched.organization_id, 'dispute.created', body);

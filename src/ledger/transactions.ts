@@ -6,6 +6,7 @@ import { sourceMetadataContains } from '../metadata/sql';
 import { transitionKind, type Direction, type TransactionStatus } from './contract';
 import type { Transaction, TransactionListQuery, TransactionType } from './schemas';
 import { rowOf } from '../assert';
+import { injectedBug } from '../simBugs';
 
 /**
  * The transactions table's one writer, and its reads. Every write here commits with its history row and
@@ -95,6 +96,12 @@ export async function insertTransactions(db: Queryable, inputs: readonly NewTran
       column('taskQueue'),
     ],
   });
+  if (injectedBug('skip_lifecycle_start')) {
+    // Negative control (src/simBugs.ts): about one transaction in four never gets its lifecycle started.
+    await db.query(`DELETE FROM lifecycle_queue WHERE kind = 'start' AND transaction_id = ANY($1)`, [
+      ids.filter((id) => id.charCodeAt(id.length - 1) % 4 === 0),
+    ]);
+  }
   const stored = new Map(rows.map((row) => [row.id, row]));
   return ids.map((id) => stored.get(id)!);
 }
@@ -275,6 +282,14 @@ export async function assignWindowToTransfer(
     [input.transferId, input.now],
   );
   const moved = rowOf(rows, 'a select of aggregates answers one row');
+  if (injectedBug('double_refund_net')) {
+    // Negative control (src/simBugs.ts): each refund member counted twice in the net.
+    const refunds = await db.query<{ cents: number }>(
+      `SELECT coalesce(sum(amount_cents), 0)::bigint AS cents FROM transactions WHERE transfer_id = $1 AND type = 'refund'`,
+      [input.transferId],
+    );
+    moved.net_cents = Number(moved.net_cents) - Number(rowOf(refunds.rows, 'a sum answers one row').cents);
+  }
   return { count: moved.count, cashOutCount: moved.cash_out_count, netCents: moved.net_cents };
 }
 

@@ -1,0 +1,117 @@
+import { sleep } from './http';
+import type { Rng } from './rng';
+import { signal, type Stack, type Topology } from './stack';
+
+/**
+ * Faults chosen by the seed: when (seconds into the load) and what. Each is applied from outside, as an
+ * operator's bad day would: SIGKILL of an api or worker process or of the Temporal server (the supervisor must
+ * start a replacement), SIGSTOP then SIGCONT of the Temporal server or of every Postgres process. One fault at
+ * a time; the next waits for the previous to recover.
+ */
+export type FaultKind = 'kill_api' | 'kill_worker' | 'kill_temporal' | 'stop_temporal' | 'stop_postgres';
+
+export interface PlannedFault {
+  atSeconds: number;
+  kind: FaultKind;
+  /** How long a SIGSTOP holds, in ms. */
+  holdMs: number;
+}
+
+export interface FaultRecord extends PlannedFault {
+  startedAt: number;
+  /** SIGKILL → the supervisor's replacement serving (its "… restarted" line); SIGSTOP → SIGCONT → a 2xx read. */
+  recoveredMs: number | null;
+  endedAt: number;
+  detail: string;
+}
+
+const KINDS: Record<Topology, FaultKind[]> = {
+  cluster: ['kill_api', 'kill_worker', 'kill_temporal', 'stop_temporal', 'stop_postgres'],
+  single: ['kill_temporal', 'stop_temporal', 'stop_postgres'],
+};
+const RECOVERY_DEADLINE_MS = 180_000;
+
+export function planFaults(rng: Rng, seconds: number, topology: Topology): PlannedFault[] {
+  const count = Math.max(1, Math.round(seconds / 25));
+  const plan: PlannedFault[] = [];
+  for (let i = 0; i < count; i += 1) {
+    plan.push({
+      atSeconds: rng.int(Math.floor(seconds * 0.05), Math.floor(seconds * 0.8)),
+      kind: rng.pick(KINDS[topology]),
+      holdMs: rng.int(1_000, 8_000),
+    });
+  }
+  return plan.sort((a, b) => a.atSeconds - b.atSeconds);
+}
+
+/** Resolves with the time of the first line after `since` matching `pattern`, or null at the deadline. */
+async function lineAfter(stack: Stack, since: number, pattern: RegExp): Promise<number | null> {
+  const deadline = since + RECOVERY_DEADLINE_MS;
+  while (Date.now() < deadline) {
+    const line = stack.lines.find((entry) => entry.at >= since && pattern.test(entry.text));
+    if (line) return line.at;
+    await sleep(100);
+  }
+  return null;
+}
+
+async function killOne(stack: Stack, kind: FaultKind): Promise<{ pid: number | null; restarted: RegExp }> {
+  if (kind === 'kill_api') {
+    const pids = stack.apiPids();
+    return { pid: pids[0] ?? null, restarted: /api process \d+ restarted/ };
+  }
+  if (kind === 'kill_worker') {
+    const pids = stack.workerPids();
+    return { pid: pids[0] ?? null, restarted: /worker process \d+ restarted/ };
+  }
+  return { pid: stack.temporalPid(), restarted: /Temporal (dev )?server restarted/ };
+}
+
+async function readsAgain(probe: () => Promise<boolean>, since: number): Promise<number | null> {
+  while (Date.now() - since < RECOVERY_DEADLINE_MS) {
+    if (await probe().catch(() => false)) return Date.now() - since;
+    await sleep(100);
+  }
+  return null;
+}
+
+export async function applyFault(stack: Stack, fault: PlannedFault, probe: () => Promise<boolean>): Promise<FaultRecord> {
+  const startedAt = Date.now();
+  if (fault.kind.startsWith('kill_')) {
+    const { pid, restarted } = await killOne(stack, fault.kind);
+    if (pid === null) return { ...fault, startedAt, recoveredMs: null, endedAt: Date.now(), detail: 'no such process to kill' };
+    signal(pid, 'SIGKILL');
+    const at = await lineAfter(stack, startedAt, restarted);
+    return { ...fault, startedAt, recoveredMs: at === null ? null : at - startedAt, endedAt: Date.now(), detail: `SIGKILL pid ${pid}` };
+  }
+  const pids = fault.kind === 'stop_postgres' ? stack.postgresPids() : [stack.temporalPid()].filter((pid): pid is number => pid !== null);
+  for (const pid of pids) signal(pid, 'SIGSTOP');
+  try {
+    await sleep(fault.holdMs);
+  } finally {
+    for (const pid of pids) signal(pid, 'SIGCONT');
+  }
+  const resumed = Date.now();
+  const recoveredMs = await readsAgain(probe, resumed);
+  return { ...fault, startedAt, recoveredMs, endedAt: Date.now(), detail: `SIGSTOP ${pids.length} processes for ${fault.holdMs} ms` };
+}
+
+/** Runs the plan against the clock of the load that started at `loadStart`. */
+export async function runFaults(
+  stack: Stack,
+  plan: PlannedFault[],
+  loadStart: number,
+  probe: () => Promise<boolean>,
+  say: (line: string) => void,
+) {
+  const records: FaultRecord[] = [];
+  for (const fault of plan) {
+    const wait = loadStart + fault.atSeconds * 1000 - Date.now();
+    if (wait > 0) await sleep(wait);
+    say(`fault ${fault.kind} at +${((Date.now() - loadStart) / 1000).toFixed(1)} s`);
+    const record = await applyFault(stack, fault, probe);
+    say(`  ${record.detail}; recovered ${record.recoveredMs === null ? 'NOT' : `in ${(record.recoveredMs / 1000).toFixed(1)} s`}`);
+    records.push(record);
+  }
+  return records;
+}

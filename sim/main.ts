@@ -1,0 +1,195 @@
+/**
+ * `npm run simulate -- [--seed N] [--seconds S] [--topology cluster|single] [--clients C]`: the whole service
+ * under a seeded workload and seeded faults, checked against a model (docs/reliability.md). Uses only the
+ * public API, the operator CLI and what an operator sees of the processes; shares no code with the service.
+ * Exit 0 when nothing diverged; 1 with the seed and the first divergence otherwise.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { DateTime } from 'luxon';
+import { drain, finalChecks, type FinalCounts } from './checks';
+import { runFaults, planFaults, type FaultRecord } from './faults';
+import { Api, type Recorder } from './http';
+import { Model } from './model';
+import { startReceiver } from './receiver';
+import { Rng } from './rng';
+import { REPO_ROOT, startStack, type Stack, type Topology } from './stack';
+import { createUser, runClient, type World } from './workload';
+
+interface Options {
+  seed: number;
+  seconds: number;
+  topology: Topology;
+  clients: number;
+  bug: string;
+}
+
+function parseArgs(argv: string[]): Options {
+  const options: Options = {
+    seed: Math.floor(Math.random() * 2 ** 31),
+    seconds: 60,
+    topology: 'cluster',
+    clients: 4,
+    bug: process.env.SIM_INJECT_BUG ?? 'off',
+  };
+  for (let i = 0; i < argv.length; i += 2) {
+    const [name, value] = [argv[i], argv[i + 1]];
+    if (name === '--seed') options.seed = Number(value) >>> 0;
+    else if (name === '--seconds') options.seconds = Number(value);
+    else if (name === '--clients') options.clients = Number(value);
+    else if (name === '--topology' && (value === 'cluster' || value === 'single')) options.topology = value;
+    else
+      throw new Error(
+        `usage: npm run simulate -- [--seed N] [--seconds S] [--topology cluster|single] [--clients C]; got ${name} ${value}`,
+      );
+  }
+  if (!Number.isFinite(options.seconds) || options.seconds < 5) throw new Error('--seconds must be at least 5');
+  return options;
+}
+
+const say = (line: string) => process.stdout.write(`[sim] ${line}\n`);
+
+/** 5xx answers outside every fault's window (from its start to 15 s after it recovered). */
+function fiveHundredsOutside(answers: Array<{ at: number; method: string; path: string; status: number }>, faults: FaultRecord[]) {
+  return answers.filter((answer) => !faults.some((fault) => answer.at >= fault.startedAt && answer.at <= fault.endedAt + 15_000));
+}
+
+async function setUp(stack: Stack, model: Model, rng: Rng, receiverRng: Rng) {
+  const created = await stack.admin(['org', 'create', '--name', 'Simulation']);
+  if (created.code !== 0) throw new Error(`admin org create failed: ${created.text}`);
+  const orgId = created.json.organization_id as string;
+  await stack.admin(['rate-limit', 'set', '--org', orgId, '--write', '1000000', '--read', '1000000']);
+  const second = await stack.admin(['account', 'create', '--org', orgId, '--name', 'Simulation second']);
+  const accountIds = [
+    created.json.account_id as string,
+    ...(second.code === 0 ? [(second.json.id ?? second.json.account_id) as string] : []),
+  ];
+  const fiveHundreds: Array<{ at: number; method: string; path: string; status: number }> = [];
+  const recorder: Recorder = {
+    answer: (entry) => {
+      if (entry.status >= 500) fiveHundreds.push(entry);
+    },
+    gaveUp: (entry) => model.anomaly(`${entry.method} ${entry.path}: no definite answer (${entry.reason})`),
+  };
+  const api = new Api(stack.url, created.json.api_key as string, recorder);
+  const receiver = await startReceiver(receiverRng);
+  const endpoint = await api.call('POST', '/webhook', { url: receiver.url });
+  if (endpoint.status !== 200 && endpoint.status !== 201) throw new Error(`POST /webhook answered ${endpoint.status}: ${endpoint.text}`);
+  receiver.secret = endpoint.json.secret;
+  let windows = 0;
+  const today = DateTime.now().setZone('America/New_York').startOf('day');
+  const world: World = {
+    api,
+    model,
+    receiver,
+    webhookId: endpoint.json.id,
+    accountIds,
+    admin: stack.admin,
+    nextWindowDate: () => today.plus({ days: (windows += 1) }).toISODate()!,
+  };
+  for (let i = 0; i < 6; i += 1) await createUser(world, rng, i % 3 !== 2);
+  return { world, orgId, fiveHundreds, webhookCreatedAt: endpoint.json.created_at as string };
+}
+
+interface RunResult {
+  seed: number;
+  topology: Topology;
+  seconds: number;
+  clients: number;
+  injected_bug: string;
+  started_at: string;
+  duration_s: number;
+  operations: Record<string, number>;
+  faults: Array<{ kind: string; at_s: number; recovered_ms: number | null; detail: string }>;
+  final: FinalCounts | null;
+  five_hundreds: number;
+  anomalies: string[];
+}
+
+function writeResult(result: RunResult): string {
+  const dir = path.join(REPO_ROOT, 'bench', 'results');
+  fs.mkdirSync(dir, { recursive: true });
+  const suffix = result.injected_bug === 'off' ? '' : `-bug-${result.injected_bug}`;
+  const file = path.join(dir, `sim-${result.started_at.slice(0, 10)}-seed${result.seed}${suffix}.json`);
+  fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
+  return file;
+}
+
+async function simulate(options: Options): Promise<number> {
+  say(
+    `seed ${options.seed} (replay: npm run simulate -- --seed ${options.seed} --seconds ${options.seconds} --topology ${options.topology})`,
+  );
+  const rng = new Rng(options.seed);
+  const [faultRng, receiverRng, setupRng] = [rng.fork(1), rng.fork(2), rng.fork(3)];
+  const clientRngs = Array.from({ length: options.clients }, (_, i) => rng.fork(100 + i));
+  const plan = planFaults(faultRng, options.seconds, options.topology);
+  say(`fault schedule: ${plan.map((f) => `+${f.atSeconds}s ${f.kind}`).join(', ')}`);
+  const startedAt = new Date();
+  const model = new Model();
+  const stack = await startStack(options.topology, options.bug === 'off' ? {} : { SIM_INJECT_BUG: options.bug }, say);
+  let faults: FaultRecord[] = [];
+  let final: FinalCounts | null = null;
+  let fiveHundreds: Array<{ at: number; method: string; path: string; status: number }> = [];
+  try {
+    const setup = await setUp(stack, model, setupRng, receiverRng);
+    fiveHundreds = setup.fiveHundreds;
+    const { world } = setup;
+    const loadStart = Date.now();
+    const until = loadStart + options.seconds * 1000;
+    const probe = async () => (await fetch(`${stack.url}/readyz`, { signal: AbortSignal.timeout(2_000) })).status === 200;
+    say(`load: ${options.clients} clients for ${options.seconds} s`);
+    const [records] = await Promise.all([
+      runFaults(stack, plan, loadStart, probe, say),
+      ...clientRngs.map((clientRng) => runClient(world, clientRng, until)),
+    ]);
+    faults = records;
+    say(`load done: ${Object.values(model.counts).reduce((a, b) => a + b, 0)} operations; draining`);
+    await drain(world, say);
+    final = await finalChecks(world, setup.webhookCreatedAt, setup.orgId, stack.admin);
+    for (const answer of fiveHundredsOutside(fiveHundreds, faults)) {
+      model.anomaly(`${answer.status} outside any fault window: ${answer.method} ${answer.path} at ${new Date(answer.at).toISOString()}`);
+    }
+    for (const fault of faults) if (fault.recoveredMs === null) model.anomaly(`fault ${fault.kind} (${fault.detail}) did not recover`);
+    await world.receiver.close();
+  } catch (error) {
+    model.anomaly(`the run stopped: ${(error as Error).stack ?? String(error)}`);
+  } finally {
+    if (model.anomalies.length > 0) process.env.SIM_KEEP_DATA = '1';
+    await stack.stop();
+  }
+  const result: RunResult = {
+    seed: options.seed,
+    topology: options.topology,
+    seconds: options.seconds,
+    clients: options.clients,
+    injected_bug: options.bug,
+    started_at: startedAt.toISOString(),
+    duration_s: Math.round((Date.now() - startedAt.getTime()) / 1000),
+    operations: model.counts,
+    faults: faults.map((f) => ({ kind: f.kind, at_s: f.atSeconds, recovered_ms: f.recoveredMs, detail: f.detail })),
+    final,
+    five_hundreds: fiveHundreds.length,
+    anomalies: model.anomalies,
+  };
+  say(`result: ${writeResult(result)}`);
+  say(
+    `faults: ${faults.map((f) => `${f.kind} ${f.recoveredMs === null ? 'not recovered' : `${(f.recoveredMs / 1000).toFixed(1)} s`}`).join(', ') || 'none'}`,
+  );
+  if (model.anomalies.length > 0) {
+    say(`FAILED seed ${options.seed}: ${model.anomalies.length} anomalies; the first divergence:`);
+    say(`  ${model.anomalies[0]}`);
+    for (const more of model.anomalies.slice(1, 10)) say(`  then: ${more}`);
+    say(`service data and log kept in ${stack.dataDir}`);
+    return 1;
+  }
+  say(`OK seed ${options.seed}: ${JSON.stringify(final)}`);
+  return 0;
+}
+
+simulate(parseArgs(process.argv.slice(2))).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
+    process.exit(2);
+  },
+);
