@@ -20,7 +20,7 @@ const FIXTURE = path.join(ROOT, 'test', 'fixtures', 'accepted-requests.jsonl');
 /** Suites left out by default: the contract suite sends what it generates from the document itself. */
 const NOT_RECORDED = new Set(['contract.test.ts']);
 /** Requests of one shape kept: enough to vary the values, few enough for a fixture a reviewer can read. */
-const PER_SHAPE = 6;
+const PER_SHAPE = 20;
 /** Paths of the app that are not API operations: the console's files and the API reference's assets. */
 const NOT_API = /^\/(console(\/|$)|docs\/)/;
 const SECRET = /sk_(sandbox|production)_|whsec_/;
