@@ -1,6 +1,10 @@
-/** The feature folders of src/: each owns its routes, SQL and rules (docs/development.md, "Layers"). */
-const FEATURES =
-  '(ach|bankAccounts|cli|console|disputes|events|journal|ledger|limits|metadata|orgs|rails|refunds|settlement|tokens|users|webhooks)';
+/**
+ * The feature folders of src/: each owns its routes, SQL and rules, and shows other features only its contract.ts
+ * (docs/development.md, "Layers"). Not features: the shared layer (the top-level files, db/, http/, platform/,
+ * metadata/ and rails/, which have no routes of their own, and cli/registrar.ts) and the composition roots
+ * (src/api.ts, src/routes.ts, src/worker.ts, src/services.ts and the operator CLI's src/cli/admin.ts).
+ */
+const FEATURES = '(ach|bankAccounts|console|disputes|events|journal|ledger|limits|orgs|refunds|settlement|tokens|users|webhooks)';
 
 /**
  * Import rules for src/, workflows/, activities/ and ops/, checked by `npm run lint` (dependency-cruiser).
@@ -21,14 +25,14 @@ module.exports = {
       severity: 'error',
       comment:
         'Workflow code runs in the deterministic Temporal sandbox and sees activities only through proxyActivities: ' +
-        'import activities with `import type`, and put shared signals, inputs and names in the feature contract module.',
+        "import activities with `import type`, and put shared signals, inputs and names in the feature's workflowContract.ts.",
       from: { path: '^workflows/' },
       to: { path: '^activities/', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'activities-do-not-import-workflows',
       severity: 'error',
-      comment: 'Activities never import workflow modules: what both sides share belongs in the feature contract module.',
+      comment: "Activities never import workflow modules: what both sides share belongs in the feature's workflowContract.ts.",
       from: { path: '^activities/' },
       to: { path: '^workflows/' },
     },
@@ -63,11 +67,25 @@ module.exports = {
       name: 'shared-imports-no-feature',
       severity: 'error',
       comment:
-        'Shared modules (the top-level files of src/ and src/db/, src/http/, src/platform/) sit below the features and ' +
+        'Shared modules (the top-level files of src/, src/db/, src/http/, src/platform/, src/metadata/, src/rails/ and ' +
+        'src/cli/registrar.ts) sit below the features and ' +
         'import none of them: move the shared piece down, or have the composition root (src/api.ts, src/routes.ts, ' +
         'src/worker.ts, src/services.ts) pass it in. See docs/development.md, "Layers".',
-      from: { path: '^src/(?!(routes|api|worker|services)\\.ts$)[^/]+\\.ts$|^src/(db|http|platform)/' },
+      from: {
+        path: '^src/(?!(routes|api|worker|services)\\.ts$)[^/]+\\.ts$|^src/(db|http|platform|metadata|rails)/|^src/cli/registrar\\.ts$',
+      },
       to: { path: `^src/${FEATURES}/` },
+    },
+    {
+      name: 'features-meet-through-contracts',
+      severity: 'error',
+      comment:
+        "A feature imports another feature only through that feature's contract.ts, which re-exports what other features " +
+        'use (and, for a feature with workflows, its workflowContract.ts): what one feature takes from another is one list, ' +
+        'and an internal module can change without a reader of another feature noticing. Add the name to the contract, ' +
+        'or move a piece several features share down into the shared layer. See docs/development.md, "Layers".',
+      from: { path: `^src/${FEATURES}/` },
+      to: { path: `^src/${FEATURES}/`, pathNot: ['^src/$1/', `^src/${FEATURES}/contract\\.ts$`] },
     },
   ],
   options: {

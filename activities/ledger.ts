@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { withTransaction } from '../src/db/pool';
-import { INVALID_TRANSITION, TRANSACTION_MISSING, type TransactionStatus } from '../src/ledger/contract';
+import { INVALID_TRANSITION, TRANSACTION_MISSING, type TransactionStatus } from '../src/ledger/workflowContract';
 import { applyTransition, getTransactionRow, InvalidTransitionError } from '../src/ledger/transactions';
 import { ledgerMetrics } from '../src/metrics';
 import { railFor, type PaymentRail } from '../src/rails';

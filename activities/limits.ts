@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { withTransaction } from '../src/db/pool';
-import type { SelfExclusionEnd } from '../src/limits/contract';
+import type { SelfExclusionEnd } from '../src/limits/workflowContract';
 import { endSelfExclusion } from '../src/limits/selfExclusion';
 import type { ActivityDeps } from './deps';
 

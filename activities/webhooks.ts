@@ -7,7 +7,12 @@ import { WEBHOOK_LIMITS } from '../src/webhooks/limits';
 import { beginAttempt, disableEndpoint, finishAttempt, loadDeliveryTarget, type DeliveryTarget } from '../src/webhooks/repo';
 import { openSecret, signPayload } from '../src/webhooks/signing';
 import { checkTargetAtDelivery } from '../src/webhooks/ssrf';
-import { ATTEMPT_FAILED, WEBHOOK_INVARIANT, type WebhookDeliveryInput, type WebhookDeliveryOutcome } from '../src/webhooks/contract';
+import {
+  ATTEMPT_FAILED,
+  WEBHOOK_INVARIANT,
+  type WebhookDeliveryInput,
+  type WebhookDeliveryOutcome,
+} from '../src/webhooks/workflowContract';
 import type { ActivityDeps } from './deps';
 
 function describeError(error: unknown): string {

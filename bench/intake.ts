@@ -44,7 +44,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/wo
 import { REPO_ROOT } from '../src/config';
 import { createPool, type Pool } from '../src/db/pool';
 import { randomString } from '../src/ids';
-import { TRANSACTION_WORKFLOW_TYPE } from '../src/ledger/contract';
+import { TRANSACTION_WORKFLOW_TYPE } from '../src/ledger/workflowContract';
 import { createOrganization, setRateLimits } from '../src/orgs/repo';
 import { createTestUser } from '../test/support/harness';
 import { freePort } from '../test/support/ports';

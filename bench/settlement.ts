@@ -50,7 +50,7 @@ import {
   memberNotificationWorkflowId,
   settlementProgressQuery,
   SETTLEMENT_LIMITS,
-} from '../src/settlement/contract';
+} from '../src/settlement/workflowContract';
 import { settlementViolations } from '../src/settlement/invariants';
 import { shapeStart, startShapeWorker } from './lifecycleShape';
 import { shapeSettledSignal } from './lifecycleShapeWorkflow';

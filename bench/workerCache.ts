@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from '../src/config';
 import { createPool, withTransaction, type Pool } from '../src/db/pool';
-import { settlementDateOf } from '../src/ledger/dates';
+import { settlementDateOf } from '../src/easternDates';
 import { insertTransaction } from '../src/ledger/transactions';
 import { createOrganization } from '../src/orgs/repo';
 import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';

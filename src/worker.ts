@@ -7,8 +7,8 @@ import type { Config } from './config';
 import type { Pool } from './db/pool';
 import { startLifecycleDrainer } from './ledger/lifecycleDrainer';
 import { temporalConnectionOptions } from './platform/temporal';
-import { settlementTaskQueue } from './settlement/contract';
-import { ATTEMPT_FAILED } from './webhooks/contract';
+import { settlementTaskQueue } from './settlement/workflowContract';
+import { ATTEMPT_FAILED } from './webhooks/workflowContract';
 import { startWebhookDispatcher } from './webhooks/dispatcher';
 
 /**

@@ -16,7 +16,7 @@ import { loadConfig } from '../src/config';
 import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';
 import { SandboxRail } from '../src/rails';
-import { settlementTaskQueue } from '../src/settlement/contract';
+import { settlementTaskQueue } from '../src/settlement/workflowContract';
 import { readWithAchcli } from './support/achcli';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
 import { addBankAccount, SANDBOX_ROUTING, statusOf } from './support/payments';

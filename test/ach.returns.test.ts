@@ -9,7 +9,7 @@ import { DateTime } from 'luxon';
 import { buildWindowFile, markFileDelivered } from '../src/ach/files';
 import { setOperatorBankAccount } from '../src/bankAccounts/repo';
 import { sealAccountNumber } from '../src/bankAccounts/sealing';
-import { settlementDateOf } from '../src/ledger/dates';
+import { settlementDateOf } from '../src/easternDates';
 import { startAccountSettlement } from '../src/settlement/client';
 import { settlementTaskQueue } from '../src/settlement/contract';
 import { achScheduleId, ensureAchSchedule } from '../src/ach/schedule';

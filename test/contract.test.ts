@@ -1,4 +1,6 @@
-import Ajv2020 from 'ajv/dist/2020';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import fc from 'fast-check';
 import { createTestOrg, startStack, type Stack } from './support/harness';
@@ -267,4 +269,112 @@ describe('SPEC §22 the OpenAPI document is the contract (test/contract.test.ts)
     }
     expect(Object.fromEntries(failures)).toEqual({});
   }, 110_000);
+});
+
+/** One line of test/fixtures/accepted-requests.jsonl (`npm run contract:record`, test/support/requestRecorder.ts). */
+interface Recorded {
+  route: string | null;
+  suite: string;
+  method: string;
+  path: string;
+  query: string;
+  idempotency_key?: string;
+  body?: unknown;
+}
+
+const RECORDED = path.join(__dirname, 'fixtures', 'accepted-requests.jsonl');
+
+/** The path's parameters by the route's names, or null when the path is not one the route names. */
+function pathParams(route: string, sentPath: string): Record<string, string> | null {
+  const names = [...route.matchAll(/\{(\w+)\}/g)].map((match) => match[1]!);
+  const pattern = new RegExp(`^${route.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '([^/]+)')}$`);
+  const match = pattern.exec(sentPath);
+  return match ? Object.fromEntries(names.map((name, index) => [name, decodeURIComponent(match[index + 1]!)])) : null;
+}
+
+/** The query string as the document's parameters read it: a deepObject parameter's `name[key]=value` folded into one object. */
+function queryValues(query: string, deepObjects: Set<string>): Record<string, unknown> {
+  const values: Record<string, unknown> = {};
+  for (const [name, value] of new URLSearchParams(query)) {
+    const keyed = /^(\w+)\[([^\]]*)\]$/.exec(name);
+    if (keyed && deepObjects.has(keyed[1]!)) {
+      values[keyed[1]!] = { ...(values[keyed[1]!] as object | undefined), [keyed[2]!]: value };
+    } else if (name in values) values[name] = [values[name], value].flat();
+    else values[name] = value;
+  }
+  return values;
+}
+
+/**
+ * Why the document refuses a request the service accepted, or null. Parameters are strings on the wire, so
+ * their schemas are applied with type coercion (`limit=25` is an integer); the body is JSON and is not coerced.
+ */
+function refusal(ajv: Ajv2020, coercing: Ajv2020, recorded: Recorded): string | null {
+  const operation = (document.paths as Record<string, Record<string, Schema>>)[recorded.route ?? '']?.[recorded.method.toLowerCase()];
+  if (!operation) return `${recorded.method} ${recorded.path} is not a documented operation`;
+  const params = pathParams(recorded.route!, recorded.path);
+  if (!params) return `${recorded.path} does not match ${recorded.route}`;
+  const declared = (operation.parameters ?? []) as Schema[];
+  const deepObjects = new Set(declared.filter((p) => p.style === 'deepObject').map((p) => p.name as string));
+  const sent: Record<string, Record<string, unknown>> = {
+    path: params,
+    query: queryValues(recorded.query, deepObjects),
+    header: recorded.idempotency_key === undefined ? {} : { 'x-idempotency-key': recorded.idempotency_key },
+  };
+  const base = `openapi.json#/paths/${pointerKey(recorded.route!)}/${recorded.method.toLowerCase()}`;
+  const undeclared = Object.keys(sent.query!).filter((name) => !declared.some((p) => p.in === 'query' && p.name === name));
+  if (undeclared.length > 0) return `query parameter(s) ${undeclared.join(', ')} not documented`;
+  for (const [index, parameter] of declared.entries()) {
+    const values = sent[parameter.in as string] ?? {};
+    const name = parameter.in === 'header' ? (parameter.name as string).toLowerCase() : (parameter.name as string);
+    if (!(name in values)) {
+      if (parameter.required) return `${parameter.in} parameter ${parameter.name as string} is required by the document`;
+      continue;
+    }
+    const validate = validatorOf(coercing, { properties: { value: { $ref: `${base}/parameters/${index}/schema` } } });
+    if (!validate({ value: values[name] }))
+      return `${parameter.in} parameter ${parameter.name as string}: ${coercing.errorsText(validate.errors)}`;
+  }
+  const requestBody = operation.requestBody as Schema | undefined;
+  if (recorded.body === undefined) return requestBody?.required ? 'a body is required by the document' : null;
+  if (!requestBody) return null; // a body the operation does not read (a `{}` on a POST without one) is not refused
+  const validate = validatorOf(ajv, { $ref: `${base}/requestBody/content/application~1json/schema` });
+  return validate(recorded.body) ? null : `body: ${ajv.errorsText(validate.errors)}`;
+}
+
+const validators = new WeakMap<Ajv2020, Map<string, ValidateFunction>>();
+
+/** One compiled validator per schema and Ajv instance, however many recorded requests use it. */
+function validatorOf(ajv: Ajv2020, schema: object): ValidateFunction {
+  const compiled = validators.get(ajv) ?? validators.set(ajv, new Map()).get(ajv)!;
+  const key = JSON.stringify(schema);
+  if (!compiled.has(key)) compiled.set(key, ajv.compile(schema));
+  return compiled.get(key)!;
+}
+
+describe('issue 36: tightening the document refused nothing the service accepted (test/fixtures/accepted-requests.jsonl)', () => {
+  test("every request the existing suites sent and the service answered 2xx is valid by today's document", () => {
+    const recorded = readFileSync(RECORDED, 'utf8')
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => JSON.parse(line) as Recorded);
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    const coercing = new Ajv2020({ strict: false, allErrors: true, coerceTypes: true });
+    for (const instance of [ajv, coercing]) {
+      addFormats(instance);
+      instance.addSchema(document, 'openapi.json');
+    }
+    const refused = recorded.flatMap((request) => {
+      const why = refusal(ajv, coercing, request);
+      return why ? [`${why}\n  ${JSON.stringify(request)}`] : [];
+    });
+    expect(refused).toEqual([]);
+    // The check can fail: an undocumented query parameter, and a body that is not the documented object.
+    const withBody = recorded.find((request) => request.body !== undefined)!;
+    expect(refusal(ajv, coercing, { ...withBody, query: 'zz_not_a_parameter=1' })).toMatch(/not documented/);
+    expect(refusal(ajv, coercing, { ...withBody, body: [withBody.body] })).toMatch(/^body: /);
+    // A recording of the suites, not a handful: dozens of operations, hundreds of requests.
+    expect(recorded.length).toBeGreaterThanOrEqual(250);
+    expect(new Set(recorded.map((r) => `${r.method} ${r.route}`)).size).toBeGreaterThanOrEqual(35);
+  });
 });

@@ -1,4 +1,4 @@
-import { recordEvent } from '../src/events/outbox';
+import { recordEvent } from '../src/outbox';
 import { EVENT_LIMITS } from '../src/events/limits';
 import { deleteExpiredEventBatch } from '../src/events/repo';
 import { purgeExpiredEvents } from '../src/events/retention';

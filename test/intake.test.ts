@@ -2,7 +2,7 @@ import path from 'node:path';
 import { randomString } from '../src/ids';
 import { startTemporalDevServer, type DevServer } from '../ops/devServer';
 import { createPool, withTransaction } from '../src/db/pool';
-import { settlementDateOf } from '../src/ledger/dates';
+import { settlementDateOf } from '../src/easternDates';
 import { drainLifecycleQueueOnce } from '../src/ledger/lifecycleDrainer';
 import { awaitingWorkflowSince } from '../src/ledger/lifecycleQueue';
 import { insertTransaction } from '../src/ledger/transactions';

@@ -1,7 +1,7 @@
 import { withTransaction, createPool, type Pool } from '../src/db/pool';
 import { migrate } from '../src/db/migrate';
 import { randomString } from '../src/ids';
-import { TRANSITIONS } from '../src/ledger/contract';
+import { TRANSITIONS } from '../src/ledger/workflowContract';
 import { applyTransition, insertTransaction, type TransactionRow } from '../src/ledger/transactions';
 import { createAccount, createOrganization } from '../src/orgs/repo';
 import { createWindowTransfer, settleTransfer } from '../src/settlement/repo';

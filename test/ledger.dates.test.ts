@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { settlementDateOf, windowBounds } from '../src/ledger/dates';
+import { settlementDateOf, windowBounds } from '../src/easternDates';
 
 // 2026 DST in America/New_York: spring forward Sunday 8 March (23-hour day), fall back Sunday 1 November
 // (25-hour day).

@@ -4,7 +4,7 @@ import { runAdmin } from '../src/cli/admin';
 import { withTransaction } from '../src/db/pool';
 import { createLedgerActivities } from '../activities/ledger';
 import { createLogger } from '../src/logger';
-import { settlementDateOf } from '../src/ledger/dates';
+import { settlementDateOf } from '../src/easternDates';
 import fc from 'fast-check';
 import { getAccount, recomputeBalances } from '../src/ledger/accounts';
 import { applyTransition, insertTransaction, statusHistory } from '../src/ledger/transactions';
@@ -18,7 +18,7 @@ import {
   TransactionDirectionKey,
   TransactionStatusKey,
 } from '../src/platform/searchAttributes';
-import { transactionStatusQuery, transferAssignedSignal, transferSettledSignal } from '../src/ledger/contract';
+import { transactionStatusQuery, transferAssignedSignal, transferSettledSignal } from '../src/ledger/workflowContract';
 import type { WorkflowHandle } from '@temporalio/client';
 import { sweepLifecycles } from '../src/ledger/lifecycle';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';

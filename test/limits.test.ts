@@ -2,7 +2,7 @@ import { withTransaction } from '../src/db/pool';
 import { createLogger } from '../src/logger';
 import { randomString } from '../src/ids';
 import { selfExclude } from '../src/limits/selfExclusion';
-import { selfExclusionWorkflowId } from '../src/limits/contract';
+import { selfExclusionWorkflowId } from '../src/limits/workflowContract';
 import { nextLimitRow } from '../src/limits/service';
 import { periodStartsOf } from '../src/limits/periods';
 import type { Op } from '../src/services';

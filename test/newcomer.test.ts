@@ -114,9 +114,56 @@ function pidIn(file: string): number {
   return pid;
 }
 
+/**
+ * The README's path from a clone to the quickstart ("Use it from TypeScript"): the first `sh` block there,
+ * one command a line (its comment dropped), exactly three — the service, the SDK install, the snippet.
+ */
+function readmeNewcomerCommands(): string[] {
+  const readme = fs.readFileSync(path.join(REPO, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Use it from TypeScript'));
+  const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
+  const commands = block
+    .split('\n')
+    .map((line) => line.replace(/\s+#.*$/, '').trim())
+    .filter(Boolean);
+  expect(commands).toHaveLength(3);
+  return commands;
+}
+
+/** The README's TypeScript snippet (the same file as sdk/examples/quickstart.ts, which test/sdk.test.ts holds it to). */
+function readmeSnippet(): string {
+  const readme = fs.readFileSync(path.join(REPO, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Use it from TypeScript'));
+  const snippet = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
+  if (!snippet) throw new Error('no ts block under "Use it from TypeScript" in README.md');
+  return snippet;
+}
+
+/**
+ * One README command line, as a shell would run it: its leading NAME=value words the environment, the rest the
+ * command and its arguments, the placeholders replaced by this run's clone, API key and address.
+ */
+function runReadmeCommand(
+  line: string,
+  values: { clone: string; empty: string; url: string; apiKey: string },
+  env: Env,
+  cwd: string,
+): Spawned {
+  const words = line
+    .replace('/path/to/clone', values.clone)
+    .replace('sk_sandbox_…', values.apiKey)
+    .replace('http://127.0.0.1:3000', values.url)
+    .split(/\s+/);
+  const assignments = words.filter((word, index) => /^[A-Z_]+=/.test(word) && words.slice(0, index).every((w) => /^[A-Z_]+=/.test(w)));
+  const [command, ...args] = words.slice(assignments.length);
+  const assigned = Object.fromEntries(assignments.map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]));
+  return spawnProject(command!, args, { ...env, ...assigned }, cwd);
+}
+
 describe('SPEC §16 npm start for a newcomer', () => {
-  test('runs from a clone under a 0700 directory (the embedded Postgres user cannot reach it when we are root)', async () => {
-    // Inside the repository's own (ignored) scratch folder, so node_modules can be hard-linked, not copied.
+  test("from a clone under a 0700 directory, the README's three commands: npm start, the SDK installed in an empty directory, the quickstart run there", async () => {
+    // Inside the repository's own (ignored) scratch folder, so node_modules can be hard-linked, not copied. The
+    // 0700 directory: the embedded Postgres user cannot reach it when we are root.
     const scratch = path.join(REPO, '.scratch');
     fs.mkdirSync(scratch, { recursive: true });
     const privateDir = fs.mkdtempSync(path.join(scratch, 'private-'));
@@ -124,27 +171,44 @@ describe('SPEC §16 npm start for a newcomer', () => {
     const clone = path.join(privateDir, 'ledger');
     fs.mkdirSync(clone);
     const entries = ['package.json', 'package-lock.json', 'tsconfig.json', 'ops', 'src', 'workflows', 'activities', 'migrations'];
-    // The console's page (built) and the SDK source it is built from, as a clone after `npm ci` has them.
+    // The console's page and the SDK's dist (built), as a clone after `npm ci` (its `prepare`) has them.
     for (const entry of [...entries, 'console', 'sdk']) {
       fs.cpSync(path.join(REPO, entry), path.join(clone, entry), { recursive: true });
     }
     execFileSync('cp', ['-al', path.join(REPO, 'node_modules'), path.join(clone, 'node_modules')]);
+    // Outside the repository, so nothing resolves through its node_modules.
+    const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-newcomer-'));
     const shared = openTempDir('ledger-pg-shared-');
     const { env, url } = await startEnv({ EMBEDDED_PG_SHARED_DIR: shared, DATA_DIR: undefined });
-    const started = spawnProject(process.execPath, [path.join(clone, 'ops', 'bin', 'start.js')], env);
+    const [start, install, quickstart] = readmeNewcomerCommands();
+    const started = runReadmeCommand(start!, { clone, empty, url, apiKey: '' }, env, clone);
     try {
       await started.waitFor(/Ctrl-C stops everything/, 180_000);
       expect(started.output()).not.toMatch(/EACCES|\n\s+at /);
       expect((await fetch(`${url}/readyz`)).status).toBe(200);
-      expect((await apiClient(url, demoKeyOf(started))('POST', '/keys/verify')).status).toBe(200);
+      const apiKey = demoKeyOf(started);
+      expect((await apiClient(url, apiKey)('POST', '/keys/verify')).status).toBe(200);
       expect(fs.existsSync(path.join(clone, '.data', 'postgres'))).toBe(true);
+
+      const installed = await runReadmeCommand(install!, { clone, empty, url, apiKey }, {}, empty).exited;
+      expect(installed.code).toBe(0);
+      // The snippet as the README shows it, saved where the README says.
+      fs.writeFileSync(path.join(empty, 'quickstart.ts'), readmeSnippet());
+      const ran = runReadmeCommand(quickstart!, { clone, empty, url, apiKey }, {}, empty);
+      const exit = await ran.exited;
+      const lines = ran.output().trim().split('\n');
+      expect({ code: exit.code, lines: lines.length }).toEqual({ code: 0, lines: 3 });
+      expect(lines[0]).toMatch(/^intent intent_\S+ approved$/);
+      expect(lines[1]).toMatch(/^transaction txn_\S+ pending 1250$/);
+      expect(lines[2]).toMatch(/^webhook user\.created user_\S+ enabled$/);
       expect((await stopGracefully(started)).code).toBe(0);
     } finally {
       await stopGracefully(started);
       fs.rmSync(privateDir, { recursive: true, force: true });
       fs.rmSync(shared, { recursive: true, force: true });
+      fs.rmSync(empty, { recursive: true, force: true });
     }
-  }, 240_000);
+  }, 300_000);
 
   test('a busy embedded Postgres port stops the start with one line naming the port and EMBEDDED_PG_PORT, exit 1', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-busy-'));

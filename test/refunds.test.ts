@@ -1,5 +1,5 @@
 import { randomString } from '../src/ids';
-import { settlementDateOf } from '../src/ledger/dates';
+import { settlementDateOf } from '../src/easternDates';
 import { apiClient, createTestOrg, createTestUser, startStack, type Stack, type TestOrg } from './support/harness';
 import { exampleMismatches, expectDocumented } from './support/openapi';
 import { admin, approvedCashIn, eventsAbout, idempotencyKey, workflowRunning } from './support/payments';

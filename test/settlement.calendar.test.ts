@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { withTransaction } from '../src/db/pool';
-import { settlementDateOf } from '../src/ledger/dates';
+import { settlementDateOf } from '../src/easternDates';
 import { createAccount } from '../src/orgs/repo';
 import { addDays, isBusinessDay } from '../src/settlement/calendar';
 import {
@@ -10,7 +10,7 @@ import {
   HAND_OFF_ON_SETTLEMENT_DATE_PATCH,
   memberNotificationWorkflowId,
   settlementProgressQuery,
-} from '../src/settlement/contract';
+} from '../src/settlement/workflowContract';
 import { handOffTimeOf, transferDateOf, windowCloseDateOf } from '../src/settlement/dates';
 import { settlementViolations } from '../src/settlement/invariants';
 import { streamTransferCsv, TransferReportInvariantError, transferTotals } from '../src/settlement/report';

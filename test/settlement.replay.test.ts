@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import type { temporal } from '@temporalio/proto';
-import { HAND_OFF_ON_SETTLEMENT_DATE_PATCH, NOTIFY_MEMBERS_IN_CHILD_PATCH } from '../src/settlement/contract';
+import { HAND_OFF_ON_SETTLEMENT_DATE_PATCH, NOTIFY_MEMBERS_IN_CHILD_PATCH } from '../src/settlement/workflowContract';
 import { testInfra } from './support/harness';
 import { committedHistories, patchIdsOf, silentLogger } from './support/histories';
 

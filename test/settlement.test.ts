@@ -7,9 +7,14 @@ import { runAdmin } from '../src/cli/admin';
 import { withTransaction } from '../src/db/pool';
 import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';
-import { settlementDateOf, windowBounds } from '../src/ledger/dates';
+import { settlementDateOf, windowBounds } from '../src/easternDates';
 import { createAccount } from '../src/orgs/repo';
-import { accountSettlementWorkflowId, SETTLEMENT_PHASES, settlementProgressQuery, settlementTaskQueue } from '../src/settlement/contract';
+import {
+  accountSettlementWorkflowId,
+  SETTLEMENT_PHASES,
+  settlementProgressQuery,
+  settlementTaskQueue,
+} from '../src/settlement/workflowContract';
 import { transferDateOf, windowCloseDateOf, windowDateOfScheduledTime } from '../src/settlement/dates';
 import { settlementViolations } from '../src/settlement/invariants';
 import { createWindowTransfer } from '../src/settlement/repo';

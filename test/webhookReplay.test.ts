@@ -1,6 +1,6 @@
 import { runAdmin } from '../src/cli/admin';
-import { recordEvent } from '../src/events/outbox';
-import { webhookResendWorkflowId } from '../src/webhooks/contract';
+import { recordEvent } from '../src/outbox';
+import { webhookResendWorkflowId } from '../src/webhooks/workflowContract';
 import { disableEndpoint } from '../src/webhooks/repo';
 import { WEBHOOK_REPLAY_LIMITS, WEBHOOK_REPLAY_WORKFLOW_TYPE, webhookReplayProgressQuery } from '../src/webhooks/replayContract';
 import type { LedgerWorker } from '../src/worker';

@@ -1,6 +1,6 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { recordEvent } from '../src/events/outbox';
-import { webhookDeliveryWorkflowId } from '../src/webhooks/contract';
+import { recordEvent } from '../src/outbox';
+import { webhookDeliveryWorkflowId } from '../src/webhooks/workflowContract';
 import { createEndpoint, INTERRUPTED_ATTEMPT_ERROR } from '../src/webhooks/repo';
 import { retryDelayMs } from '../src/webhooks/http';
 import { generateSecret, openSecret, sealSecret, signPayload } from '../src/webhooks/signing';

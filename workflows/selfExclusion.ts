@@ -1,6 +1,6 @@
 import { proxyActivities, sleep } from '@temporalio/workflow';
 import type { LimitsActivities } from '../activities/limits';
-import type { SelfExclusionEnd, SelfExclusionWorkflowInput } from '../src/limits/contract';
+import type { SelfExclusionEnd, SelfExclusionWorkflowInput } from '../src/limits/workflowContract';
 
 const { endSelfExclusion } = proxyActivities<LimitsActivities>({
   startToCloseTimeout: '30s',

@@ -27,7 +27,7 @@ import {
   type SettlementWindowInput,
   type SettlementWindowResult,
   type TransferInfo,
-} from '../src/settlement/contract';
+} from '../src/settlement/workflowContract';
 import { bulk, quick } from './settlementActivities';
 import { settlementNotificationWorkflow, tellMembers } from './settlementNotification';
 

@@ -4,7 +4,7 @@ import {
   SETTLEMENT_LIMITS,
   type MemberNotificationInput,
   type MemberNotificationResult,
-} from '../src/settlement/contract';
+} from '../src/settlement/workflowContract';
 import { bulk } from './settlementActivities';
 
 /**

@@ -17,11 +17,11 @@ import {
   transferSettledSignal,
   type TransactionStatus,
   type TransactionWorkflowInput,
-} from '../src/ledger/contract';
+} from '../src/ledger/workflowContract';
 import { TransactionStatusKey, TransferIdKey } from '../src/platform/searchAttributes';
 
 /**
- * One transaction's lifecycle (SPEC §9; the state machine is src/ledger/contract.ts's TRANSITIONS).
+ * One transaction's lifecycle (SPEC §9; the state machine is src/ledger/workflowContract.ts's TRANSITIONS).
  * Workflow id = transaction id. The steps the workflow writes itself (submit, confirm → available) are
  * activities that write status, history, balance effect and event in one Postgres transaction, and are a
  * no-op when the row is already there, so retries, replays and a settlement feature that moved the row
@@ -63,7 +63,7 @@ export async function transactionWorkflow(input: TransactionWorkflowInput): Prom
 }
 
 /**
- * The signals the settlement feature sends after its set-based statement committed (src/ledger/contract.ts):
+ * The signals the settlement feature sends after its set-based statement committed (src/ledger/workflowContract.ts):
  * transferAssigned — this cash_out's row is in_transfer; transferSettled — this row is settled. The final
  * `settled` is therefore trusted by design, not read back: the row was written by the one statement that
  * settled the transfer (settleTransferMembers), in the same database transaction as the transfer itself, and

@@ -1,6 +1,6 @@
 import { ActivityFailure, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks';
-import { WEBHOOK_INVARIANT, type WebhookDeliveryInput, type WebhookDeliveryResult } from '../src/webhooks/contract';
+import { WEBHOOK_INVARIANT, type WebhookDeliveryInput, type WebhookDeliveryResult } from '../src/webhooks/workflowContract';
 import { WEBHOOK_LIMITS } from '../src/webhooks/limits';
 
 /**

@@ -1,5 +1,5 @@
-// The README's "Use it from TypeScript", as a file that runs (test/sdk.test.ts runs it against a stack):
-//   LEDGER_API_KEY=sk_sandbox_… LEDGER_URL=http://127.0.0.1:3000 npx tsx sdk/examples/quickstart.ts
+// The README's "Use it from TypeScript", as a file that runs (test/newcomer.test.ts and test/sdk.test.ts run it):
+//   LEDGER_API_KEY=sk_sandbox_… LEDGER_URL=http://127.0.0.1:3000 npx tsx quickstart.ts
 // It creates a user and a cash_in intent, walks the user's transactions, and receives the user.created
 // webhook on a local server (the deployment must run the webhook dispatcher and reach this machine).
 import http from 'node:http';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import type { CommandRegistrar } from '../cli/registrar';
 import type { Queryable } from '../db/pool';
 import { randomString } from '../ids';
-import { NotFoundError } from '../orgs/repo';
+import { NotFoundError } from '../orgs/contract';
 import { withTemporalClient } from '../platform/temporal';
 import { settlementTaskQueue } from '../settlement/contract';
 import { achFileBytes, getAchFile, type AchFileRow } from './files';

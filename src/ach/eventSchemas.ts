@@ -1,4 +1,4 @@
-import { bankAccountSchema } from '../bankAccounts/schemas';
+import { bankAccountSchema } from '../bankAccounts/contract';
 import { z } from '../zod';
 import { rateSchema, RETURN_RATE_WINDOW_DAYS } from './returnRates';
 

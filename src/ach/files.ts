@@ -2,14 +2,14 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from '../db/pool';
-import { openBankAccounts, openOperatorBankAccounts, organizationAchOf, type AchAccountDetails } from '../bankAccounts/achDetails';
-import { openFileText, sealFileText } from '../bankAccounts/sealing';
+import { openBankAccounts, openOperatorBankAccounts, organizationAchOf, type AchAccountDetails } from '../bankAccounts/contract';
+import { openFileText, sealFileText } from '../bankAccounts/contract';
 import { buildNachaFile, type NachaBatchInput, type NachaEntryInput } from './build';
 import { FILE_ID_MODIFIERS, isDebitCode, type SecCode, type TransactionCode } from './nacha';
 import { fileTimingOf } from './timing';
 import { confirmFundsSignal } from '../ledger/contract';
 import { enqueueTemporalCommand, enqueueTemporalSignals } from '../platform/temporalCommands';
-import { networkSettledCommand } from '../settlement/commands';
+import { networkSettledCommand } from '../settlement/contract';
 import { rowOf } from '../assert';
 
 /**

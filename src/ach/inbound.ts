@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { withTransaction, type Queryable } from '../db/pool';
-import { sealAccountNumber } from '../bankAccounts/sealing';
+import { sealAccountNumber } from '../bankAccounts/contract';
 import type { AppDeps } from '../services';
 import { checkReturnRateCrossings } from './returnRates';
 import { NachaParseError, parseNachaFile, type ParsedEntry, type ParsedNachaFile } from './parse';

@@ -1,6 +1,6 @@
 import client from 'prom-client';
 import type { Queryable } from '../db/pool';
-import { recordEvent } from '../events/outbox';
+import { recordEvent } from '../outbox';
 import { z } from '../zod';
 import { rowOf } from '../assert';
 

@@ -1,6 +1,6 @@
 import { errors } from '../errors';
 import { defineRoute } from '../http/route';
-import { idParams } from '../ledger/schemas';
+import { idParams } from '../ledger/contract';
 import { achEntryOf } from './entries';
 import { achEntrySchema } from './schemas';
 

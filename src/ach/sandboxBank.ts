@@ -1,4 +1,4 @@
-import { openBankAccounts } from '../bankAccounts/achDetails';
+import { openBankAccounts } from '../bankAccounts/contract';
 import { withTransaction } from '../db/pool';
 import { errors } from '../errors';
 import type { AppDeps, Op, Outcome } from '../services';

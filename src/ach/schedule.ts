@@ -2,7 +2,7 @@ import { ScheduleOverlapPolicy, type Client, type ScheduleOptions } from '@tempo
 import { ensureSchedule } from '../platform/schedules';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
-import { SETTLEMENT_ZONE } from '../ledger/dates';
+import { SETTLEMENT_ZONE } from '../easternDates';
 import { settlementTaskQueue } from '../settlement/contract';
 import { achDeliveryStatus } from '../achSettings';
 

@@ -1,7 +1,7 @@
 import { DateTime } from 'luxon';
 import type { Config } from '../config';
-import { SETTLEMENT_ZONE } from '../ledger/dates';
-import { isBusinessDay, nextBusinessDayOnOrAfter, addDays } from '../settlement/calendar';
+import { SETTLEMENT_ZONE } from '../easternDates';
+import { isBusinessDay, nextBusinessDayOnOrAfter, addDays } from '../settlement/contract';
 import type { AchWindow } from '../achSettings';
 
 /**

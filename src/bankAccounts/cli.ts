@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from 'commander';
 import type { CommandRegistrar } from '../cli/registrar';
-import { NotFoundError } from '../orgs/repo';
-import { abaValid } from '../tokens/checks';
+import { NotFoundError } from '../orgs/contract';
+import { abaValid } from '../tokens/contract';
 import { setOperatorBankAccount, setOrganizationAch } from './repo';
 import { accountNumberInput, ACCOUNT_TYPES, type AccountType } from './schemas';
 import { sealAccountNumber } from './sealing';

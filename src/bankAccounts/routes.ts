@@ -1,7 +1,7 @@
 import { errors } from '../errors';
 import { defineRoute } from '../http/route';
-import { getUserStatus } from '../users/repo';
-import { userIdParams } from '../users/schemas';
+import { getUserStatus } from '../users/contract';
+import { userIdParams } from '../users/contract';
 import { listBankAccountsOfUser } from './repo';
 import { bankAccountList, bankAccountListQuery } from './schemas';
 

@@ -1,6 +1,6 @@
 import { newId } from '../ids';
 import type { Op } from '../services';
-import { bankName } from '../tokens/checks';
+import { bankName } from '../tokens/contract';
 import { upsertBankAccount, type BankAccountRow } from './repo';
 import type { AccountType } from './schemas';
 import { accountFingerprint, openAccountNumber, sealAccountNumber } from './sealing';

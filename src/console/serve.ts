@@ -3,8 +3,8 @@ import path from 'node:path';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { REPO_ROOT, type Config } from '../config';
 import { errors } from '../errors';
-import { settlementDateOf, windowBounds } from '../ledger/dates';
-import { transferDateOf } from '../settlement/dates';
+import { settlementDateOf, windowBounds } from '../easternDates';
+import { transferDateOf } from '../settlement/contract';
 
 /**
  * The operator console (SPEC §23, docs/console.md): a single page built by Vite into console/dist at install

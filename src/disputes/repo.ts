@@ -1,7 +1,7 @@
 import { Filters, keysetPage, type ListPage } from '../db/paging';
 import type { Queryable } from '../db/pool';
-import type { Transaction } from '../ledger/schemas';
-import { transactionsOfSources } from '../ledger/transactions';
+import type { Transaction } from '../ledger/contract';
+import { transactionsOfSources } from '../ledger/contract';
 import type { Dispute, DisputeListQuery, DisputeStatus } from './schemas';
 import { rowOf } from '../assert';
 

@@ -1,5 +1,5 @@
 import { defineRoute, retrieveRoute } from '../http/route';
-import { idParams } from '../ledger/schemas';
+import { idParams } from '../ledger/contract';
 import { listEnvelope } from '../zod';
 import { getDispute, listDisputes } from './repo';
 import { createDisputeBody, disputeListQuery, disputeSchema, resolveDisputeBody } from './schemas';

@@ -1,5 +1,5 @@
 import { pageQuery, z } from '../zod';
-import { transactionSchema } from '../ledger/schemas';
+import { transactionSchema } from '../ledger/contract';
 
 const exampleId = (prefix: string) => `${prefix}_7fJ2kQ9xLmN3pR5tV8wY1zA4`;
 

@@ -1,11 +1,11 @@
 import { errors } from '../errors';
-import { recordEvent } from '../events/outbox';
+import { recordEvent } from '../outbox';
 import { newId } from '../ids';
-import { getIntentRow } from '../ledger/intents';
-import { recordTransaction } from '../ledger/service';
-import { adjustLimitUse } from '../limits/service';
-import { transactionsOfSources } from '../ledger/transactions';
-import { lockReturnableIntent } from '../refunds/service';
+import { getIntentRow } from '../ledger/contract';
+import { recordTransaction } from '../ledger/contract';
+import { adjustLimitUse } from '../limits/contract';
+import { transactionsOfSources } from '../ledger/contract';
+import { lockReturnableIntent } from '../refunds/contract';
 import type { Op, Outcome } from '../services';
 import { disputeOfIntent, getDisputeRow, insertDispute, renderDispute, resolveDispute as markResolved } from './repo';
 import type { CreateDisputeBody, Dispute, ResolveDisputeBody } from './schemas';

@@ -1,18 +1,13 @@
-import {
-  achEntryReturnedSchema,
-  achReturnRateExceededSchema,
-  achTransferReturnedSchema,
-  bankAccountUpdatedSchema,
-} from '../ach/eventSchemas';
-import { bankAccountSchema } from '../bankAccounts/schemas';
-import { disputeSchema } from '../disputes/schemas';
-import { intentSchema, transactionSchema, transactionStatusSchema } from '../ledger/schemas';
-import { limitsSchema } from '../limits/schemas';
-import { refundSchema } from '../refunds/schemas';
-import { transferSchema } from '../settlement/schemas';
-import { userSchema, userStatus } from '../users/schemas';
+import { achEntryReturnedSchema, achReturnRateExceededSchema, achTransferReturnedSchema, bankAccountUpdatedSchema } from '../ach/contract';
+import { bankAccountSchema } from '../bankAccounts/contract';
+import { disputeSchema } from '../disputes/contract';
+import { intentSchema, transactionSchema, transactionStatusSchema } from '../ledger/contract';
+import { limitsSchema } from '../limits/contract';
+import { refundSchema } from '../refunds/contract';
+import { transferSchema } from '../settlement/contract';
+import { userSchema, userStatus } from '../users/contract';
 import { z } from '../zod';
-import type { EventType } from './outbox';
+import type { EventType } from '../outbox';
 
 /*
  * Each event type's body, `data` being the resource it carries as the API returns it. The resource schemas

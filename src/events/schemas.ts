@@ -1,4 +1,4 @@
-import { WEBHOOK_EVENT_TYPES } from '../webhooks/schemas';
+import { WEBHOOK_EVENT_TYPES } from '../webhooks/contract';
 import { webhookEventPayload } from './payloads';
 import { dateTime, idExample, listEnvelope, pageQuery, z } from '../zod';
 import { EVENT_LIMITS } from './limits';

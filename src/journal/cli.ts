@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from 'commander';
 import type { CommandRegistrar } from '../cli/registrar';
-import { NotFoundError } from '../orgs/repo';
+import { NotFoundError } from '../orgs/contract';
 import { statementSums, streamStatementCsv } from './repo';
 import { statementQuery } from './schemas';
 import { statementSpan } from './service';

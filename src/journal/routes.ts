@@ -1,6 +1,6 @@
 import type { Response } from 'express';
 import { defineRoute } from '../http/route';
-import { idParams } from '../ledger/schemas';
+import { idParams } from '../ledger/contract';
 import { listEnvelope } from '../zod';
 import { streamStatementCsv } from './repo';
 import {

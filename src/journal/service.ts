@@ -1,6 +1,6 @@
 import { errors } from '../errors';
 import type { ListPage } from '../db/paging';
-import { windowBounds } from '../ledger/dates';
+import { windowBounds } from '../easternDates';
 import type { Op } from '../services';
 import * as repo from './repo';
 import type { BalancesAt, Entry, EntryListQuery, Statement, StatementQuery } from './schemas';

@@ -1,5 +1,5 @@
 import { ApiError, errors, type ErrorBody } from '../errors';
-import { recordEvents, type EventType } from '../events/outbox';
+import { recordEvents, type EventType } from '../outbox';
 import {
   advisoryLockId,
   requestHashOf,

@@ -1,11 +1,11 @@
 import type { CommandRegistrar } from '../cli/registrar';
 import { withTemporalClient } from '../platform/temporal';
-import { NotFoundError } from '../orgs/repo';
+import { NotFoundError } from '../orgs/contract';
 import { createLogger } from '../logger';
 import { drainLifecycleQueueOnce } from './lifecycleDrainer';
 import { awaitingWorkflowSince } from './lifecycleQueue';
-import { journalViolations } from '../journal/invariants';
-import { journalChecks } from '../journal/repo';
+import { journalViolations } from '../journal/contract';
+import { journalChecks } from '../journal/contract';
 import { listAccounts, recomputeBalances, type Balances } from './accounts';
 import { getIntent } from './intents';
 import { getTransactionRow, statusHistory } from './transactions';

@@ -9,7 +9,7 @@ import {
   TransactionDirectionKey,
   TransactionStatusKey,
 } from '../platform/searchAttributes';
-import { confirmFundsSignal, TRANSACTION_WORKFLOW_TYPE, type TransactionWorkflowInput } from './contract';
+import { confirmFundsSignal, TRANSACTION_WORKFLOW_TYPE, type TransactionWorkflowInput } from './workflowContract';
 import { unsettledTransactionsPage, type TransactionRow } from './transactions';
 
 /** The Temporal client side of the transaction lifecycle: starting and signalling its workflows (the drainer: lifecycleDrainer.ts). */

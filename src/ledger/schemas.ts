@@ -1,8 +1,8 @@
 import { metadataField, metadataFilter, metadataSchema } from '../metadata/schemas';
 import { EDGE_LIMITS, IDEMPOTENCY_KEY_PATTERN } from '../http/limits';
 import { pageQuery, z, dateString, dateTime, errorBodySchema, idExample } from '../zod';
-import { declineLimitSchema } from '../limits/schemas';
-import { DIRECTIONS, TRANSACTION_STATUSES } from './contract';
+import { declineLimitSchema } from '../limits/contract';
+import { DIRECTIONS, TRANSACTION_STATUSES } from './workflowContract';
 
 /** Ledger limits: the largest single payment, $10 million, far below 2^53 cents. */
 export const LEDGER_LIMITS = {

@@ -1,9 +1,9 @@
 import { Filters, keysetPage, type ListPage, type PageRequest } from '../db/paging';
 import type { Queryable } from '../db/pool';
-import { recordEvent } from '../events/outbox';
+import { recordEvent } from '../outbox';
 import { newId } from '../ids';
 import { sourceMetadataContains } from '../metadata/sql';
-import { transitionKind, type Direction, type TransactionStatus } from './contract';
+import { transitionKind, type Direction, type TransactionStatus } from './workflowContract';
 import type { Transaction, TransactionListQuery, TransactionType } from './schemas';
 import { rowOf } from '../assert';
 import { injectedBug } from '../simBugs';
@@ -222,7 +222,7 @@ export interface TransitionResult {
  * The one way a single transaction changes status, inside the caller's database transaction: the status,
  * the history row and the balance effect (both by trigger) and the transaction.status_changed event commit
  * together. Idempotent per (transaction id, target status): a transaction already at or past the target is
- * left alone. A move outside the state machine (src/ledger/contract.ts) throws InvalidTransitionError.
+ * left alone. A move outside the state machine (src/ledger/workflowContract.ts) throws InvalidTransitionError.
  * `transferId` is required for in_transfer and settled (a transaction is in one transfer, ever; the trigger
  * refuses a second).
  */

@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from 'commander';
 import type { CommandRegistrar } from '../cli/registrar';
 import { withTransaction } from '../db/pool';
-import { getOrganization } from '../orgs/repo';
+import { getOrganization } from '../orgs/contract';
 import * as repo from './repo';
 import { DIRECTIONS, LIMIT_PERIODS, LIMITS_LIMITS } from './schemas';
 

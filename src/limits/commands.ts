@@ -1,6 +1,6 @@
 import { OrganizationIdKey } from '../platform/searchAttributes';
 import type { TemporalCommand } from '../platform/temporalCommands';
-import { SELF_EXCLUSION_WORKFLOW_TYPE, selfExclusionWorkflowId, type SelfExclusionWorkflowInput } from './contract';
+import { SELF_EXCLUSION_WORKFLOW_TYPE, selfExclusionWorkflowId, type SelfExclusionWorkflowInput } from './workflowContract';
 
 /**
  * The start of the workflow whose durable timer ends one self-exclusion (SPEC §26), queued in the transaction

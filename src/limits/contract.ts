@@ -1,17 +1,6 @@
-// What the self-exclusion workflow, its activity and the code that starts it agree on (SPEC §26). Pure: workflow
-// code imports it.
-
-/** Workflow type of one self-exclusion's end; its workflow id is selfExclusionWorkflowId(the exclusion's id). */
-export const SELF_EXCLUSION_WORKFLOW_TYPE = 'selfExclusionWorkflow';
-
-export const selfExclusionWorkflowId = (selfExclusionId: string) => `self-exclusion-end:${selfExclusionId}`;
-
-export interface SelfExclusionWorkflowInput {
-  selfExclusionId: string;
-  userId: string;
-  /** The end, epoch ms: the workflow's durable timer fires then. */
-  untilMs: number;
-}
-
-/** What the ending activity found: the user returned, a later exclusion that replaced this one, or not yet due. */
-export type SelfExclusionEnd = 'ended' | 'superseded' | 'already_ended' | 'not_due';
+// The limits feature as other features see it: they import it only through this module (the
+// dependency lint's features-meet-through-contracts, docs/development.md "Layers"), so what one feature
+// takes from another is this list. What workflows and activities share is in ./workflowContract.
+export * from './workflowContract';
+export { declineLimitSchema, limitsSchema, type DeclineLimit } from './schemas';
+export { adjustLimitUse, takeLimits } from './service';

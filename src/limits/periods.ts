@@ -1,5 +1,5 @@
 import { DateTime } from 'luxon';
-import { SETTLEMENT_ZONE } from '../ledger/dates';
+import { SETTLEMENT_ZONE } from '../easternDates';
 import type { LimitPeriod } from './schemas';
 
 /** The Eastern calendar periods of an instant (SPEC §26), each named by its first day, YYYY-MM-DD. */

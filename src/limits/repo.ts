@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool';
-import type { Direction } from '../ledger/contract';
+import type { Direction } from '../directions';
 import type { PeriodStarts } from './periods';
 import { LIMIT_PERIODS, type LimitPeriod } from './schemas';
 

@@ -1,6 +1,6 @@
 import { errors } from '../errors';
 import { defineRoute } from '../http/route';
-import { userIdParams, userSchema } from '../users/schemas';
+import { userIdParams, userSchema } from '../users/contract';
 import { limitsSchema, limitsUpdateBody, selfExclusionBody } from './schemas';
 import { selfExclude, selfExclusionEndOf } from './selfExclusion';
 import { getLimits, setLimits } from './service';

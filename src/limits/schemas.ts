@@ -1,4 +1,4 @@
-import { DIRECTIONS, type Direction } from '../ledger/contract';
+import { DIRECTIONS, type Direction } from '../directions';
 import { dateTime, idExample, z } from '../zod';
 
 /** SPEC §26: the limits resource and self-exclusion, one zod schema each for validation, types and /openapi.json. */

@@ -1,14 +1,14 @@
 import { DateTime } from 'luxon';
 import type { Queryable } from '../db/pool';
 import { errors } from '../errors';
-import { recordEvent } from '../events/outbox';
+import { recordEvent } from '../outbox';
 import { randomString } from '../ids';
 import type { Op, Outcome } from '../services';
-import { lockUser, setSelfExclusion, setStatusSource } from '../users/repo';
-import type { User, UserStatus } from '../users/schemas';
+import { lockUser, setSelfExclusion, setStatusSource } from '../users/contract';
+import type { User, UserStatus } from '../users/contract';
 import { enqueueTemporalCommand } from '../platform/temporalCommands';
 import { selfExclusionEndCommand } from './commands';
-import type { SelfExclusionEnd } from './contract';
+import type { SelfExclusionEnd } from './workflowContract';
 import { LIMITS_LIMITS, type SelfExclusionBody } from './schemas';
 
 /**

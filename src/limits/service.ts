@@ -1,9 +1,9 @@
 import type { Queryable } from '../db/pool';
 import { errors } from '../errors';
-import { recordEvent } from '../events/outbox';
-import type { Direction } from '../ledger/contract';
+import { recordEvent } from '../outbox';
+import type { Direction } from '../directions';
 import type { Op, Outcome } from '../services';
-import { getUserStatus, lockUser } from '../users/repo';
+import { getUserStatus, lockUser } from '../users/contract';
 import { periodStartsOf } from './periods';
 import * as repo from './repo';
 import {

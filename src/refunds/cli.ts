@@ -1,6 +1,6 @@
 import type { CommandRegistrar } from '../cli/registrar';
-import { getDispute } from '../disputes/repo';
-import { NotFoundError } from '../orgs/repo';
+import { getDispute } from '../disputes/contract';
+import { NotFoundError } from '../orgs/contract';
 import { getRefund } from './repo';
 
 /** Operator commands: `refund show <id>` and `dispute show <id>`, across every organization. */

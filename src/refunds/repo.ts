@@ -1,9 +1,9 @@
 import { Filters, keysetPage, type ListPage } from '../db/paging';
 import type { Queryable } from '../db/pool';
-import type { Transaction } from '../ledger/schemas';
+import type { Transaction } from '../ledger/contract';
 import type { Metadata } from '../metadata/schemas';
 import { metadataContains } from '../metadata/sql';
-import { transactionsOfSources } from '../ledger/transactions';
+import { transactionsOfSources } from '../ledger/contract';
 import type { Refund, RefundListQuery } from './schemas';
 import { rowOf } from '../assert';
 

@@ -1,5 +1,5 @@
 import { defineRoute, retrieveRoute } from '../http/route';
-import { idParams } from '../ledger/schemas';
+import { idParams } from '../ledger/contract';
 import { listEnvelope } from '../zod';
 import { getRefund, listRefunds } from './repo';
 import { createRefundBody, refundListQuery, refundSchema } from './schemas';

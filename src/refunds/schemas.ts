@@ -1,6 +1,6 @@
 import { metadataField, metadataFilter, metadataSchema } from '../metadata/schemas';
 import { pageQuery, z } from '../zod';
-import { LEDGER_LIMITS, transactionSchema } from '../ledger/schemas';
+import { LEDGER_LIMITS, transactionSchema } from '../ledger/contract';
 
 const exampleId = (prefix: string) => `${prefix}_7fJ2kQ9xLmN3pR5tV8wY1zA4`;
 

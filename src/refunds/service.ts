@@ -1,9 +1,9 @@
 import { ApiError, errors } from '../errors';
-import { recordEvent } from '../events/outbox';
+import { recordEvent } from '../outbox';
 import { newId } from '../ids';
-import { getIntentRow, type IntentRow } from '../ledger/intents';
-import { recordTransaction } from '../ledger/service';
-import { adjustLimitUse } from '../limits/service';
+import { getIntentRow, type IntentRow } from '../ledger/contract';
+import { recordTransaction } from '../ledger/contract';
+import { adjustLimitUse } from '../limits/contract';
 import type { Op, Outcome } from '../services';
 import { insertRefund, intentReturnedCents, renderRefund } from './repo';
 import type { CreateRefundBody, Refund } from './schemas';

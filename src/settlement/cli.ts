@@ -4,7 +4,7 @@ import type { CommandRegistrar } from '../cli/registrar';
 import type { Queryable } from '../db/pool';
 import { withTemporalClient } from '../platform/temporal';
 import { startWindowClose } from './client';
-import { accountSettlementWorkflowId, settlementProgressQuery } from './contract';
+import { accountSettlementWorkflowId, settlementProgressQuery } from './workflowContract';
 import { isCalendarDate } from './dates';
 import * as repo from './repo';
 

@@ -8,7 +8,7 @@ import {
   accountSettlementWorkflowId,
   type AccountSettlementInput,
   type SettlementWindowInput,
-} from './contract';
+} from './workflowContract';
 
 /** The Temporal client side of settlement: starting window closes and account settlements (activities, the CLI). */
 

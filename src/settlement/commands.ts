@@ -7,7 +7,7 @@ import {
   settlementTaskQueue,
   settlementWindowWorkflowId,
   type SettlementWindowInput,
-} from './contract';
+} from './workflowContract';
 
 /**
  * Settlement's Temporal commands, written once: the API queues them (enqueueTemporalCommand, the one road of

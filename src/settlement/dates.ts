@@ -1,5 +1,5 @@
 import { DateTime } from 'luxon';
-import { SETTLEMENT_ZONE, windowBounds } from '../ledger/dates';
+import { SETTLEMENT_ZONE, windowBounds } from '../easternDates';
 import { nextBusinessDayOnOrAfter, type SettlementCalendar } from './calendar';
 
 /**

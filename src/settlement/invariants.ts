@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool';
-import { journalViolations } from '../journal/invariants';
+import { journalViolations } from '../journal/contract';
 
 /**
  * One invariant's check: a query over the accounts ($1, and the window date as $2 when `windowed`) returning one

@@ -1,8 +1,8 @@
 import { Filters, keysetPage, type ListPage } from '../db/paging';
 import type { PoolClient, Queryable } from '../db/pool';
-import { recordEvent } from '../events/outbox';
+import { recordEvent } from '../outbox';
 import { newId } from '../ids';
-import { assignWindowToTransfer, ELIGIBLE_FOR_WINDOW, settleTransferMembers } from '../ledger/transactions';
+import { assignWindowToTransfer, ELIGIBLE_FOR_WINDOW, settleTransferMembers } from '../ledger/contract';
 import type { Transfer, TransferListQuery } from './schemas';
 import { rowOf } from '../assert';
 

@@ -1,5 +1,5 @@
 import { listEnvelope, pageQuery, z } from '../zod';
-import { transactionSchema, transactionTypeSchema } from '../ledger/schemas';
+import { transactionSchema, transactionTypeSchema } from '../ledger/contract';
 import { transferSchema } from './schemas';
 
 const sideSchema = z.object({

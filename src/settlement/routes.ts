@@ -1,5 +1,5 @@
 import { defineRoute } from '../http/route';
-import { idParams } from '../ledger/schemas';
+import { idParams } from '../ledger/contract';
 import { listEnvelope, pageQuery } from '../zod';
 import * as repo from './repo';
 import { settlementRunSchema, simulateSettlementBody, transferListQuery, transferSchema, transferWithTransactionsSchema } from './schemas';

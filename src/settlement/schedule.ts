@@ -1,7 +1,7 @@
 import { ScheduleOverlapPolicy, type Client, type ScheduleOptions } from '@temporalio/client';
 import { ensureSchedule } from '../platform/schedules';
-import { SETTLEMENT_ZONE } from '../ledger/dates';
-import { SETTLEMENT_WINDOW_WORKFLOW_TYPE, settlementTaskQueue, type SettlementWindowInput } from './contract';
+import { SETTLEMENT_ZONE } from '../easternDates';
+import { SETTLEMENT_WINDOW_WORKFLOW_TYPE, settlementTaskQueue, type SettlementWindowInput } from './workflowContract';
 
 /**
  * The Temporal Schedule that closes every settlement window (SPEC §10): fires at SETTLEMENT_CUTOFF on the

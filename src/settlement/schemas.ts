@@ -1,7 +1,7 @@
 import { listEnvelope, pageQuery, z, dateString, idExample } from '../zod';
-import { transactionSchema } from '../ledger/schemas';
+import { transactionSchema } from '../ledger/contract';
 
-export { SETTLEMENT_LIMITS } from './contract';
+export { SETTLEMENT_LIMITS } from './workflowContract';
 
 export const transferDirectionSchema = z.enum(['disbursement', 'collection']).openapi({
   description:

@@ -1,7 +1,7 @@
 import { errors } from '../errors';
-import { listTransferTransactions } from '../ledger/transactions';
-import { resolveAccountId } from '../ledger/accounts';
-import { settlementDateOf } from '../ledger/dates';
+import { listTransferTransactions } from '../ledger/contract';
+import { resolveAccountId } from '../ledger/contract';
+import { settlementDateOf } from '../easternDates';
 import type { PageRequest } from '../db/paging';
 import type { Op, Outcome } from '../services';
 import { enqueueTemporalCommand } from '../platform/temporalCommands';

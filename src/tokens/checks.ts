@@ -1,6 +1,6 @@
 import { DateTime } from 'luxon';
 import { isRoutingNumber } from '../routingNumbers';
-import { SETTLEMENT_ZONE } from '../ledger/dates';
+import { SETTLEMENT_ZONE } from '../easternDates';
 
 /**
  * Checks on card and bank numbers. Pure functions: the full numbers pass through here and go nowhere

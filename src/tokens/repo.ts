@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool';
-import type { AccountType } from '../bankAccounts/schemas';
+import type { AccountType } from '../bankAccounts/contract';
 import type { CardBrand, MaskedBankAccount, MaskedCard } from './checks';
 import type { Token } from './schemas';
 import { rowOf } from '../assert';

@@ -1,5 +1,5 @@
 import { defineRoute, retrieveRoute } from '../http/route';
-import { idParams, intentSchema } from '../ledger/schemas';
+import { idParams, intentSchema } from '../ledger/contract';
 import { getTokenRow, renderToken } from './repo';
 import { authorizeBody, createTokenBody, tokenSchema } from './schemas';
 import { authorize, createToken, tokenUsed } from './service';

@@ -1,7 +1,7 @@
 import { z } from '../zod';
 import { metadataField } from '../metadata/schemas';
-import { directionSchema, paymentAmountSchema } from '../ledger/schemas';
-import { accountNumberInput, accountTypeSchema } from '../bankAccounts/schemas';
+import { directionSchema, paymentAmountSchema } from '../ledger/contract';
+import { accountNumberInput, accountTypeSchema } from '../bankAccounts/contract';
 import { abaValid, cardBrand, cvcLength, luhnValid } from './checks';
 
 /** Tokens live 15 minutes and authorize once (SPEC §11). */

@@ -1,12 +1,12 @@
-import { bankAccountFromToken } from '../bankAccounts/service';
-import { sealAccountNumber } from '../bankAccounts/sealing';
+import { bankAccountFromToken } from '../bankAccounts/contract';
+import { sealAccountNumber } from '../bankAccounts/contract';
 import { ApiError, errors } from '../errors';
 import { newId } from '../ids';
-import { createIntent } from '../ledger/service';
-import type { Intent } from '../ledger/schemas';
+import { createIntent } from '../ledger/contract';
+import type { Intent } from '../ledger/contract';
 import type { Environment } from '../http/apiKeys';
 import type { Op, Outcome } from '../services';
-import { getUserStatus } from '../users/repo';
+import { getUserStatus } from '../users/contract';
 import { cardExpired, maskBankAccount, maskCard } from './checks';
 import { getTokenRow, insertToken, markTokenUsed, renderToken, type TokenRow } from './repo';
 import { TOKEN_LIMITS, type AuthorizeBody, type CreateTokenBody, type Token } from './schemas';

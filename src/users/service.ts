@@ -1,8 +1,8 @@
 import type { Queryable } from '../db/pool';
-import { recordEvent } from '../events/outbox';
+import { recordEvent } from '../outbox';
 import { errors } from '../errors';
 import { mergeMetadata, type MetadataUpdateBody } from '../metadata/schemas';
-import type { Organization } from '../orgs/repo';
+import type { Organization } from '../orgs/contract';
 import * as repo from './repo';
 import type { User, UserCreateBody, UserStatus } from './schemas';
 

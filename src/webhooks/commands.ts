@@ -1,6 +1,6 @@
 import { OrganizationIdKey } from '../platform/searchAttributes';
 import type { TemporalCommand } from '../platform/temporalCommands';
-import { WEBHOOK_DELIVERY_WORKFLOW_TYPE, webhookResendWorkflowId, type WebhookDeliveryInput } from './contract';
+import { WEBHOOK_DELIVERY_WORKFLOW_TYPE, webhookResendWorkflowId, type WebhookDeliveryInput } from './workflowContract';
 import { WEBHOOK_REPLAY_WORKFLOW_TYPE, type WebhookReplayInput } from './replayContract';
 
 /**

@@ -4,7 +4,7 @@ import { forEachBounded, interruptiblePause } from '../concurrency';
 import type { Config } from '../config';
 import { withTransaction, type Pool } from '../db/pool';
 import { OrganizationIdKey } from '../platform/searchAttributes';
-import { WEBHOOK_DELIVERY_WORKFLOW_TYPE, webhookDeliveryWorkflowId, type WebhookDeliveryInput } from './contract';
+import { WEBHOOK_DELIVERY_WORKFLOW_TYPE, webhookDeliveryWorkflowId, type WebhookDeliveryInput } from './workflowContract';
 import { WEBHOOK_LIMITS } from './limits';
 import { claimUndispatchedEvents, markDispatched, subscriptionsFor, type Subscription } from './repo';
 

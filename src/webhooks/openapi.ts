@@ -1,6 +1,6 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { z } from '../zod';
-import { webhookEventPayload } from '../events/payloads';
+import { webhookEventPayload } from '../events/contract';
 
 /** OpenAPI 3.1 `webhooks`: the request this service sends to every endpoint, from the same zod schema. */
 export function registerWebhookDocs(registry: OpenAPIRegistry): void {

@@ -1,6 +1,6 @@
 import { errors } from '../errors';
-import { getEvent } from '../events/repo';
-import { retentionStart } from '../events/retention';
+import { getEvent } from '../events/contract';
+import { retentionStart } from '../events/contract';
 import { enqueueTemporalCommand } from '../platform/temporalCommands';
 import type { Op, Outcome } from '../services';
 import { replayCommand, resendCommand } from './commands';

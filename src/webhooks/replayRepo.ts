@@ -1,5 +1,5 @@
 import type { PoolClient, Queryable } from '../db/pool';
-import type { EventRow } from '../events/repo';
+import type { EventRow } from '../events/contract';
 import { newId } from '../ids';
 import { INTERRUPTED_ATTEMPT_ERROR, newAttemptId } from './repo';
 import type { WebhookReplayProgress, WebhookReplayStatus } from './replayContract';

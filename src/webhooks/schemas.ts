@@ -1,4 +1,4 @@
-import type { EventType } from '../events/outbox';
+import type { EventType } from '../outbox';
 import { z } from '../zod';
 import { WEBHOOK_LIMITS } from './limits';
 

@@ -10,6 +10,7 @@ import { startApi, type RunningApi } from '../../src/api';
 import { addAllowlistEntry, createOrganization, setRateLimits } from '../../src/orgs/repo';
 import { connectTemporal } from '../../src/platform/temporal';
 import { startWorker, type LedgerWorker } from '../../src/worker';
+import { recordAcceptedRequests } from './requestRecorder';
 import { cloneScratchDatabase } from './scratch';
 
 /** The real Postgres database and Temporal server that globalSetup started for this run. */
@@ -97,6 +98,8 @@ export async function startStack(
   const { connection, client } = await connectTemporal(config.TEMPORAL_ADDRESS ?? infra.temporalAddress, config.TEMPORAL_NAMESPACE);
   const worker = options.worker === false ? null : await startTestWorker({ config, pool, temporal: client }, log);
   const api = await startApi({ config, pool, log, temporal: client, clock: options.clock ?? systemClock });
+  // LEDGER_RECORD_REQUESTS (npm run contract:record) keeps what this stack accepted for the contract suite.
+  recordAcceptedRequests(api.server);
   return {
     config,
     pool,

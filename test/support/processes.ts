@@ -14,9 +14,12 @@ export interface Spawned {
   exited: Promise<Exit>;
 }
 
-/** Runs a command of the project, capturing its output; the environment adds to (never replaces) ours. */
-export function spawnProject(command: string, args: string[], env: Record<string, string | undefined> = {}): Spawned {
-  const child = spawn(command, args, { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Runs a command of the project (in `cwd`, the repository unless told), capturing its output; the environment
+ * adds to (never replaces) ours.
+ */
+export function spawnProject(command: string, args: string[], env: Record<string, string | undefined> = {}, cwd = REPO): Spawned {
+  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const listeners = new Set<() => void>();
   const onData = (chunk: Buffer) => {

@@ -1,6 +1,6 @@
 import { proxyActivities, sleep } from '@temporalio/workflow';
 import type { LedgerActivities } from '../../../activities/ledger';
-import type { TransactionWorkflowInput } from '../../../src/ledger/contract';
+import type { TransactionWorkflowInput } from '../../../src/ledger/workflowContract';
 
 // A deliberately incompatible edit of workflows/transaction.ts (a timer added before the first activity),
 // used to prove that the replay test fails on such a change.

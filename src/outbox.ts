@@ -1,5 +1,5 @@
-import type { Queryable } from '../db/pool';
-import { rowOf } from '../assert';
+import type { Queryable } from './db/pool';
+import { rowOf } from './assert';
 
 /** SPEC §12's event types, §18's `*.updated` and §26's limits and self-exclusion. */
 export type EventType =

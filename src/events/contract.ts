@@ -1,0 +1,6 @@
+// The events feature as other features see it: they import it only through this module (the
+// dependency lint's features-meet-through-contracts, docs/development.md "Layers"), so what one feature
+// takes from another is this list.
+export { webhookEventPayload } from './payloads';
+export { getEvent, type EventRow } from './repo';
+export { retentionStart } from './retention';

@@ -1,0 +1,5 @@
+// The refunds feature as other features see it: they import it only through this module (the
+// dependency lint's features-meet-through-contracts, docs/development.md "Layers"), so what one feature
+// takes from another is this list.
+export { refundSchema } from './schemas';
+export { lockReturnableIntent } from './service';
