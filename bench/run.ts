@@ -46,6 +46,7 @@ const BENCHES = [
   'batch',
   'console',
   'ach',
+  'achLoad',
   'limits',
 ] as const;
 const OPTIONAL_BENCHES = ['capacity', 'intake'] as const;

@@ -14,14 +14,23 @@ export interface AchWindowResult {
   status: 'none' | 'built' | 'settled';
 }
 
+/**
+ * The steps heartbeat every 2 s (activities/ach.ts): a step whose worker died is retried elsewhere after
+ * heartbeatTimeout, not after its start-to-close timeout. (Activity options are not part of what a replay
+ * compares, so runs in the field replay unchanged; test/ach.chaos.test.ts replays one recorded before.)
+ */
+const HEARTBEAT_TIMEOUT = '15 seconds';
+
 const quick = proxyActivities<AchActivities>({
   startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: HEARTBEAT_TIMEOUT,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
 /** Delivery waits on the bank's server: retried with backoff until it answers (a non-retryable refusal stops it). */
 const delivery = proxyActivities<AchActivities>({
   startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: HEARTBEAT_TIMEOUT,
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '10 minutes' },
 });
 

@@ -93,6 +93,9 @@ async function matchEntry(ctx: ApplyContext, entry: ParsedEntry, traceNumber: st
             e.trace_number, t.direction, t.type AS transaction_type, t.source_id, e.account_id
        FROM ach_entries e LEFT JOIN transactions t ON t.id = e.transaction_id
       WHERE e.trace_number = $1
+      -- A trace number comes round again only after its earlier entry can no longer be returned (0044): the newest is it.
+      ORDER BY e.effective_date DESC
+      LIMIT 1
         FOR UPDATE OF e`,
     [traceNumber],
   );

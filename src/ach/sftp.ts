@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { Client, type ConnectConfig, type SFTPWrapper } from 'ssh2';
 import { parseOpenSshPublicKey, parseSftpUrl, type SftpAddress } from '../achSettings';
+import { achWindowStep } from './steps';
 
 /**
  * Delivery of NACHA files to the ODFI over SFTP (SPEC §24) and the reading of its return files (SPEC §25).
@@ -138,8 +139,17 @@ async function writeWhole(sftp: SFTPWrapper, path: string, bytes: Buffer): Promi
   const handle = await call<Buffer>('write', path, (done) => sftp.open(path, 'w', done));
   try {
     let next = 0;
+    // Where a crash test stops the upload (src/ach/steps.ts): every writer past half the chunks waits on it.
+    const chunks = Math.ceil(bytes.length / SFTP_LIMITS.writeChunkBytes);
+    const halfway = Math.floor(chunks / 2) * SFTP_LIMITS.writeChunkBytes;
+    let midway: Promise<void> | undefined;
     const writer = async (): Promise<void> => {
       while (next < bytes.length) {
+        if (next >= halfway) {
+          midway ??= achWindowStep('upload') ?? Promise.resolve();
+          await midway;
+          if (next >= bytes.length) break;
+        }
         const offset = next;
         const length = Math.min(SFTP_LIMITS.writeChunkBytes, bytes.length - offset);
         next += length;
@@ -192,6 +202,7 @@ export async function deliverFile(target: SftpTarget, name: string, bytes: Buffe
     if (written !== bytes.length) {
       throw new SftpError('sftp_failed', `${partPath} holds ${written ?? 'no'} bytes after the upload, not ${bytes.length}`, true);
     }
+    await achWindowStep('rename');
     await call('rename', partPath, (done) => sftp.rename(partPath, finalPath, done)).catch(async (error: unknown) => {
       // A rename refused because the final name exists: a concurrent attempt finished first (same bytes) or not.
       if (!(await sameFileAt(sftp, finalPath, bytes.length, digest))) throw error;
