@@ -607,7 +607,8 @@ describe('SPEC §24 production: the window delivers its file to the bank over SF
     );
     await stack.temporal.workflow.getHandle(ran.json.workflow_id as string).terminate('test over');
     await handle.terminate('test over: its settlement timer is hours away');
-  });
+    // Five CLI processes and three windows: 54 s alone on the shared 2-core box.
+  }, 180_000);
 });
 
 describe('SPEC §24 production without ACH_SFTP_URL: files are built and kept, and /readyz and a gauge say so', () => {
