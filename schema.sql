@@ -33,7 +33,12 @@ DECLARE
   counted bigint;
   debits bigint;
   credits bigint;
+  checked constant text := 'ach_file_whole.' || NEW.file_id;
 BEGIN
+  IF current_setting(checked, true) = 'checked' THEN
+    RETURN NULL;
+  END IF;
+  PERFORM set_config(checked, 'checked', true);
   SELECT * INTO file FROM ach_files WHERE id = NEW.file_id;
   SELECT count(*), coalesce(sum(amount_cents) FILTER (WHERE transaction_code IN (27, 37)), 0),
          coalesce(sum(amount_cents) FILTER (WHERE transaction_code IN (22, 32)), 0)
@@ -71,6 +76,26 @@ BEGIN
   END IF;
   IF array_position(steps, NEW.status) < array_position(steps, OLD.status) THEN
     RAISE EXCEPTION 'ACH entry %: % cannot go back to %', OLD.id, OLD.status, NEW.status USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NEW;
+END $$;
+
+--
+-- Name: ach_entries_trace_free(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ach_entries_trace_free() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  holder record;
+BEGIN
+  SELECT id, effective_date INTO holder FROM ach_entries
+   WHERE trace_number = NEW.trace_number AND id <> NEW.id AND effective_date > NEW.effective_date - ach_trace_reuse_days()
+   LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION 'ACH entry %: trace number % is held by entry % (effective %), which can still be returned', NEW.id,
+      NEW.trace_number, holder.id, holder.effective_date USING ERRCODE = 'unique_violation';
   END IF;
   RETURN NEW;
 END $$;
@@ -133,6 +158,14 @@ CREATE FUNCTION public.ach_inbound_immutable() RETURNS trigger
 BEGIN
   RAISE EXCEPTION '%: rows are never changed or removed (% refused)', TG_TABLE_NAME, TG_OP USING ERRCODE = 'check_violation';
 END $$;
+
+--
+-- Name: ach_trace_reuse_days(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ach_trace_reuse_days() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$SELECT 120$$;
 
 --
 -- Name: balance_slot(); Type: FUNCTION; Schema: public; Owner: -
@@ -1235,7 +1268,8 @@ CREATE SEQUENCE public.ach_trace_sequence
     INCREMENT BY 1
     NO MINVALUE
     MAXVALUE 9999999
-    CACHE 1;
+    CACHE 1
+    CYCLE;
 
 --
 -- Name: api_keys; Type: TABLE; Schema: public; Owner: -
@@ -2019,11 +2053,11 @@ ALTER TABLE ONLY public.ach_entries
     ADD CONSTRAINT ach_entries_pkey PRIMARY KEY (id);
 
 --
--- Name: ach_entries ach_entries_trace_number_key; Type: CONSTRAINT; Schema: public; Owner: -
+-- Name: ach_entries ach_entries_trace_in_file; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.ach_entries
-    ADD CONSTRAINT ach_entries_trace_number_key UNIQUE (trace_number);
+    ADD CONSTRAINT ach_entries_trace_in_file UNIQUE (file_id, trace_number);
 
 --
 -- Name: ach_entries ach_entries_transaction_id_key; Type: CONSTRAINT; Schema: public; Owner: -
@@ -2389,6 +2423,12 @@ ALTER TABLE ONLY public.webhook_replays
 CREATE INDEX accounts_by_org ON public.accounts USING btree (organization_id, created_at DESC, id DESC);
 
 --
+-- Name: ach_entries_by_trace; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX ach_entries_by_trace ON public.ach_entries USING btree (trace_number, effective_date DESC) WHERE (trace_number IS NOT NULL);
+
+--
 -- Name: ach_entries_of_file; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -2711,6 +2751,12 @@ CREATE CONSTRAINT TRIGGER ach_entries_file_whole AFTER UPDATE OF file_id ON publ
 --
 
 CREATE TRIGGER ach_entries_guard BEFORE DELETE OR UPDATE ON public.ach_entries FOR EACH ROW EXECUTE FUNCTION public.ach_entries_guard();
+
+--
+-- Name: ach_entries ach_entries_trace_free; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER ach_entries_trace_free BEFORE UPDATE OF trace_number ON public.ach_entries FOR EACH ROW WHEN (((old.trace_number IS NULL) AND (new.trace_number IS NOT NULL))) EXECUTE FUNCTION public.ach_entries_trace_free();
 
 --
 -- Name: ach_entry_returns ach_entry_returns_count; Type: TRIGGER; Schema: public; Owner: -

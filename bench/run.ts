@@ -47,6 +47,7 @@ const BENCHES = [
   'console',
   'ach',
   'achReturns',
+  'achLoad',
   'limits',
 ] as const;
 const OPTIONAL_BENCHES = ['capacity', 'intake'] as const;

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { DateTime } from 'luxon';
 import { achFileBytes, buildWindowFile, getAchFile } from '../src/ach/files';
 import { achScheduleId, ensureAchSchedule } from '../src/ach/schedule';
-import { fileTimingOf, isAchBusinessDay } from '../src/ach/timing';
+import { deliveredFileSettlesAt, fileTimingOf, isAchBusinessDay } from '../src/ach/timing';
 import { loadConfig } from '../src/config';
 import { randomString } from '../src/ids';
 import { createLogger } from '../src/logger';
@@ -378,6 +378,62 @@ describe('SPEC §24 an entry is in at most one file, and a built file never chan
   });
 });
 
+describe('SPEC §24 trace numbers come round after 9,999,999, skipping those an entry that can still be returned holds', () => {
+  let stack: Stack;
+  let org: TestOrg;
+  let call: Call;
+  const log = createLogger('silent');
+
+  beforeAll(async () => {
+    // A database of its own: the suite moves ach_trace_sequence to its edge.
+    stack = await startStack({ worker: false, ownDatabase: true });
+    org = await createTestOrg(stack.pool, { write: 5000, read: 5000 });
+    call = apiClient(stack.url, org.apiKey);
+  });
+  afterAll(async () => {
+    await stack.stop();
+  });
+
+  async function queuedDeposit(): Promise<string> {
+    const userId = await createTestUser(stack.pool, org.organizationId);
+    const { intent } = await addBankAccount(call, userId, { account_number: accountNumber() }, 300);
+    return intent.transactions[0].id as string;
+  }
+  const build = () => buildWindowFile(stack.pool, stack.config, log, `test-${randomString(8)}`, new Date());
+
+  test('9999998, 9999999, then 0000001 and on, past a number still held; the database refuses a held one', async () => {
+    const odfi8 = '01100001';
+    await stack.pool.query(`SELECT setval('ach_trace_sequence', 2, false)`);
+    const early = await queuedDeposit();
+    expect(await build()).not.toBeNull();
+    const held = (await entryOf(stack, early))!.trace_number;
+    expect(held).toBe(`${odfi8}0000002`);
+
+    await stack.pool.query(`SELECT setval('ach_trace_sequence', 9999998, false)`);
+    const deposits: string[] = [];
+    for (let i = 0; i < 4; i += 1) deposits.push(await queuedDeposit());
+    const file = (await build())!;
+    const entries = await Promise.all(deposits.map(async (id) => (await entryOf(stack, id))!));
+    // Claimed oldest first; 0000002 is skipped: its entry can still be returned, and a return names it by trace alone.
+    expect(entries.map((e) => e.trace_number)).toEqual([`${odfi8}9999998`, `${odfi8}9999999`, `${odfi8}0000001`, `${odfi8}0000003`]);
+    expect(new Set(entries.map((e) => e.file_id))).toEqual(new Set([file.fileId]));
+    const bytes = (await achFileBytes(stack.pool, stack.config, file.fileId))!;
+    const moov = await readWithAchcli(bytes.toString('latin1'));
+    expect(moov.batches.flatMap((b) => b.entryDetails.map((e) => e.traceNumber)).sort()).toEqual(entries.map((e) => e.trace_number).sort());
+
+    // Anything but the build giving a held trace number is refused by the database (migrations/0044).
+    const lateDeposit = await queuedDeposit();
+    const late = (await entryOf(stack, lateDeposit))!;
+    await expect(
+      stack.pool.query(
+        `UPDATE ach_entries SET trace_number = $2, file_id = $3, status = 'in_file', effective_date = current_date WHERE id = $1`,
+        [late.id, held, file.fileId],
+      ),
+    ).rejects.toThrow(/can still be returned/);
+    expect(await entryOf(stack, lateDeposit)).toMatchObject({ status: 'queued', file_id: null, trace_number: null });
+  });
+});
+
 describe('SPEC §24 entries follow from their payments in the same database transaction', () => {
   let stack: Stack;
   let org: TestOrg;
@@ -551,7 +607,8 @@ describe('SPEC §24 production: the window delivers its file to the bank over SF
     );
     await stack.temporal.workflow.getHandle(ran.json.workflow_id as string).terminate('test over');
     await handle.terminate('test over: its settlement timer is hours away');
-  });
+    // Five CLI processes and three windows: 54 s alone on the shared 2-core box.
+  }, 180_000);
 });
 
 describe('SPEC §24 production without ACH_SFTP_URL: files are built and kept, and /readyz and a gauge say so', () => {
@@ -608,5 +665,20 @@ describe('SPEC §24 window timing (Eastern clock, §15 calendar)', () => {
     });
     expect(isAchBusinessDay(eastern('2026-11-26T10:30'), config)).toBe(false);
     expect(isAchBusinessDay(eastern('2026-11-27T10:30'), config)).toBe(true);
+  });
+
+  test('a file that reached the bank late settles with the window its delivery makes, never before it was built for', () => {
+    const builtFor = eastern('2026-11-25T13:00');
+    // Delivered within its window: its own settlement.
+    expect(deliveredFileSettlesAt({ settle_at: builtFor, delivered_at: eastern('2026-11-25T10:31') }, config)).toEqual(builtFor);
+    // The bank's server was down until 13:30, past the 10:30 window's settlement: as a file built then, the
+    // next business day at 08:30 (Thursday is Thanksgiving). Later than the bank may settle it, never earlier.
+    expect(deliveredFileSettlesAt({ settle_at: builtFor, delivered_at: eastern('2026-11-25T13:30') }, config)).toEqual(
+      eastern('2026-11-27T08:30'),
+    );
+    // ACH_SFTP_URL was set only on Saturday: Monday 08:30.
+    expect(deliveredFileSettlesAt({ settle_at: builtFor, delivered_at: eastern('2026-11-28T09:00') }, config)).toEqual(
+      eastern('2026-11-30T08:30'),
+    );
   });
 });

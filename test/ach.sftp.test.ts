@@ -4,6 +4,7 @@ import path from 'node:path';
 import { ConfigError, loadConfig } from '../src/config';
 import { parseOpenSshPublicKey, parseSftpUrl } from '../src/achSettings';
 import { deliverFile, downloadInbound, listInbound, SftpError, sftpTargetOf } from '../src/ach/sftp';
+import { listenToAchWindowSteps } from '../src/ach/steps';
 import { startSftpServer, type SftpServer } from './support/sftpServer';
 
 let server: SftpServer;
@@ -26,6 +27,13 @@ async function untilTrue(check: () => boolean, deadlineMs: number, what: string)
     if (Date.now() > deadline) throw new Error(`${what} did not happen within ${deadlineMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
+}
+
+/** A promise and its resolve, for a test to hold a step until it lets it go. */
+function gate(): { promise: Promise<void>; resolve: () => void } {
+  let resolve = () => undefined as void;
+  const promise = new Promise<void>((done) => (resolve = done));
+  return { promise, resolve };
 }
 
 function expectSftpError(code: SftpError['code'], retryable: boolean): jest.AsymmetricMatcher {
@@ -64,16 +72,60 @@ describe('SPEC §24 delivery over SFTP to a real OpenSSH server', () => {
     expect(fs.readFileSync(path.join(server.root, 'outbound', 'ACH-C.ach')).equals(bytes)).toBe(true);
   });
 
+  test('two attempts at once (a worker presumed dead that is not): the bank never sees a partial file, and no temporary file is left', async () => {
+    // A stops with its temporary file whole, before its rename; B starts and stops halfway through its upload;
+    // then A goes on. With one temporary name for both, B had truncated A's file and A renamed half a file.
+    const bytes = randomBytes(4 * 1024 * 1024);
+    const gates = { a: gate(), b: gate() };
+    const reached = { aAtRename: gate(), bAtUpload: gate() };
+    let uploads = 0;
+    listenToAchWindowSteps((step) => {
+      if (step === 'rename' && uploads === 1) {
+        reached.aAtRename.resolve();
+        return gates.a.promise;
+      }
+      if (step === 'upload' && ++uploads === 2) {
+        reached.bAtUpload.resolve();
+        return gates.b.promise;
+      }
+      return Promise.resolve();
+    });
+    try {
+      const a = deliverFile(server.target(), 'ACH-R.ach', bytes);
+      a.catch(() => undefined);
+      await reached.aAtRename.promise;
+      const b = deliverFile(server.target(), 'ACH-R.ach', bytes);
+      b.catch(() => undefined);
+      await reached.bAtUpload.promise;
+      gates.a.resolve();
+      await a.then(
+        () => undefined,
+        (error: unknown) => expect(error).toEqual(expectSftpError('sftp_failed', true)),
+      );
+      const final = path.join(server.root, 'outbound', 'ACH-R.ach');
+      if (fs.existsSync(final)) expect(fs.readFileSync(final).equals(bytes)).toBe(true);
+      gates.b.resolve();
+      await expect(b).resolves.toMatchObject({ outcome: expect.stringMatching(/^(already_)?delivered$/) });
+      expect(fs.readFileSync(final).equals(bytes)).toBe(true);
+      expect(outbound()).toEqual(['ACH-R.ach']);
+    } finally {
+      listenToAchWindowSteps(null);
+      gates.a.resolve();
+      gates.b.resolve();
+    }
+  });
+
   test('sshd killed mid-upload: the attempt fails retryably with no file under the final name; the retry after the restart delivers it whole, once', async () => {
     const bytes = randomBytes(48 * 1024 * 1024);
-    const part = path.join(server.root, 'outbound', '.ACH-D.ach.part');
+    const parts = () => outbound().filter((name) => /^\.ACH-D\.ach\.[0-9a-f]{12}\.part$/.test(name));
+    const partSize = () => fs.statSync(path.join(server.root, 'outbound', parts()[0]!)).size;
     const attempt = deliverFile(server.target(), 'ACH-D.ach', bytes);
     attempt.catch(() => undefined);
-    await untilTrue(() => fs.existsSync(part) && fs.statSync(part).size > 1024 * 1024, 60_000, 'the upload reaching 1 MiB');
+    await untilTrue(() => parts().length === 1 && partSize() > 1024 * 1024, 60_000, 'the upload reaching 1 MiB');
     server.kill();
     await expect(attempt).rejects.toEqual(expectSftpError('sftp_unreachable', true));
-    expect(fs.statSync(part).size).toBeLessThan(bytes.length);
-    expect(outbound()).toEqual(['.ACH-D.ach.part']);
+    expect(partSize()).toBeLessThan(bytes.length);
+    expect(outbound()).toEqual(parts());
     await expect(deliverFile(server.target(), 'ACH-D.ach', bytes)).rejects.toEqual(expectSftpError('sftp_unreachable', true));
     await server.start();
     await expect(deliverFile(server.target(), 'ACH-D.ach', bytes)).resolves.toMatchObject({ outcome: 'delivered' });
@@ -96,7 +148,9 @@ describe('SPEC §24 delivery over SFTP to a real OpenSSH server', () => {
     try {
       const refused = deliverFile(server.target(), 'ACH-F.ach', Buffer.from('f\n'));
       await expect(refused).rejects.toEqual(expectSftpError('sftp_permission_denied', true));
-      await expect(refused).rejects.toThrow(`the SFTP server refused to write ${dir}/.ACH-F.ach.part: permission denied`);
+      await expect(refused).rejects.toThrow(
+        new RegExp(`^the SFTP server refused to write ${dir}/\\.ACH-F\\.ach\\.[0-9a-f]{12}\\.part: permission denied$`),
+      );
     } finally {
       fs.chmodSync(dir, 0o755);
     }

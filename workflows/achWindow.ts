@@ -14,14 +14,23 @@ export interface AchWindowResult {
   status: 'none' | 'built' | 'settled';
 }
 
+/**
+ * The steps heartbeat every 2 s (activities/ach.ts): a step whose worker died is retried elsewhere after
+ * heartbeatTimeout, not after its start-to-close timeout. (A replay matches a scheduled activity by its type and
+ * id, not its timeouts, so windows already running in the field replay unchanged.)
+ */
+const HEARTBEAT_TIMEOUT = '15 seconds';
+
 const quick = proxyActivities<AchActivities>({
   startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: HEARTBEAT_TIMEOUT,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
 /** Delivery waits on the bank's server: retried with backoff until it answers (a non-retryable refusal stops it). */
 const delivery = proxyActivities<AchActivities>({
   startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: HEARTBEAT_TIMEOUT,
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '10 minutes' },
 });
 

@@ -7,6 +7,7 @@ import { openFileText, sealFileText } from '../bankAccounts/contract';
 import { buildNachaFile, type NachaBatchInput, type NachaEntryInput } from './build';
 import { FILE_ID_MODIFIERS, isDebitCode, type SecCode, type TransactionCode } from './nacha';
 import { fileTimingOf } from './timing';
+import { achWindowStep } from './steps';
 import { confirmFundsSignal } from '../ledger/contract';
 import { enqueueTemporalCommand, enqueueTemporalSignals } from '../platform/temporalCommands';
 import { networkSettledCommand } from '../settlement/contract';
@@ -168,6 +169,36 @@ async function nextModifier(tx: PoolClient, fileDate: string): Promise<string | 
   return FILE_ID_MODIFIERS[rowOf(rows, 'a count answers one row').used] ?? null;
 }
 
+/** The 7-digit part of a trace number: 1 to 9,999,999, then round again (migrations/0044). */
+export const TRACE_SEQUENCE_SPACE = 9_999_999;
+
+/**
+ * `count` trace sequences for a file of ODFI `odfi8` with `effectiveDate`, from ach_trace_sequence, which
+ * cycles after 9,999,999: a number whose trace number an entry of the last ach_trace_reuse_days() still
+ * holds is skipped (that entry can still be returned, and a return names it by trace number alone). Called
+ * under the build lock. When a whole turn of the sequence finds no free number, the build is refused.
+ */
+export async function takeTraceSequences(tx: PoolClient, odfi8: string, count: number, effectiveDate: string): Promise<number[]> {
+  const taken: number[] = [];
+  let drawn = 0;
+  while (taken.length < count) {
+    if (drawn >= TRACE_SEQUENCE_SPACE) {
+      throw new Error(`ACH: every trace number of ODFI ${odfi8} is held by an entry that can still be returned; the file is not built`);
+    }
+    const want = Math.min(count - taken.length, TRACE_SEQUENCE_SPACE - drawn);
+    const { rows } = await tx.query<{ n: string; held: boolean }>(
+      `SELECT s.n, EXISTS (SELECT 1 FROM ach_entries e
+                            WHERE e.trace_number = $2 || lpad(s.n::text, 7, '0')
+                              AND e.effective_date > $3::date - ach_trace_reuse_days()) AS held
+         FROM (SELECT nextval('ach_trace_sequence') AS n FROM generate_series(1, $1)) s`,
+      [want, odfi8, effectiveDate],
+    );
+    drawn += rows.length;
+    for (const row of rows) if (!row.held) taken.push(Number(row.n));
+  }
+  return taken;
+}
+
 /**
  * Sandbox settles each entry when its simulated bank would: a payment SANDBOX_CONFIRM_SECONDS after it was
  * recorded, a transfer SANDBOX_SETTLE_SECONDS after it was created (the timer it replaces).
@@ -227,12 +258,10 @@ export async function buildWindowFile(
       config,
       ready.filter((e) => e.sec_code === 'CCD').map((e) => e.account_id),
     );
-    const { rows: sequences } = await tx.query<{ n: string }>(`SELECT nextval('ach_trace_sequence') AS n FROM generate_series(1, $1)`, [
-      ready.length,
-    ]);
+    const sequences = await takeTraceSequences(tx, odfi.odfiRouting.slice(0, 8), ready.length, timing.effectiveDate);
     const planned = ready.map((entry, i) => ({
       entry,
-      traceSequence: Number(sequences[i]!.n),
+      traceSequence: sequences[i]!,
       account: (entry.sec_code === 'CCD' ? operatorAccounts.get(entry.account_id) : accounts.get(entry.bank_account_id!))!,
     }));
     const file = buildNachaFile({
@@ -269,6 +298,7 @@ export async function buildWindowFile(
         planned.map((p) => p.traceSequence),
       ],
     );
+    await achWindowStep('build');
     return { fileId, fileName, entryCount: ready.length, settleAt };
   });
 }

@@ -105,7 +105,9 @@ export async function prefetchEntries(ctx: ApplyContext, traceNumbers: readonly 
             e.trace_number, t.direction, t.type AS transaction_type, t.source_id, e.account_id
        FROM ach_entries e LEFT JOIN transactions t ON t.id = e.transaction_id
       WHERE e.trace_number = ANY($1::text[])
-      ORDER BY e.trace_number
+      -- A trace number comes round again only after its earlier entry can no longer be returned (0044): the
+      -- newest holder is the one returned, and it is read last, so it is the one kept below.
+      ORDER BY e.trace_number, e.effective_date, e.id
         FOR UPDATE OF e`,
     [[...new Set(traceNumbers)]],
   );
@@ -137,7 +139,8 @@ async function matchEntry(ctx: ApplyContext, entry: ParsedEntry, traceNumber: st
     await recordException(ctx, { kind: 'foreign_odfi', line: entry.line, traceNumber, code, detail });
     return null;
   }
-  const rows = ctx.entries.has(traceNumber) ? [ctx.entries.get(traceNumber)!] : [];
+  const found = ctx.entries.get(traceNumber);
+  const rows = found ? [found] : [];
   if (!rows[0]) {
     await recordException(ctx, {
       kind: 'unknown_trace',

@@ -1,7 +1,8 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { Client, type ConnectConfig, type SFTPWrapper } from 'ssh2';
 import { parseOpenSshPublicKey, parseSftpUrl, type SftpAddress } from '../achSettings';
+import { achWindowStep } from './steps';
 
 /**
  * Delivery of NACHA files to the ODFI over SFTP (SPEC §24) and the reading of its return files (SPEC §25).
@@ -138,8 +139,17 @@ async function writeWhole(sftp: SFTPWrapper, path: string, bytes: Buffer): Promi
   const handle = await call<Buffer>('write', path, (done) => sftp.open(path, 'w', done));
   try {
     let next = 0;
+    // Where a crash test stops the upload (src/ach/steps.ts): every writer past half the chunks waits on it.
+    const chunks = Math.ceil(bytes.length / SFTP_LIMITS.writeChunkBytes);
+    const halfway = Math.floor(chunks / 2) * SFTP_LIMITS.writeChunkBytes;
+    let midway: Promise<void> | undefined;
     const writer = async (): Promise<void> => {
       while (next < bytes.length) {
+        if (next >= halfway) {
+          midway ??= achWindowStep('upload') ?? Promise.resolve();
+          await midway;
+          if (next >= bytes.length) break;
+        }
         const offset = next;
         const length = Math.min(SFTP_LIMITS.writeChunkBytes, bytes.length - offset);
         next += length;
@@ -172,28 +182,47 @@ export interface Delivery {
 /** A NACHA file's name: what the bank sees; letters, digits, dot, dash and underscore. */
 const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
+/** The temporary files of `name` in `dir` other than `keep`: `.<name>.<attempt>.part` (and `.<name>.part`, of older code). */
+async function removeTemporaries(sftp: SFTPWrapper, dir: string, name: string, keep: string | null): Promise<void> {
+  const entries = await call<{ filename: string }[]>('list', dir, (done) => sftp.readdir(dir, done));
+  for (const { filename } of entries) {
+    const path = `${dir}/${filename}`;
+    if (!filename.startsWith(`.${name}.`) || !filename.endsWith('.part') || path === keep) continue;
+    // Another attempt's: a dead one's leftover, or a live one's, which then fails its size check and is retried.
+    await call('remove', path, (done) => sftp.unlink(path, done)).catch(() => undefined);
+  }
+}
+
 /**
  * Puts `bytes` at `<dir>/outbound/<name>` so that the bank never sees half a file and never sees it under two
- * names: written whole to `.<name>.part` (a half-written one from an earlier attempt is truncated), checked
- * by size, then renamed. A final name already holding the same bytes is success; holding other bytes, an
- * error (a file is never overwritten).
+ * names: written whole to a temporary name of this attempt's own, `.<name>.<attempt>.part`, checked by size,
+ * then renamed. Other attempts' temporary files are removed first, so none is left behind. Two attempts at
+ * once (a worker presumed dead that is not) never write into one file: the rename moves whole bytes only.
+ * A final name already holding the same bytes is success; holding other bytes, an error (a file is never
+ * overwritten).
  */
 export async function deliverFile(target: SftpTarget, name: string, bytes: Buffer): Promise<Delivery> {
   if (!FILE_NAME.test(name)) throw new Error(`a delivery file name is letters, digits, ".", "-", "_": got "${name}"`);
   const digest = sha256(bytes);
-  const finalPath = `${target.directory}/outbound/${name}`;
-  const partPath = `${target.directory}/outbound/.${name}.part`;
+  const dir = `${target.directory}/outbound`;
+  const finalPath = `${dir}/${name}`;
+  const partPath = `${dir}/.${name}.${randomBytes(6).toString('hex')}.part`;
   return withSftp(target, async (sftp) => {
     if (await sameFileAt(sftp, finalPath, bytes.length, digest)) {
+      await removeTemporaries(sftp, dir, name, null);
       return { outcome: 'already_delivered', path: finalPath, bytes: bytes.length, sha256: digest };
     }
+    await removeTemporaries(sftp, dir, name, null);
     await writeWhole(sftp, partPath, bytes);
     const written = await sizeOf(sftp, partPath);
     if (written !== bytes.length) {
       throw new SftpError('sftp_failed', `${partPath} holds ${written ?? 'no'} bytes after the upload, not ${bytes.length}`, true);
     }
+    await achWindowStep('rename');
     await call('rename', partPath, (done) => sftp.rename(partPath, finalPath, done)).catch(async (error: unknown) => {
-      // A rename refused because the final name exists: a concurrent attempt finished first (same bytes) or not.
+      // Refused: the final name exists (a concurrent attempt finished first, with the same bytes or not), or
+      // another attempt removed this one's temporary file.
+      await call('remove', partPath, (done) => sftp.unlink(partPath, done)).catch(() => undefined);
       if (!(await sameFileAt(sftp, finalPath, bytes.length, digest))) throw error;
     });
     return { outcome: 'delivered', path: finalPath, bytes: bytes.length, sha256: digest };

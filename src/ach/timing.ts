@@ -59,3 +59,16 @@ export function fileTimingOf(now: Date, config: Pick<Config, 'ACH_WINDOWS' | 'SE
 export function isAchBusinessDay(now: Date, config: Pick<Config, 'SETTLEMENT_CALENDAR'>): boolean {
   return isBusinessDay(DateTime.fromJSDate(now, { zone: SETTLEMENT_ZONE }).toISODate()!, config.SETTLEMENT_CALENDAR);
 }
+
+/**
+ * When a delivered production file settles: at the settlement time it was built for, or, when it reached the
+ * bank later than that (built while ACH_SFTP_URL was not set, or the bank's server was down for hours), at
+ * the settlement of the window its delivery makes: the bank cannot settle a file before it has it.
+ */
+export function deliveredFileSettlesAt(
+  file: { settle_at: Date; delivered_at: Date },
+  config: Pick<Config, 'ACH_WINDOWS' | 'SETTLEMENT_CALENDAR'>,
+): Date {
+  const byDelivery = fileTimingOf(file.delivered_at, config).settleAt;
+  return byDelivery > file.settle_at ? byDelivery : file.settle_at;
+}

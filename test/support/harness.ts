@@ -87,11 +87,13 @@ export function startTestWorker(
  * both at a Temporal server of the suite's own (one it stops or freezes).
  */
 export async function startStack(
-  options: { env?: Record<string, string>; clock?: Clock; worker?: boolean; log?: Logger } = {},
+  options: { env?: Record<string, string>; clock?: Clock; worker?: boolean; log?: Logger; ownDatabase?: boolean } = {},
 ): Promise<Stack> {
   const infra = testInfra();
-  // testConfig turns the dispatcher off unless the suite's env turns it on.
-  const own = options.env?.WEBHOOK_DISPATCHER === 'on' && !options.env.DATABASE_URL ? await ownDatabase() : null;
+  // testConfig turns the dispatcher off unless the suite's env turns it on. `ownDatabase`: a suite whose
+  // windows claim every queued ACH entry of the database keeps other suites' entries out of its files.
+  const wantsOwn = options.ownDatabase === true || options.env?.WEBHOOK_DISPATCHER === 'on';
+  const own = wantsOwn && !options.env?.DATABASE_URL ? await ownDatabase() : null;
   const config = testConfig({ ...options.env, ...(own ? { DATABASE_URL: own.databaseUrl } : {}) });
   const log = options.log ?? createLogger(config.LOG_LEVEL);
   const pool = createPool(config.DATABASE_URL!, config.DATABASE_POOL_MAX);
