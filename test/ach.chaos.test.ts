@@ -13,7 +13,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { achFileBytes } from '../src/ach/files';
 import { ACH_WINDOW_STEPS, type AchWindowStep } from '../src/ach/steps';
 import { randomString } from '../src/ids';
-import { SETTLEMENT_ZONE } from '../src/ledger/dates';
+import { SETTLEMENT_ZONE } from '../src/easternDates';
 import { settlementTaskQueue } from '../src/settlement/contract';
 import type { LedgerWorker } from '../src/worker';
 import { readWithAchcli, type MoovEntry } from './support/achcli';
