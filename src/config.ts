@@ -126,9 +126,9 @@ const fields = z.object({
   WEBHOOK_DISPATCH_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
   WEBHOOK_RETRY_INITIAL_MS: z.coerce.number().int().min(10).max(3_600_000).default(5_000),
   WEBHOOK_RETRY_MAX_MS: z.coerce.number().int().min(10).max(86_400_000).default(3_600_000),
-  // SPEC §17: how long GET /event, resends and replays can reach an event; older ones are deleted in batches.
   // The simulation's negative controls (src/simBugs.ts, docs/reliability.md): a deliberate bug, never in production.
   SIM_INJECT_BUG: z.enum(['off', ...INJECTED_BUGS]).default('off'),
+  // SPEC §17: how long GET /event, resends and replays can reach an event; older ones are deleted in batches.
   EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3_650).default(30),
   // SPEC §26: how long a raised (or removed) user limit waits before it takes effect; a lowering is immediate.
   LIMIT_RAISE_COOLING_OFF_HOURS: z.coerce.number().int().min(0).max(8_760).default(24),

@@ -491,7 +491,10 @@ describe('SPEC §24 production: the window delivers its file to the bank over SF
 
   beforeAll(async () => {
     server = await startSftpServer();
+    // A database of its own: production windows take every queued production entry of the database, and
+    // another suite's window running beside this one would claim this suite's entries into its own file.
     stack = await startStack({
+      ownDatabase: true,
       env: {
         LEDGER_ENVIRONMENT: 'production',
         ACH_ODFI_ROUTING: '091000019',

@@ -148,7 +148,10 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
 
   beforeAll(async () => {
     server = await startSftpServer();
+    // A database of its own: production windows take every queued production entry of the database, and
+    // another suite's window running beside this one would claim this suite's entries into its own file.
     stack = await startStack({
+      ownDatabase: true,
       env: {
         LEDGER_ENVIRONMENT: 'production',
         ACH_ODFI_ROUTING: ODFI,
@@ -328,7 +331,7 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     server.writeFile('inbound/RET-2-again.ach', text);
     const again = await poll('RET-2-again.ach');
     expect(again.id).toBe(first.id);
-    const cli = await admin(['--json', 'ach', 'inbound', 'import', `${server.root}/inbound/RET-2.ach`]);
+    const cli = await admin(['--json', 'ach', 'inbound', 'import', `${server.root}/inbound/RET-2.ach`], stack.config.DATABASE_URL);
     expect(cli.code).toBe(0);
     expect(JSON.parse(cli.stdout)).toMatchObject({ outcome: 'already_ingested', file: { id: first.id } });
 
@@ -373,7 +376,7 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
       ['BAD-unknown.ach', 'unknown_trace'],
     ]);
     expect(rows.find((r) => r.file_name === 'BAD-totals.ach')!.detail).toMatch(/total debit/i);
-    const cli = await admin(['--json', 'ach', 'exceptions']);
+    const cli = await admin(['--json', 'ach', 'exceptions'], stack.config.DATABASE_URL);
     expect(cli.code).toBe(0);
     expect(JSON.parse(cli.stdout).exceptions.map((x: { file_name: string }) => x.file_name)).toEqual(
       expect.arrayContaining(['BAD-unknown.ach', 'BAD-foreign.ach']),
@@ -612,7 +615,7 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     const { rows: members } = await stack.pool.query('SELECT id FROM transactions WHERE transfer_id = $1 ORDER BY id', [netted.id]);
     expect(members.map((m) => m.id)).toEqual([...backIds].sort());
     expect(await journalViolations(stack.pool, [other.accountId])).toEqual([]);
-    const verify = await admin(['--json', 'account', 'verify', '--org', other.organizationId]);
+    const verify = await admin(['--json', 'account', 'verify', '--org', other.organizationId], stack.config.DATABASE_URL);
     expect(verify.code).toBe(0);
 
     // The refund's credit came back, so the deposit's later return (R10) takes all of it back, not what the refund left.
