@@ -148,6 +148,7 @@ function runReadmeCommand(
   values: { clone: string; empty: string; url: string; apiKey: string },
   env: Env,
   cwd: string,
+  options: { group?: boolean } = {},
 ): Spawned {
   const words = line
     .replace('/path/to/clone', values.clone)
@@ -157,7 +158,7 @@ function runReadmeCommand(
   const assignments = words.filter((word, index) => /^[A-Z_]+=/.test(word) && words.slice(0, index).every((w) => /^[A-Z_]+=/.test(w)));
   const [command, ...args] = words.slice(assignments.length);
   const assigned = Object.fromEntries(assignments.map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]));
-  return spawnProject(command!, args, { ...env, ...assigned }, cwd);
+  return spawnProject(command!, args, { ...env, ...assigned }, cwd, options);
 }
 
 describe('SPEC §16 npm start for a newcomer', () => {
@@ -181,7 +182,9 @@ describe('SPEC §16 npm start for a newcomer', () => {
     const shared = openTempDir('ledger-pg-shared-');
     const { env, url } = await startEnv({ EMBEDDED_PG_SHARED_DIR: shared, DATA_DIR: undefined });
     const [start, install, quickstart] = readmeNewcomerCommands();
-    const started = runReadmeCommand(start!, { clone, empty, url, apiKey: '' }, env, clone);
+    // In a process group of its own, as a terminal runs it: `npm start` is npm running the service, and Ctrl-C
+    // (SIGINT to the group) is how the README says to stop both.
+    const started = runReadmeCommand(start!, { clone, empty, url, apiKey: '' }, env, clone, { group: true });
     try {
       await started.waitFor(/Ctrl-C stops everything/, 180_000);
       expect(started.output()).not.toMatch(/EACCES|\n\s+at /);
@@ -201,9 +204,15 @@ describe('SPEC §16 npm start for a newcomer', () => {
       expect(lines[0]).toMatch(/^intent intent_\S+ approved$/);
       expect(lines[1]).toMatch(/^transaction txn_\S+ pending 1250$/);
       expect(lines[2]).toMatch(/^webhook user\.created user_\S+ enabled$/);
-      expect((await stopGracefully(started)).code).toBe(0);
+      // Ctrl-C: the service stops everything it started and says so; npm then ends (by the signal or with 0).
+      process.kill(-started.child.pid!, 'SIGINT');
+      await started.waitFor(/^Stopped\.$/m, 60_000);
+      const stopped = await started.exited;
+      expect(stopped.code === 0 || stopped.signal === 'SIGINT').toBe(true);
+      expect(started.output()).toMatch(/SIGINT: stopping \(.*\)\.\.\./);
     } finally {
-      await stopGracefully(started);
+      if (started.child.exitCode === null && started.child.signalCode === null) process.kill(-started.child.pid!, 'SIGKILL');
+      await started.exited;
       fs.rmSync(privateDir, { recursive: true, force: true });
       fs.rmSync(shared, { recursive: true, force: true });
       fs.rmSync(empty, { recursive: true, force: true });
@@ -263,9 +272,15 @@ describe('SPEC §16 npm start for a newcomer', () => {
         expect(pidIn(pidFile)).not.toBe(pid);
         await writeThroughEveryLayer(url, apiKey).catch(withOutput);
       }
-      expect((await stopGracefully(started)).code).toBe(0);
+      // Ctrl-C: the service stops everything it started and says so; npm then ends (by the signal or with 0).
+      process.kill(-started.child.pid!, 'SIGINT');
+      await started.waitFor(/^Stopped\.$/m, 60_000);
+      const stopped = await started.exited;
+      expect(stopped.code === 0 || stopped.signal === 'SIGINT').toBe(true);
+      expect(started.output()).toMatch(/SIGINT: stopping \(.*\)\.\.\./);
     } finally {
-      await stopGracefully(started);
+      if (started.child.exitCode === null && started.child.signalCode === null) process.kill(-started.child.pid!, 'SIGKILL');
+      await started.exited;
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
   }, 300_000);

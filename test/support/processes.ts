@@ -18,8 +18,21 @@ export interface Spawned {
  * Runs a command of the project (in `cwd`, the repository unless told), capturing its output; the environment
  * adds to (never replaces) ours.
  */
-export function spawnProject(command: string, args: string[], env: Record<string, string | undefined> = {}, cwd = REPO): Spawned {
-  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnProject(
+  command: string,
+  args: string[],
+  env: Record<string, string | undefined> = {},
+  cwd = REPO,
+  // A process group of its own, as a terminal runs a command: Ctrl-C (SIGINT to the group) reaches npm and the
+  // service it runs alike (`process.kill(-child.pid, 'SIGINT')`).
+  options: { group?: boolean } = {},
+): Spawned {
+  const child = spawn(command, args, {
+    cwd,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.group === true,
+  });
   let output = '';
   const listeners = new Set<() => void>();
   const onData = (chunk: Buffer) => {
