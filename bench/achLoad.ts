@@ -25,10 +25,9 @@ import { randomString } from '../src/ids';
 import { createOrganization, setRateLimits } from '../src/orgs/repo';
 import { seedQueuedDeposits } from '../test/support/achSeed';
 import { createTestUser } from '../test/support/harness';
-import { freePort } from '../test/support/ports';
 import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
 import { closeConnections, postJson } from './http';
-import { startProcess, stopProcess } from './processes';
+import { startApiProcess, startProcess } from './processes';
 import { writeResults } from './results';
 
 const ENTRIES = Number(process.env.BENCH_ACH_LOAD_ENTRIES ?? 100_000);
@@ -197,21 +196,7 @@ async function main(): Promise<void> {
     const org = await createOrganization(pool, { name: 'ACH load bench', kycRequired: true, environment: 'sandbox' });
     await setRateLimits(pool, org.organization.id, { write: 1_000_000, read: 1_000_000 });
     const userId = await createTestUser(pool, org.organization.id, 'enabled');
-    const apiPort = await freePort();
-    const api = await startProcess('api', 'ops/bin/api.ts', { ...env, PORT: String(apiPort) }, null);
-    cleanup.push(() => stopProcess(api));
-    const apiUrl = `http://127.0.0.1:${apiPort}`;
-    for (
-      let attempt = 0;
-      !(await fetch(`${apiUrl}/healthz`).then(
-        (r) => r.ok,
-        () => false,
-      ));
-      attempt += 1
-    ) {
-      if (attempt > 600) throw new Error('api did not answer /healthz in 60 s');
-      await sleep(100);
-    }
+    const { apiUrl } = await startApiProcess(env, cleanup);
     const bankAccountId = await makeBankAccount(apiUrl, org.key.api_key, userId);
     const results = await rounds(pool, apiUrl, org.key.api_key, userId, bankAccountId, env);
     const baselineP99 = median(results.map((r) => r.baseline_p99_ms));

@@ -47,12 +47,11 @@ import { randomString } from '../src/ids';
 import { TRANSACTION_WORKFLOW_TYPE } from '../src/ledger/workflowContract';
 import { createOrganization, setRateLimits } from '../src/orgs/repo';
 import { createTestUser } from '../test/support/harness';
-import { freePort } from '../test/support/ports';
 import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
 import { cpuMeter, cpuSeconds, localPostmaster, postgresCpuSeconds } from './cpu';
 import { closeConnections, postJson } from './http';
 import { shapeStart, startShapeWorker, type ShapeWorker } from './lifecycleShape';
-import { startProcess, stopProcess } from './processes';
+import { startApiProcess, startProcess, stopProcess } from './processes';
 import { writeResults } from './results';
 
 const INTENTS = Number(process.env.BENCH_INTENTS ?? 2_000);
@@ -383,21 +382,7 @@ async function main() {
     const org = await createOrganization(pool, { name: 'Bench operator', kycRequired: true, environment: 'sandbox' });
     await setRateLimits(pool, org.organization.id, { write: 1_000_000, read: 1_000_000 });
     const userId = await createTestUser(pool, org.organization.id, 'enabled');
-    const apiPort = await freePort();
-    const api = await startProcess('api', 'ops/bin/api.ts', { ...env, PORT: String(apiPort) }, null);
-    cleanup.push(() => stopProcess(api));
-    const apiUrl = `http://127.0.0.1:${apiPort}`;
-    for (
-      let attempt = 0;
-      !(await fetch(`${apiUrl}/healthz`).then(
-        (r) => r.ok,
-        () => false,
-      ));
-      attempt += 1
-    ) {
-      if (attempt > 600) throw new Error('api did not answer /healthz in 60 s');
-      await sleep(100);
-    }
+    const { api, apiUrl } = await startApiProcess(env, cleanup);
     const noopConnection = await NativeConnection.connect({ address: dev.address });
     const noopWorker = await Worker.create({
       connection: noopConnection,

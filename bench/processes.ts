@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { REPO_ROOT } from '../src/config';
 import { exitOf, terminate } from '../ops/childProcess';
+import { freePort } from '../test/support/ports';
 
 /** How long a bench child may take to stop after SIGTERM before it is killed. */
 const STOP_LIMIT_MS = 20_000;
@@ -51,4 +52,28 @@ export function startProcess(name: string, script: string, env: Record<string, s
     child.stderr.on('data', onData);
     void exitOf(child).then(({ code }) => reject(new Error(`${name} exited with ${code}:\n${buffer.slice(-2000)}`)));
   });
+}
+
+/**
+ * An api process on a free port (ops/bin/api.ts), its stop pushed onto `cleanup`; resolves with its address once
+ * it answers /healthz (at most 60 s).
+ */
+export async function startApiProcess(
+  env: Record<string, string>,
+  cleanup: Array<() => unknown>,
+): Promise<{ api: ChildProcess; apiUrl: string }> {
+  const apiPort = await freePort();
+  const api = await startProcess('api', 'ops/bin/api.ts', { ...env, PORT: String(apiPort) }, null);
+  cleanup.push(() => stopProcess(api));
+  const apiUrl = `http://127.0.0.1:${apiPort}`;
+  const healthy = () =>
+    fetch(`${apiUrl}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+  for (let attempt = 0; !(await healthy()); attempt += 1) {
+    if (attempt > 600) throw new Error('api did not answer /healthz in 60 s');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { api, apiUrl };
 }
