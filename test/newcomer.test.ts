@@ -239,7 +239,8 @@ describe('SPEC §16 npm start for a newcomer', () => {
   test('SIGKILLed Postgres and Temporal dev server are restarted, and writes work again: /readyz 503 without Postgres, 200 naming the dev server without it', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-supervised-'));
     const { env, url } = await startEnv({ DATA_DIR: dataDir });
-    const started = spawnProject(process.execPath, ['ops/bin/start.js'], env);
+    // A process group of its own: Ctrl-C below goes to the group, as a terminal sends it.
+    const started = spawnProject(process.execPath, ['ops/bin/start.js'], env, undefined, { group: true });
     try {
       await started.waitFor(/Ctrl-C stops everything/, 180_000);
       const apiKey = demoKeyOf(started);
