@@ -8,8 +8,12 @@ export interface WorkerProcess {
   kill(): Promise<void>;
 }
 
-/** Starts test/support/workerProcess.ts with `env` over this process's environment; resolves once it polls. */
-export async function spawnWorkerProcess(env: Record<string, string>, timeoutMs = 30_000): Promise<WorkerProcess> {
+/**
+ * Starts test/support/workerProcess.ts with `env` over this process's environment; resolves once it polls. The
+ * bound is generous: tsx compiling the worker and its first connection take seconds on a quiet box, but over 30 s
+ * on the 2-core box under load (a fresh-clone CI run's webhooks suite, 2026-11-27).
+ */
+export async function spawnWorkerProcess(env: Record<string, string>, timeoutMs = 120_000): Promise<WorkerProcess> {
   const script = path.join(__dirname, 'workerProcess.ts');
   const child = spawn(process.execPath, ['--import', 'tsx', script], {
     cwd: path.resolve(__dirname, '..', '..'),
