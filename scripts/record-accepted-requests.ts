@@ -67,6 +67,18 @@ function shape(value: unknown): unknown {
   return value === null ? 'null' : typeof value;
 }
 
+/**
+ * A batch as the service accepted it item by item (SPEC §19: a 200 batch can hold items answered 400): only the
+ * items answered 2xx, or null when none was; any other request as recorded.
+ */
+function acceptedItems(request: RecordedRequest): RecordedRequest | null {
+  const { item_statuses: statuses, ...rest } = request;
+  const body = rest.body as { intents?: unknown[] } | undefined;
+  if (statuses === undefined || !Array.isArray(body?.intents)) return rest;
+  const intents = body.intents.filter((_, index) => (statuses[index] ?? 0) >= 200 && (statuses[index] ?? 0) <= 299);
+  return intents.length === 0 ? null : { ...rest, body: { ...body, intents } };
+}
+
 function fixtureLines(raw: string): Line[] {
   const routes = templates();
   const seen = new Set<string>();
@@ -79,8 +91,8 @@ function fixtureLines(raw: string): Line[] {
       secrets += 1;
       continue;
     }
-    const request = JSON.parse(text) as RecordedRequest;
-    if (NOT_API.test(request.path)) continue;
+    const request = acceptedItems(JSON.parse(text) as RecordedRequest);
+    if (request === null || NOT_API.test(request.path)) continue;
     const route = routes.find((candidate) => candidate.pattern.test(request.path))?.route ?? null;
     const queryNames = [...new URLSearchParams(request.query).keys()].sort();
     const key = JSON.stringify([request.method, route ?? request.path, request.query, request.body]);

@@ -16,6 +16,11 @@ export interface RecordedRequest {
   query: string;
   idempotency_key?: string;
   body?: unknown;
+  /**
+   * POST /intent/batch only: each item's own status as the answer gave it (SPEC §19: the batch is 200 while an item
+   * can be its own 400), so the fixture keeps the items the service accepted, not the ones it refused inside a 200.
+   */
+  item_statuses?: number[];
 }
 
 /** The body the edge read (express.raw: a Buffer), as JSON; undefined when there was none or it was not JSON. */
@@ -43,15 +48,40 @@ function recordOf(suite: string, req: IncomingMessage & { originalUrl?: string; 
   };
 }
 
+/** The batch answer's item statuses (`data[].status`), or undefined when the answer is not one. */
+function itemStatuses(answer: Buffer[]): number[] | undefined {
+  try {
+    const { data } = JSON.parse(Buffer.concat(answer).toString('utf8')) as { data?: Array<{ status?: unknown }> };
+    return Array.isArray(data) ? data.map((item) => Number(item.status)) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Keeps a copy of what `res` writes (the batch answer only: the one whose items are read back). */
+function captureAnswer(res: ServerResponse): Buffer[] {
+  const chunks: Buffer[] = [];
+  const keep = (chunk: unknown) => {
+    if (typeof chunk === 'string' || Buffer.isBuffer(chunk)) chunks.push(Buffer.from(chunk));
+  };
+  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+  const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
+  res.write = ((chunk: unknown, ...rest: unknown[]) => (keep(chunk), write(chunk, ...rest))) as typeof res.write;
+  res.end = ((chunk?: unknown, ...rest: unknown[]) => (typeof chunk !== 'function' && keep(chunk), end(chunk, ...rest))) as typeof res.end;
+  return chunks;
+}
+
 /** Records the server's accepted requests into LEDGER_RECORD_REQUESTS when it is set; otherwise does nothing. */
 export function recordAcceptedRequests(server: Server, file = process.env.LEDGER_RECORD_REQUESTS): void {
   if (!file) return;
   const testPath = (globalThis as { expect?: { getState(): { testPath?: string } } }).expect?.getState().testPath;
   const suite = testPath ? path.basename(testPath) : 'unknown';
   server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
+    const answer = req.method === 'POST' && (req.url ?? '').split('?')[0] === '/intent/batch' ? captureAnswer(res) : undefined;
     res.on('finish', () => {
       if (res.statusCode < 200 || res.statusCode > 299) return;
-      appendFileSync(file, `${JSON.stringify(recordOf(suite, req))}\n`);
+      const statuses = answer && itemStatuses(answer);
+      appendFileSync(file, `${JSON.stringify({ ...recordOf(suite, req), ...(statuses ? { item_statuses: statuses } : {}) })}\n`);
     });
   });
 }
