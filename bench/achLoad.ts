@@ -96,6 +96,7 @@ async function buildInProcess(env: Record<string, string>): Promise<{ from: numb
   const from = performance.now();
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   await new Promise<void>((resolve, reject) => {
     child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`the build exited with ${code}: ${output}`))));
   });
@@ -141,12 +142,19 @@ async function rounds(pool: Pool, apiUrl: string, apiKey: string, userId: string
     await pool.query('VACUUM ANALYZE ach_entries');
     say(`  round ${r + 1}: seeded ${ENTRIES} queued entries in ${((Date.now() - seeded) / 1000).toFixed(1)} s`);
     const load = startLoad(apiUrl, apiKey, userId, bankAccountId);
-    await sleep(2_000);
-    const baselineFrom = performance.now();
-    await sleep(baselineMs);
-    const baselineTo = performance.now();
-    const build = await buildInProcess(env);
-    await load.stop();
+    // The load stops before anything else on every path: a build that fails must not leave clients writing to an
+    // api the cleanup then stops (their ECONNREFUSED crashed the bench and hid the build's own error).
+    const measured = (async () => {
+      await sleep(2_000);
+      const from = performance.now();
+      await sleep(baselineMs);
+      return { baselineFrom: from, baselineTo: performance.now(), build: await buildInProcess(env) };
+    })();
+    await measured.then(
+      () => load.stop(),
+      () => load.stop().catch(() => undefined),
+    );
+    const { baselineFrom, baselineTo, build } = await measured;
     const within = (from: number, to: number) => load.samples.filter((s) => s.sentAt >= from && s.sentAt < to).map((s) => s.ms);
     const baseline = within(baselineFrom, baselineTo);
     const during = within(build.from, build.to);
@@ -197,6 +205,7 @@ async function main(): Promise<void> {
     await setRateLimits(pool, org.organization.id, { write: 1_000_000, read: 1_000_000 });
     const userId = await createTestUser(pool, org.organization.id, 'enabled');
     const { apiUrl } = await startApiProcess(env, cleanup);
+    say(`  api at ${apiUrl}`);
     const bankAccountId = await makeBankAccount(apiUrl, org.key.api_key, userId);
     const results = await rounds(pool, apiUrl, org.key.api_key, userId, bankAccountId, env);
     const baselineP99 = median(results.map((r) => r.baseline_p99_ms));

@@ -25,8 +25,16 @@ export function startProcess(name: string, script: string, env: Record<string, s
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   if (readyLine === null) {
-    child.stdout.resume();
+    // Its last output is kept, and said if it ends on its own: a bench whose api died saw only ECONNREFUSED.
+    let tail = '';
+    const keep = (chunk: Buffer) => (tail = (tail + chunk.toString()).slice(-4000));
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
     child.stderr.pipe(process.stderr);
+    void exitOf(child).then(({ code, signal }) => {
+      if (code !== 0 && signal !== 'SIGTERM' && signal !== 'SIGKILL')
+        process.stderr.write(`${name} exited (code ${code}, signal ${signal}):\n${tail}\n`);
+    });
     return Promise.resolve(child);
   }
   return new Promise((resolve, reject) => {
