@@ -315,6 +315,25 @@ test('one file of every kind: each effect once, in the amounts and order of one 
   const { rows: exceptions } = await stack.pool.query(`SELECT kind, trace_number FROM ach_exceptions WHERE inbound_file_id = $1`, [fileId]);
   expect(exceptions).toEqual([{ kind: 'unknown_trace', trace_number: unknownTrace }]);
 
+  // The return rates' kept counts (one upsert per day for the file's statement) are what a scan of the returns finds.
+  const rates = async () => {
+    const { rows } = await stack.pool.query(
+      `SELECT (SELECT json_build_object('returned', sum(returned), 'unauthorized', sum(unauthorized), 'administrative', sum(administrative))
+                 FROM ach_return_counts WHERE organization_id = $1) AS kept,
+              (SELECT json_build_object('returned', count(*), 'unauthorized', count(*) FILTER (WHERE r.code IN ('R05', 'R07', 'R10', 'R11', 'R29', 'R51')),
+                                        'administrative', count(*) FILTER (WHERE r.code IN ('R02', 'R03', 'R04')))
+                 FROM ach_entries e JOIN ach_entry_returns r ON r.entry_id = e.id AND r.addenda_type = '99'
+                WHERE e.organization_id = $1 AND e.transaction_code IN (27, 37)) AS scanned`,
+      [org.organizationId],
+    );
+    return rows[0];
+  };
+  // Six returned debits (the credits are not debits): two unauthorized (R10), one administrative (R03).
+  expect(await rates()).toEqual({
+    kept: { returned: 6, unauthorized: 2, administrative: 1 },
+    scanned: { returned: 6, unauthorized: 2, administrative: 1 },
+  });
+
   // The books: the journal's zero sums and every balance hold.
   expect(await journalViolations(stack.pool, [org.accountId])).toEqual([]);
   const verify = await admin(['--json', 'account', 'verify', '--org', org.organizationId], stack.config.DATABASE_URL);
@@ -337,5 +356,6 @@ test('one file of every kind: each effect once, in the amounts and order of one 
     duplicates_count: 11,
   });
   expect(await counts()).toEqual(after);
+  expect((await rates()).kept).toEqual({ returned: 6, unauthorized: 2, administrative: 1 });
   expect(await journalViolations(stack.pool, [org.accountId])).toEqual([]);
 }, 240_000);
