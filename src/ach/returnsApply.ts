@@ -176,11 +176,13 @@ export async function flushWrites(ctx: ApplyContext): Promise<void> {
   await flushExceptions(ctx);
   const events = inFileOrder(ctx.events);
   if (events.length > 0) {
+    // One JSON array of [organization, type, data]: a jsonb[] parameter would have node-postgres escape every
+    // quote of every event's text (0.7 s for a 10,000-entry file's 30,000 events).
     await ctx.tx.query(
       `INSERT INTO events (organization_id, type, data, created_at)
-       SELECT organization_id, type, data, $4 FROM unnest($1::text[], $2::text[], $3::jsonb[]) WITH ORDINALITY AS e (organization_id, type, data, ord)
+       SELECT e ->> 0, e ->> 1, e -> 2, $2 FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS x (e, ord)
         ORDER BY ord`,
-      [events.map((e) => e.organizationId), events.map((e) => e.type), events.map((e) => JSON.stringify(e.data)), ctx.now],
+      [JSON.stringify(events.map((e) => [e.organizationId, e.type, e.data])), ctx.now],
     );
   }
   ctx.appliedRows.length = 0;

@@ -375,7 +375,11 @@ function plannedDispute(ctx: ApplyContext, item: ReturnItem): PlannedDispute | n
 /** Every dispute's transaction, one recordTransactions per organization (in file order); the first of each dispute by its id. */
 async function recordDisputeTransactions(ctx: ApplyContext, planned: readonly PlannedDispute[]): Promise<Map<string, TransactionRow>> {
   const byOrganization = new Map<string, PlannedDispute[]>();
-  for (const p of planned) byOrganization.set(p.row.organization_id, [...(byOrganization.get(p.row.organization_id) ?? []), p]);
+  for (const p of planned) {
+    const ofOrganization = byOrganization.get(p.row.organization_id);
+    if (ofOrganization) ofOrganization.push(p);
+    else byOrganization.set(p.row.organization_id, [p]);
+  }
   const first = new Map<string, TransactionRow>();
   for (const [organizationId, ofOrganization] of byOrganization) {
     const inputs = ofOrganization.flatMap((p) => {

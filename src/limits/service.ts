@@ -94,6 +94,15 @@ export async function adjustLimitUses(
   inputs: ReadonlyArray<{ userId: string; direction: Direction; deltaCents: number; approvedAt: Date }>,
 ): Promise<void> {
   const byUse = new Map<string, repo.UseAdjustment & { sign: number }>();
+  // periodStartsOf by the approval's UTC minute: the settlement zone's offsets and their changes fall on whole
+  // minutes, so one minute is in one local day (luxon's zone arithmetic costs about 0.1 ms a call).
+  const periodsOfMinute = new Map<number, ReturnType<typeof periodStartsOf>>();
+  const periodsOf = (at: Date) => {
+    const minute = Math.floor(at.getTime() / 60_000);
+    let periods = periodsOfMinute.get(minute);
+    if (!periods) periodsOfMinute.set(minute, (periods = periodStartsOf(at)));
+    return periods;
+  };
   for (const input of inputs) {
     if (input.deltaCents === 0) continue;
     const key = `${input.userId}/${input.direction}`;
@@ -104,7 +113,7 @@ export async function adjustLimitUses(
       byUse.set(key, adjustment);
     }
     if (adjustment.sign !== sign) throw new Error(`limits: adjustments of ${key} both give back and take again; apply them one by one`);
-    const periods = periodStartsOf(input.approvedAt);
+    const periods = periodsOf(input.approvedAt);
     for (const period of LIMIT_PERIODS) {
       const sums = adjustment[period];
       sums[periods[period]] = (sums[periods[period]] ?? 0) + input.deltaCents;
