@@ -107,18 +107,16 @@ END $$;
 CREATE FUNCTION public.ach_entry_returns_count() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
-DECLARE
-  e ach_entries;
 BEGIN
-  SELECT * INTO e FROM ach_entries WHERE id = NEW.entry_id;
-  IF NEW.addenda_type <> '99' OR e.transaction_code NOT IN (27, 37) THEN
-    RETURN NULL;
-  END IF;
   INSERT INTO ach_return_counts AS c (organization_id, day, returned, unauthorized, administrative)
-  VALUES (e.organization_id, (e.created_at AT TIME ZONE 'UTC')::date, 1,
-          (NEW.code IN ('R05', 'R07', 'R10', 'R11', 'R29', 'R51'))::int, (NEW.code IN ('R02', 'R03', 'R04'))::int)
-  ON CONFLICT (organization_id, day) DO UPDATE SET returned = c.returned + 1, unauthorized = c.unauthorized + EXCLUDED.unauthorized,
-    administrative = c.administrative + EXCLUDED.administrative;
+  SELECT e.organization_id, (e.created_at AT TIME ZONE 'UTC')::date, count(*),
+         count(*) FILTER (WHERE n.code IN ('R05', 'R07', 'R10', 'R11', 'R29', 'R51')),
+         count(*) FILTER (WHERE n.code IN ('R02', 'R03', 'R04'))
+    FROM new_rows n JOIN ach_entries e ON e.id = n.entry_id
+   WHERE n.addenda_type = '99' AND e.transaction_code IN (27, 37)
+   GROUP BY 1, 2 ORDER BY 1, 2
+  ON CONFLICT (organization_id, day) DO UPDATE SET returned = c.returned + EXCLUDED.returned,
+    unauthorized = c.unauthorized + EXCLUDED.unauthorized, administrative = c.administrative + EXCLUDED.administrative;
   RETURN NULL;
 END $$;
 
@@ -2762,7 +2760,7 @@ CREATE TRIGGER ach_entries_trace_free BEFORE UPDATE OF trace_number ON public.ac
 -- Name: ach_entry_returns ach_entry_returns_count; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER ach_entry_returns_count AFTER INSERT ON public.ach_entry_returns FOR EACH ROW EXECUTE FUNCTION public.ach_entry_returns_count();
+CREATE TRIGGER ach_entry_returns_count AFTER INSERT ON public.ach_entry_returns REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.ach_entry_returns_count();
 
 --
 -- Name: ach_entry_returns ach_entry_returns_immutable; Type: TRIGGER; Schema: public; Owner: -

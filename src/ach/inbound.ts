@@ -3,17 +3,9 @@ import { withTransaction, type Queryable } from '../db/pool';
 import { sealAccountNumber } from '../bankAccounts/contract';
 import type { AppDeps } from '../services';
 import { checkReturnRateCrossings } from './returnRates';
-import { NachaParseError, parseNachaFile, type ParsedEntry, type ParsedNachaFile } from './parse';
-import {
-  applyChange,
-  applyContext,
-  applyReturn,
-  flushEvents,
-  prefetchEntries,
-  recordException,
-  type ApplyContext,
-  type EntryOutcome,
-} from './returnsApply';
+import { NachaParseError, parseNachaFile, type ParsedNachaFile } from './parse';
+import { applyContext, flushWrites, prefetchEntries, recordException, type ApplyContext, type EntryOutcome } from './returnsApply';
+import { applyEntries } from './returnsBatch';
 
 /**
  * SPEC §25: one file the bank sent back (returns, addenda 99; notifications of change, 98), ingested in ONE
@@ -107,10 +99,10 @@ export async function ingestWithin(
     parsed ??= parseNachaFile(input.bytes);
   } catch (error) {
     if (!(error instanceof NachaParseError)) throw error;
-    await recordException(ctx, { kind: 'unparseable_file', line: error.line, detail: error.message });
+    recordException(ctx, { kind: 'unparseable_file', line: error.line, detail: error.message });
   }
   const counts = parsed ? await applyFile(ctx, parsed) : { entries: 0, returns: 0, changes: 0, exceptions: 1, duplicates: 0 };
-  await flushEvents(ctx);
+  await flushWrites(ctx);
   for (const organizationId of [...ctx.returnedOrganizations].sort()) await checkReturnRateCrossings(tx, organizationId, input.now);
   await tx.query(
     `INSERT INTO ach_inbound_files (id, file_name, sha256, size_bytes, bytes_sealed, status, source, entry_count, returns_count, changes_count,
@@ -135,7 +127,7 @@ export async function ingestWithin(
   return { outcome: 'ingested' as const, file: (await fileByHash(tx, sha256))! };
 }
 
-/** Every entry of the file, in file order, each applied or kept as an exception. */
+/** Every entry of the file, in file order, each applied or kept as an exception (set-based: src/ach/returnsBatch.ts). */
 async function applyFile(ctx: ApplyContext, parsed: ParsedNachaFile) {
   const counts = { entries: 0, returns: 0, changes: 0, exceptions: 0, duplicates: 0 };
   const tally: Record<EntryOutcome, keyof typeof counts> = {
@@ -144,30 +136,14 @@ async function applyFile(ctx: ApplyContext, parsed: ParsedNachaFile) {
     exception: 'exceptions',
     duplicate: 'duplicates',
   };
-  const traces = parsed.batches.flatMap((batch) =>
-    batch.entries.flatMap((entry) =>
-      entry.addenda.flatMap((a) => (a.typeCode === '99' || a.typeCode === '98' ? [a.originalTraceNumber] : [])),
-    ),
+  const entries = parsed.batches.flatMap((batch) => batch.entries);
+  const traces = entries.flatMap((entry) =>
+    entry.addenda.flatMap((a) => (a.typeCode === '99' || a.typeCode === '98' ? [a.originalTraceNumber] : [])),
   );
   await prefetchEntries(ctx, traces);
-  for (const batch of parsed.batches) {
-    for (const entry of batch.entries) {
-      counts.entries += 1;
-      counts[tally[await applyEntry(ctx, entry)]] += 1;
-    }
+  for (const outcome of await applyEntries(ctx, entries)) {
+    counts.entries += 1;
+    counts[tally[outcome]] += 1;
   }
   return counts;
-}
-
-async function applyEntry(ctx: ApplyContext, entry: ParsedEntry): Promise<EntryOutcome> {
-  const addenda = entry.addenda.find((a) => a.typeCode === '99' || a.typeCode === '98');
-  if (!addenda || (addenda.typeCode !== '99' && addenda.typeCode !== '98')) {
-    await recordException(ctx, {
-      kind: 'not_applicable',
-      line: entry.line,
-      detail: 'the entry carries no return (99) or change (98) addenda',
-    });
-    return 'exception';
-  }
-  return addenda.typeCode === '99' ? applyReturn(ctx, entry, addenda) : applyChange(ctx, entry, addenda);
 }

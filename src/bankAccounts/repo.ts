@@ -102,12 +102,28 @@ export async function disableBankAccount(
   db: Queryable,
   input: { bankAccountId: string; reason: string; now: Date },
 ): Promise<BankAccountRow | null> {
+  return (await disableBankAccounts(db, [input], input.now))[0] ?? null;
+}
+
+/**
+ * disableBankAccount of many in one statement: each active one disabled with its reason (the first given for a
+ * bank account named twice); answers those it disabled, a bank account already disabled is not among them.
+ */
+export async function disableBankAccounts(
+  db: Queryable,
+  inputs: ReadonlyArray<{ bankAccountId: string; reason: string }>,
+  now: Date,
+): Promise<BankAccountRow[]> {
+  const reasons = new Map<string, string>();
+  for (const input of inputs) if (!reasons.has(input.bankAccountId)) reasons.set(input.bankAccountId, input.reason);
+  if (reasons.size === 0) return [];
   const { rows } = await db.query<BankAccountRow>(
-    `UPDATE bank_accounts b SET status = 'disabled', disabled_reason = $2, updated_at = $3
-      WHERE b.id = $1 AND b.status = 'active' RETURNING ${PUBLIC_COLUMNS}`,
-    [input.bankAccountId, input.reason, input.now],
+    `UPDATE bank_accounts b SET status = 'disabled', disabled_reason = d.reason, updated_at = $3
+       FROM unnest($1::text[], $2::text[]) AS d (id, reason)
+      WHERE b.id = d.id AND b.status = 'active' RETURNING ${PUBLIC_COLUMNS}`,
+    [[...reasons.keys()], [...reasons.values()], now],
   );
-  return rows[0] ?? null;
+  return rows;
 }
 
 export interface OperatorBankAccountRow {

@@ -55,27 +55,46 @@ export function renderDispute(row: DisputeRow, txns: Transaction[]): Dispute {
   };
 }
 
-export async function insertDispute(
-  db: Queryable,
-  row: Omit<DisputeRow, 'currency' | 'status' | 'resolved_at' | 'ach_entry_id' | 'returns_credit'> &
-    Partial<Pick<DisputeRow, 'ach_entry_id' | 'returns_credit'>>,
-): Promise<DisputeRow> {
-  const { rows } = await db.query<DisputeRow>(
-    `INSERT INTO disputes (id, organization_id, intent_id, account_id, amount_cents, code, status, created_at, ach_entry_id, returns_credit)
-     VALUES ($1, $2, $3, $4, $5, $6, 'created', $7, $8, $9) RETURNING *`,
+/** A dispute to insert: open (`created`), unless `resolved` says it is decided at birth (a returned ACH entry's, SPEC §25). */
+export type NewDispute = Omit<DisputeRow, 'currency' | 'status' | 'resolved_at' | 'ach_entry_id' | 'returns_credit'> &
+  Partial<Pick<DisputeRow, 'ach_entry_id' | 'returns_credit'>> & { resolved?: { status: 'won' | 'lost'; at: Date } };
+
+export async function insertDispute(db: Queryable, row: NewDispute): Promise<DisputeRow> {
+  return rowOf(await insertDisputes(db, [row]), 'INSERT … RETURNING answers the dispute it inserted');
+}
+
+/**
+ * Disputes in one statement, inserted and answered in the order given. The database's guards are row triggers
+ * (disputes_draw_guard, 0045), so each row is checked as if inserted alone, against the rows before it.
+ */
+export async function insertDisputes(db: Queryable, rows: readonly NewDispute[]): Promise<DisputeRow[]> {
+  if (rows.length === 0) return [];
+  const column = <T>(of: (row: NewDispute) => T) => rows.map(of);
+  const { rows: inserted } = await db.query<DisputeRow>(
+    `INSERT INTO disputes (id, organization_id, intent_id, account_id, amount_cents, code, status, created_at, resolved_at, ach_entry_id, returns_credit)
+     SELECT id, organization_id, intent_id, account_id, amount_cents, code, status, created_at, resolved_at, ach_entry_id, returns_credit
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[],
+                   $10::text[], $11::boolean[])
+            WITH ORDINALITY AS n (id, organization_id, intent_id, account_id, amount_cents, code, status, created_at, resolved_at, ach_entry_id,
+                                  returns_credit, ord)
+      ORDER BY ord
+     RETURNING *`,
     [
-      row.id,
-      row.organization_id,
-      row.intent_id,
-      row.account_id,
-      row.amount_cents,
-      row.code,
-      row.created_at,
-      row.ach_entry_id ?? null,
-      row.returns_credit ?? false,
+      column((row) => row.id),
+      column((row) => row.organization_id),
+      column((row) => row.intent_id),
+      column((row) => row.account_id),
+      column((row) => row.amount_cents),
+      column((row) => row.code),
+      column((row) => row.resolved?.status ?? 'created'),
+      column((row) => row.created_at),
+      column((row) => row.resolved?.at ?? null),
+      column((row) => row.ach_entry_id ?? null),
+      column((row) => row.returns_credit ?? false),
     ],
   );
-  return rowOf(rows, 'INSERT … RETURNING answers the dispute it inserted');
+  const byId = new Map(inserted.map((row) => [row.id, row]));
+  return rows.map((row) => byId.get(row.id)!);
 }
 
 /** The intent's own dispute (a chargeback or a returned debit: one at most); returned credits of its refunds are not. */

@@ -18,11 +18,12 @@ export {
   type Transaction,
   type TransactionType,
 } from './schemas';
-export { createIntent, recordTransaction } from './service';
+export { createIntent, recordTransaction, recordTransactions } from './service';
 export {
   ELIGIBLE_FOR_WINDOW,
   assignWindowToTransfer,
   listTransferTransactions,
   settleTransferMembers,
   transactionsOfSources,
+  type TransactionRow,
 } from './transactions';

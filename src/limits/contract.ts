@@ -3,4 +3,4 @@
 // takes from another is this list. What workflows and activities share is in ./workflowContract.
 export * from './workflowContract';
 export { declineLimitSchema, limitsSchema, type DeclineLimit } from './schemas';
-export { adjustLimitUse, takeLimits } from './service';
+export { adjustLimitUse, adjustLimitUses, takeLimits } from './service';

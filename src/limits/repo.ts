@@ -88,23 +88,41 @@ export async function addUse(
   });
 }
 
+/** What adjustUses moves for one user and direction: per period start, the sum of its approvals' deltas. */
+export interface UseAdjustment {
+  userId: string;
+  direction: Direction;
+  day: Record<string, number>;
+  week: Record<string, number>;
+  month: Record<string, number>;
+}
+
 /**
- * Moves the counters of the periods an approval made at `periods` belongs to by `deltaCents` (negative: a
- * refund or return gives use back), where those periods are still the counted ones; a counter of a later period
- * never held that approval and stays. Never below zero, never a check: money going back to a user is never
- * limited. Locks the row like an approval, so the change and a concurrent check are ordered.
+ * Moves the counters of the periods the approvals belong to by their deltas (negative: a refund or return gives
+ * use back), where those periods are still the counted ones; a counter of a later period never held those
+ * approvals and stays. Never below zero, never a check: money going back to a user is never limited. Locks the
+ * rows like an approval, so the change and a concurrent check are ordered. One row per user and direction, in
+ * one statement; each counter is moved from its own current value (a concurrent change is not lost).
  */
-export async function adjustUse(
-  db: Queryable,
-  input: { userId: string; direction: Direction; deltaCents: number; periods: PeriodStarts },
-): Promise<void> {
+export async function adjustUses(db: Queryable, adjustments: readonly UseAdjustment[]): Promise<void> {
+  if (adjustments.length === 0) return;
+  const moved = (period: 'day' | 'week' | 'month') => {
+    const key = `to_char(u.${period}, 'YYYY-MM-DD')`;
+    return `${period}_used_cents = CASE WHEN a.${period}s ? ${key} THEN greatest(0, u.${period}_used_cents + (a.${period}s ->> ${key})::bigint)
+                             ELSE u.${period}_used_cents END`;
+  };
   await db.query(
-    `UPDATE user_limit_usage
-        SET day_used_cents = CASE WHEN day = $4::date THEN greatest(0, day_used_cents + $3) ELSE day_used_cents END,
-            week_used_cents = CASE WHEN week = $5::date THEN greatest(0, week_used_cents + $3) ELSE week_used_cents END,
-            month_used_cents = CASE WHEN month = $6::date THEN greatest(0, month_used_cents + $3) ELSE month_used_cents END
-      WHERE user_id = $1 AND direction = $2`,
-    [input.userId, input.direction, input.deltaCents, input.periods.day, input.periods.week, input.periods.month],
+    `UPDATE user_limit_usage u
+        SET ${moved('day')}, ${moved('week')}, ${moved('month')}
+       FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::jsonb[], $5::jsonb[]) AS a (user_id, direction, days, weeks, months)
+      WHERE u.user_id = a.user_id AND u.direction = a.direction`,
+    [
+      adjustments.map((a) => a.userId),
+      adjustments.map((a) => a.direction),
+      adjustments.map((a) => JSON.stringify(a.day)),
+      adjustments.map((a) => JSON.stringify(a.week)),
+      adjustments.map((a) => JSON.stringify(a.month)),
+    ],
   );
 }
 

@@ -80,7 +80,46 @@ export async function adjustLimitUse(
   db: Queryable,
   input: { userId: string; direction: Direction; deltaCents: number; approvedAt: Date },
 ): Promise<void> {
-  await repo.adjustUse(db, { ...input, periods: periodStartsOf(input.approvedAt) });
+  await adjustLimitUses(db, [input]);
+}
+
+/**
+ * adjustLimitUse of many, in one statement (an ACH return file gives back thousands of deposits' use). The
+ * adjustments of one user and direction must all give back or all take again: a counter never goes below zero,
+ * so applying their sum is then the same as applying them one by one, in any order; with both signs it would not
+ * be, and they are refused (the caller applies those one at a time, in their order).
+ */
+export async function adjustLimitUses(
+  db: Queryable,
+  inputs: ReadonlyArray<{ userId: string; direction: Direction; deltaCents: number; approvedAt: Date }>,
+): Promise<void> {
+  const byUse = new Map<string, repo.UseAdjustment & { sign: number }>();
+  // periodStartsOf by the approval's UTC minute: the settlement zone's offsets and their changes fall on whole
+  // minutes, so one minute is in one local day (luxon's zone arithmetic costs about 0.1 ms a call).
+  const periodsOfMinute = new Map<number, ReturnType<typeof periodStartsOf>>();
+  const periodsOf = (at: Date) => {
+    const minute = Math.floor(at.getTime() / 60_000);
+    let periods = periodsOfMinute.get(minute);
+    if (!periods) periodsOfMinute.set(minute, (periods = periodStartsOf(at)));
+    return periods;
+  };
+  for (const input of inputs) {
+    if (input.deltaCents === 0) continue;
+    const key = `${input.userId}/${input.direction}`;
+    const sign = Math.sign(input.deltaCents);
+    let adjustment = byUse.get(key);
+    if (!adjustment) {
+      adjustment = { userId: input.userId, direction: input.direction, day: {}, week: {}, month: {}, sign };
+      byUse.set(key, adjustment);
+    }
+    if (adjustment.sign !== sign) throw new Error(`limits: adjustments of ${key} both give back and take again; apply them one by one`);
+    const periods = periodsOf(input.approvedAt);
+    for (const period of LIMIT_PERIODS) {
+      const sums = adjustment[period];
+      sums[periods[period]] = (sums[periods[period]] ?? 0) + input.deltaCents;
+    }
+  }
+  await repo.adjustUses(db, [...byUse.values()]);
 }
 
 /** A limit value in force now of one own row: a pending value whose time has come is the limit. */

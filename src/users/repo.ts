@@ -163,18 +163,33 @@ export async function lockUser(
   return rows[0] ? { ...toUser(rows[0]), organization_id: rows[0].organization_id } : null;
 }
 
+/** lockUser of many (no organization), in id order so two lockers of overlapping users cannot deadlock; the users found. */
+export async function lockUsers(db: Queryable, userIds: readonly string[]): Promise<Array<User & { organization_id: string }>> {
+  if (userIds.length === 0) return [];
+  const { rows } = await db.query<UserRow>(`SELECT ${PUBLIC_COLUMNS} FROM users WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`, [
+    [...new Set(userIds)],
+  ]);
+  return rows.map((row) => ({ ...toUser(row), organization_id: row.organization_id }));
+}
+
 /**
  * Moves a locked user to `to` if the lifecycle allows it. The guard is the database's own
  * user_status_transition_allowed, the function its trigger enforces, so the rule has one definition.
  */
 export async function updateUserStatus(db: Queryable, userId: string, to: UserStatus, now: Date): Promise<User | null> {
+  return (await updateUsersStatus(db, [userId], to, now))[0] ?? null;
+}
+
+/** updateUserStatus of many locked users, in one statement: answers those it moved. */
+export async function updateUsersStatus(db: Queryable, userIds: readonly string[], to: UserStatus, now: Date): Promise<User[]> {
+  if (userIds.length === 0) return [];
   const { rows } = await db.query<UserRow>(
     `UPDATE users SET status = $2, updated_at = greatest($3::timestamptz, updated_at)
-      WHERE id = $1 AND user_status_transition_allowed(status, $2)
+      WHERE id = ANY($1::text[]) AND user_status_transition_allowed(status, $2)
       RETURNING ${PUBLIC_COLUMNS}`,
-    [userId, to, now],
+    [[...new Set(userIds)], to, now],
   );
-  return rows[0] ? toUser(rows[0]) : null;
+  return rows.map(toUser);
 }
 
 /** Replaces a locked user's metadata (the caller merged it); the status and its history are untouched. */

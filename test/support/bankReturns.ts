@@ -22,12 +22,13 @@ export async function fileAndSettle(pool: Pool, config: Config): Promise<string 
   return built.fileId;
 }
 
-/** One item of a bank file: an R code returns the entry of `trace`, a C code corrects it with `corrected`. */
+/** One item of a bank file: an R code returns the entry of `trace` (`credit`: a credit of ours), a C code corrects it with `corrected`. */
 export interface BankItem {
   trace: string;
   code: string;
   amount?: number;
   corrected?: string;
+  credit?: boolean;
 }
 
 let fileCounter = 0;
@@ -45,7 +46,8 @@ export async function bankFile(odfi: string, items: BankItem[]): Promise<string>
       individualName: 'TEST USER',
       addendaRecordIndicator: 1,
       traceNumber,
-      transactionCode: 26,
+      // The return of a checking credit is 21, of a checking debit 26.
+      transactionCode: item.credit ? 21 : 26,
     };
     const addenda = { originalTrace: item.trace, originalDFI: '11000000', traceNumber };
     return item.code.startsWith('C')
@@ -62,9 +64,11 @@ export async function bankFile(odfi: string, items: BankItem[]): Promise<string>
           addenda99: { typeCode: '99', returnCode: item.code, dateOfDeath: '', addendaInformation: '', ...addenda },
         };
   };
+  // 225 debits only (returns of debits, notifications), 220 credits only, 200 mixed.
+  const classOf = (batchItems: BankItem[]) => (batchItems.every((i) => !i.credit) ? 225 : batchItems.every((i) => i.credit) ? 220 : 200);
   const batch = (number: number, sec: string, batchItems: BankItem[]) => ({
     batchHeader: {
-      serviceClassCode: 225,
+      serviceClassCode: classOf(batchItems),
       companyName: 'TEST COMPANY',
       companyIdentification: '1234567890',
       standardEntryClassCode: sec,
@@ -75,7 +79,7 @@ export async function bankFile(odfi: string, items: BankItem[]): Promise<string>
       batchNumber: number,
     },
     entryDetails: batchItems.map(entry),
-    batchControl: { serviceClassCode: 225 },
+    batchControl: { serviceClassCode: classOf(batchItems) },
   });
   const returns = items.filter((i) => i.code.startsWith('R'));
   const changes = items.filter((i) => i.code.startsWith('C'));
