@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { openBankAccounts, openOperatorBankAccounts, organizationAchOf } from '../src/bankAccounts/achDetails';
+import { ACH_DETAILS_LIMITS, openBankAccounts, openOperatorBankAccounts, organizationAchOf } from '../src/bankAccounts/achDetails';
 import { disableBankAccount } from '../src/bankAccounts/repo';
 import { accountFingerprint, openAccountNumber, sealAccountNumber } from '../src/bankAccounts/sealing';
 import { ConfigError, loadConfig } from '../src/config';
@@ -136,6 +136,12 @@ describe('SPEC §24 bank accounts (sandbox)', () => {
     expect(await openBankAccounts(stack.pool, stack.config, [bankAccountId, 'ba_none'])).toEqual(
       new Map([[bankAccountId, { routing_number: SANDBOX_ROUTING, account_number: number, account_type: 'savings' }]]),
     );
+    // The bound is on the accounts read, not the entries naming them: a window's 10,001 entries of one account
+    // open it once (a 100,000-entry build was refused when it counted entries); 10,001 distinct ids are refused.
+    const limit = ACH_DETAILS_LIMITS.idsPerCallMax;
+    expect((await openBankAccounts(stack.pool, stack.config, Array(limit + 1).fill(bankAccountId))).size).toBe(1);
+    const distinct = Array.from({ length: limit + 1 }, (_, i) => `ba_none_${i}`);
+    await expect(openBankAccounts(stack.pool, stack.config, distinct)).rejects.toThrow(`at most ${limit} ids per call`);
   });
 
   test('the same routing and number for the same user is the same ba_; another user, or another number, is a new one', async () => {
