@@ -17,7 +17,7 @@ import { SETTLEMENT_ZONE } from '../src/easternDates';
 import { settlementTaskQueue } from '../src/settlement/contract';
 import type { LedgerWorker } from '../src/worker';
 import { readWithAchcli, type MoovEntry } from './support/achcli';
-import { seedQueuedDeposits } from './support/achSeed';
+import { seedQueuedDeposits, PRODUCTION_ACH_ENV } from './support/achSeed';
 import {
   apiClient,
   createTestOrg,
@@ -75,11 +75,7 @@ describe('SPEC §24 nothing lost or sent twice: a worker SIGKILLed at every step
   beforeAll(async () => {
     server = await startSftpServer();
     const env = {
-      LEDGER_ENVIRONMENT: 'production',
-      ACH_ODFI_ROUTING: '091000019',
-      ACH_IMMEDIATE_ORIGIN: '123456789',
-      ACH_ODFI_NAME: 'TEST ODFI',
-      ACH_ORIGIN_NAME: 'PAYMENTS LEDGER TEST',
+      ...PRODUCTION_ACH_ENV,
       ACH_SFTP_URL: server.url,
       ACH_SFTP_KEY_FILE: server.clientKeyFile,
       ACH_SFTP_HOST_KEY: server.hostKeyLine,

@@ -5,6 +5,7 @@
  * achcli and its entries equal the ledger's rows; the database refuses an entry in two files and any change to
  * a built file.
  */
+import { PRODUCTION_ACH_ENV } from './support/achSeed';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -496,11 +497,7 @@ describe('SPEC §24 production: the window delivers its file to the bank over SF
     stack = await startStack({
       ownDatabase: true,
       env: {
-        LEDGER_ENVIRONMENT: 'production',
-        ACH_ODFI_ROUTING: '091000019',
-        ACH_IMMEDIATE_ORIGIN: '123456789',
-        ACH_ODFI_NAME: 'TEST ODFI',
-        ACH_ORIGIN_NAME: 'PAYMENTS LEDGER TEST',
+        ...PRODUCTION_ACH_ENV,
         ACH_SFTP_URL: server.url,
         ACH_SFTP_KEY_FILE: server.clientKeyFile,
         ACH_SFTP_HOST_KEY: server.hostKeyLine,

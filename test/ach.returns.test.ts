@@ -5,6 +5,7 @@
  * effects and events are there together, the journal holds, and bad files are kept as exceptions with nothing
  * changed.
  */
+import { PRODUCTION_ACH_ENV } from './support/achSeed';
 import { DateTime } from 'luxon';
 import { buildWindowFile, markFileDelivered } from '../src/ach/files';
 import { setOperatorBankAccount } from '../src/bankAccounts/repo';
@@ -153,11 +154,7 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     stack = await startStack({
       ownDatabase: true,
       env: {
-        LEDGER_ENVIRONMENT: 'production',
-        ACH_ODFI_ROUTING: ODFI,
-        ACH_IMMEDIATE_ORIGIN: '123456789',
-        ACH_ODFI_NAME: 'TEST ODFI',
-        ACH_ORIGIN_NAME: 'PAYMENTS LEDGER TEST',
+        ...PRODUCTION_ACH_ENV,
         ACH_SFTP_URL: server.url,
         ACH_SFTP_KEY_FILE: server.clientKeyFile,
         ACH_SFTP_HOST_KEY: server.hostKeyLine,

@@ -6,6 +6,7 @@
  * and events the entries had when they were applied one after the other; the journal and balances hold; the file
  * again, as the same bytes or as other bytes naming the same entries, changes nothing.
  */
+import { PRODUCTION_ACH_ENV } from './support/achSeed';
 import { buildWindowFile, markFileDelivered } from '../src/ach/files';
 import { settlementDateOf } from '../src/easternDates';
 import { randomString } from '../src/ids';
@@ -30,11 +31,7 @@ beforeAll(async () => {
   stack = await startStack({
     ownDatabase: true,
     env: {
-      LEDGER_ENVIRONMENT: 'production',
-      ACH_ODFI_ROUTING: ODFI,
-      ACH_IMMEDIATE_ORIGIN: '123456789',
-      ACH_ODFI_NAME: 'TEST ODFI',
-      ACH_ORIGIN_NAME: 'PAYMENTS LEDGER TEST',
+      ...PRODUCTION_ACH_ENV,
     },
   });
   org = await createTestOrg(stack.pool, { environment: 'production', write: 5000, read: 5000 });

@@ -1,5 +1,14 @@
 import type { Pool } from '../../src/db/pool';
 
+/** The ODFI and originator identity the production ACH suites file under (SPEC §24's four file facts). */
+export const PRODUCTION_ACH_ENV = {
+  LEDGER_ENVIRONMENT: 'production',
+  ACH_ODFI_ROUTING: '091000019',
+  ACH_IMMEDIATE_ORIGIN: '123456789',
+  ACH_ODFI_NAME: 'TEST ODFI',
+  ACH_ORIGIN_NAME: 'PAYMENTS LEDGER TEST',
+} as const;
+
 /**
  * Many queued ACH entries at once (SPEC §24), for the suites and benches that need a big window: approved
  * cash_in intents on existing bank accounts and their pending transactions, written set-based in one
