@@ -167,7 +167,8 @@ test('one file of every kind: each effect once, in the amounts and order of one 
     { trace: sent.r01a.entry.trace, code: 'R01', amount: 1100 },
     { trace: sent.c01.entry.trace, code: 'C01', corrected: cold },
     // R03 disabled this bank account earlier in the file: corrected after, in file order.
-    { trace: sent.r03.entry.trace, code: 'C01', corrected: `66${accountNumber()}` },
+    // Ends 0000, which accountNumber() (mostly 3s) all but never does: the events' last4 tell the two apart.
+    { trace: sent.r03.entry.trace, code: 'C01', corrected: `66${accountNumber().slice(0, 8)}0000` },
   ];
   const before = await counts();
   const text = await bankFile(ODFI, items);
