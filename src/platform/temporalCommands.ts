@@ -16,8 +16,7 @@ import { rowOf } from '../assert';
  * - a signal to a workflow that no longer runs is delivered as nothing to do; use signal_with_start when the
  *   workflow may not exist yet.
  * One workflow's commands go one at a time, in creation order (a signal queued after a start reaches the
- * running workflow), and after the workflow's lifecycle start if it is a transaction's still queued in
- * lifecycle_queue; different workflows' go concurrently.
+ * running workflow); different workflows' go concurrently.
  */
 
 export type IdReusePolicy = 'reject_duplicate' | 'allow_duplicate' | 'allow_duplicate_failed_only';
@@ -136,11 +135,7 @@ function commandOf(row: CommandSqlRow): TemporalCommand {
 /**
  * Locks up to `limit` due rows of `drainQueue` in creation order, skipping rows another drainer holds, and
  * only each workflow's oldest row (a later one waits for it to be delivered, even while another drainer
- * holds it). A transaction's lifecycle is started from the other queue (lifecycle_queue, its workflow id the
- * transaction's id): a command to it waits while that start is queued, held or not, since a signal that
- * reaches Temporal first finds no workflow and is dropped as "not running" (issue 38: an ACH debit's
- * confirmation overtook its deposit's start after a Temporal restart, and the deposit stayed pending). The
- * locks last until the caller's transaction ends.
+ * holds it). The locks last until the caller's transaction ends.
  */
 export async function claimTemporalCommands(
   client: PoolClient,
@@ -152,7 +147,6 @@ export async function claimTemporalCommands(
        FROM temporal_commands c
       WHERE c.drain_queue = $1 AND c.next_attempt_at <= now()
         AND NOT EXISTS (SELECT 1 FROM temporal_commands e WHERE e.workflow_id = c.workflow_id AND e.id < c.id)
-        AND NOT EXISTS (SELECT 1 FROM lifecycle_queue q WHERE q.transaction_id = c.workflow_id AND q.kind = 'start')
       ORDER BY c.id LIMIT $2 FOR UPDATE OF c SKIP LOCKED`,
     [input.drainQueue, input.limit],
   );
