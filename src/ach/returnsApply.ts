@@ -1,19 +1,14 @@
 import { accountFingerprint, openAccountNumber, sealAccountNumber } from '../bankAccounts/contract';
 import { disableBankAccount, renderBankAccount, type BankAccountRow } from '../bankAccounts/contract';
 import type { Queryable } from '../db/pool';
-import { insertDispute, renderDispute, resolveDispute } from '../disputes/contract';
 import type { EventType } from '../outbox';
-import { newId } from '../ids';
-import { recordTransaction } from '../ledger/contract';
 import type { AppDeps, Op } from '../services';
 import { bankName } from '../tokens/contract';
 import { lockUser, updateUserStatus } from '../users/contract';
-import { adjustLimitUse } from '../limits/contract';
 import { odfiOf } from './files';
 import type { ParsedChangeAddenda, ParsedEntry } from './parse';
 import { ADMINISTRATIVE_CODES, CHANGE_CODES, correctionOf, returnTitle, UNAUTHORIZED_CODES } from './returnCodes';
 import { rowOf } from '../assert';
-import { injectedBug } from '../simBugs';
 
 /**
  * What a returned or corrected entry does (SPEC §25), inside the file's transaction (src/ach/inbound.ts): every
@@ -252,119 +247,6 @@ export function recordApplied(
 
 export function opOf(ctx: ApplyContext, organizationId: string): Op {
   return { db: ctx.tx, organizationId, now: ctx.now, deps: ctx.deps, lifecyclePoke: { poke: () => undefined } };
-}
-
-/**
- * A returned debit (SPEC §25): a dispute of its intent, `lost`, with its cash_out `dispute` transaction, which nets
- * into the next window. What refunds already took is not taken twice: the dispute is what is left of the intent.
- */
-export async function disputeReturnedDebit(
-  ctx: ApplyContext,
-  matched: MatchedEntry,
-  code: string,
-  where: { line: number; traceNumber: string; entryId: string; organizationId: string },
-): Promise<string | null> {
-  const { rows } = await ctx.tx.query<{ left: string; disputed: boolean; user_id: string; created_at: Date }>(
-    `SELECT (i.amount_cents - intent_returned_cents(i.id))::text AS left,
-            EXISTS (SELECT 1 FROM disputes d WHERE d.intent_id = i.id AND NOT d.returns_credit) AS disputed, i.user_id, i.created_at
-       FROM intents i WHERE i.id = $1 FOR UPDATE`,
-    [matched.source_id],
-  );
-  const left = Math.min(Number(rows[0]?.left ?? 0), Number(matched.amount_cents));
-  if (!rows[0] || rows[0].disputed || left <= 0) {
-    recordException(ctx, {
-      ...where,
-      kind: 'not_applicable',
-      code,
-      detail: `intent ${matched.source_id} is already disputed or fully refunded: no dispute recorded`,
-    });
-    return null;
-  }
-  const op = opOf(ctx, matched.organization_id);
-  // A deposit the network took back does not count as used (SPEC §26), as for a sandbox dispute.
-  await adjustLimitUse(ctx.tx, { userId: rows[0].user_id, direction: 'cash_in', deltaCents: -left, approvedAt: rows[0].created_at });
-  const opened = await insertDispute(ctx.tx, {
-    id: newId('dispute'),
-    organization_id: matched.organization_id,
-    intent_id: matched.source_id!,
-    account_id: matched.account_id,
-    amount_cents: left,
-    code,
-    created_at: ctx.now,
-    ach_entry_id: matched.id,
-  });
-  const { row, afterCommit } = await recordTransaction(op, {
-    accountId: matched.account_id,
-    direction: 'cash_out',
-    type: 'dispute',
-    sourceId: opened.id,
-    amountCents: left,
-  });
-  ctx.afterCommits.push(afterCommit);
-  if (injectedBug('double_return')) {
-    // Negative control (src/simBugs.ts): the return's money applied twice.
-    const again = await recordTransaction(op, {
-      accountId: matched.account_id,
-      direction: 'cash_out',
-      type: 'dispute',
-      sourceId: opened.id,
-      amountCents: left,
-    });
-    ctx.afterCommits.push(again.afterCommit);
-  }
-  const lost = await resolveDispute(ctx.tx, opened.id, 'lost', ctx.now);
-  const body = { ...renderDispute(lost, [row.json]), reason: returnTitle(code) };
-  recordEvent(ctx, matched.organization_id, 'dispute.created', body);
-  recordEvent(ctx, matched.organization_id, 'dispute.resolved', body);
-  return opened.id;
-}
-
-/**
- * A returned credit to a user (SPEC §25): the PPD credit of a cash_out, or of a refund, came back, so the money is
- * back at the ODFI. A dispute `won` at once, naming the intent the credit paid (the cash_out's, or the one the
- * refund returned money from), with one cash_in `dispute` transaction of the entry's amount: recorded network −A,
- * pending +A (SPEC §21), confirmed at once by the rail (the bank moved the money already: src/rails), and netted
- * into the next window like any cash_in. The original transaction moves on as it was (forward only, §9).
- * migrations/0045's guard holds it to the returned entry, once.
- */
-export async function disputeReturnedCredit(ctx: ApplyContext, matched: MatchedEntry, code: string): Promise<string> {
-  const { rows } = await ctx.tx.query<{ id: string; user_id: string; created_at: Date; direction: 'cash_in' | 'cash_out' }>(
-    `SELECT i.id, i.user_id, i.created_at, i.direction
-       FROM transactions t LEFT JOIN refunds r ON t.type = 'refund' AND r.id = t.source_id
-       JOIN intents i ON i.id = CASE t.type WHEN 'intent' THEN t.source_id ELSE r.intent_id END
-      WHERE t.id = $1 FOR UPDATE OF i`,
-    [matched.transaction_id],
-  );
-  const intent = rowOf(rows, 'a PPD credit pays a cash_out intent or a refund of an intent');
-  const amountCents = Number(matched.amount_cents);
-  // What did not reach the user does not count as used (SPEC §26): a withdrawal gives back its cash_out use; a
-  // refund's credit takes back the deposit use the refund gave back.
-  const deltaCents = intent.direction === 'cash_out' ? -amountCents : amountCents;
-  await adjustLimitUse(ctx.tx, { userId: intent.user_id, direction: intent.direction, deltaCents, approvedAt: intent.created_at });
-  const opened = await insertDispute(ctx.tx, {
-    id: newId('dispute'),
-    organization_id: matched.organization_id,
-    intent_id: intent.id,
-    account_id: matched.account_id,
-    amount_cents: amountCents,
-    code,
-    created_at: ctx.now,
-    ach_entry_id: matched.id,
-    returns_credit: true,
-  });
-  const won = await resolveDispute(ctx.tx, opened.id, 'won', ctx.now);
-  const { row, afterCommit } = await recordTransaction(opOf(ctx, matched.organization_id), {
-    accountId: matched.account_id,
-    direction: 'cash_in',
-    type: 'dispute',
-    sourceId: opened.id,
-    amountCents,
-  });
-  ctx.afterCommits.push(afterCommit);
-  const body = { ...renderDispute(won, [row.json]), reason: returnTitle(code) };
-  recordEvent(ctx, matched.organization_id, 'dispute.created', body);
-  recordEvent(ctx, matched.organization_id, 'dispute.resolved', body);
-  return opened.id;
 }
 
 /** R02/R03/R04 disable the bank account; the unauthorized codes suspend its user (SPEC §6); the rest change nothing more. */

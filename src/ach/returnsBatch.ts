@@ -13,8 +13,6 @@ import {
   alreadyApplied,
   applyChange,
   applyCodeEffects,
-  disputeReturnedCredit,
-  disputeReturnedDebit,
   matchEntry,
   opOf,
   recordApplied,
@@ -503,9 +501,11 @@ async function applyInOrder(ctx: ApplyContext, plan: Plan): Promise<void> {
   }
 }
 
+/**
+ * The money of one return that goes in file order: the same rules as every other return's (applyMoney), on this
+ * one alone, once the returns before it in the file have run; a debit's intent is read again for what they left.
+ */
 async function applyMoneyOfOne(ctx: ApplyContext, item: ReturnItem): Promise<void> {
-  item.disputeId =
-    item.kind === 'debit'
-      ? await disputeReturnedDebit(ctx, item.matched, item.code, whereOf(item.matched, item.line, item.code))
-      : await disputeReturnedCredit(ctx, item.matched, item.code);
+  if (item.kind === 'debit') await readDebitIntents(ctx, [item]);
+  await applyMoney(ctx, [item]);
 }
