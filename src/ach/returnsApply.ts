@@ -1,21 +1,19 @@
 import { accountFingerprint, openAccountNumber, sealAccountNumber } from '../bankAccounts/contract';
-import { disableBankAccount, renderBankAccount, type BankAccountRow } from '../bankAccounts/contract';
+import { renderBankAccount, type BankAccountRow } from '../bankAccounts/contract';
 import type { Queryable } from '../db/pool';
 import type { EventType } from '../outbox';
 import type { AppDeps, Op } from '../services';
 import { bankName } from '../tokens/contract';
-import { lockUser, updateUserStatus } from '../users/contract';
 import { odfiOf } from './files';
 import type { ParsedChangeAddenda, ParsedEntry } from './parse';
-import { ADMINISTRATIVE_CODES, CHANGE_CODES, correctionOf, returnTitle, UNAUTHORIZED_CODES } from './returnCodes';
+import { CHANGE_CODES, correctionOf } from './returnCodes';
 import { rowOf } from '../assert';
 
 /**
  * What a returned or corrected entry does (SPEC §25), inside the file's transaction (src/ach/inbound.ts): every
  * effect and its event are written together, and the (entry, addenda type) row makes it apply once. The file's
- * returns are applied set-based (returnsBatch.ts); the functions here are the per-entry path it keeps for what
- * must go one at a time, in file order (notifications of change, and returns that share an intent or a user's
- * limit use with another of the file).
+ * returns are applied set-based (returnsBatch.ts); here are the context, the buffered writes and the matching it
+ * uses, and a notification of change, applied one at a time in file order.
  */
 
 /** The steps of one entry, in the order its writes happened when each entry was applied alone. */
@@ -247,27 +245,6 @@ export function recordApplied(
 
 export function opOf(ctx: ApplyContext, organizationId: string): Op {
   return { db: ctx.tx, organizationId, now: ctx.now, deps: ctx.deps, lifecyclePoke: { poke: () => undefined } };
-}
-
-/** R02/R03/R04 disable the bank account; the unauthorized codes suspend its user (SPEC §6); the rest change nothing more. */
-export async function applyCodeEffects(ctx: ApplyContext, matched: MatchedEntry, code: string): Promise<void> {
-  if (!matched.bank_account_id) return;
-  if (ADMINISTRATIVE_CODES.has(code)) {
-    const disabled = await disableBankAccount(ctx.tx, {
-      bankAccountId: matched.bank_account_id,
-      reason: `ACH return ${code}: ${returnTitle(code)}`,
-      now: ctx.now,
-    });
-    if (disabled) recordEvent(ctx, matched.organization_id, 'bank_account.disabled', renderBankAccount(disabled));
-  } else if (UNAUTHORIZED_CODES.has(code)) {
-    const { rows } = await ctx.tx.query<{ user_id: string }>('SELECT user_id FROM bank_accounts WHERE id = $1', [matched.bank_account_id]);
-    const user = await lockUser(ctx.tx, rowOf(rows, 'an entry matched by trace number names a bank account that exists').user_id);
-    // Only an enabled user can be suspended (§6); a created, suspended or disabled one stays as it is.
-    if (user?.status !== 'enabled') return;
-    const { organization_id: organizationId, ...before } = user;
-    const updated = await updateUserStatus(ctx.tx, user.id, 'suspended', ctx.now);
-    if (updated) recordEvent(ctx, organizationId, 'user.status_changed', { ...updated, previous_status: before.status });
-  }
 }
 
 export async function applyChange(ctx: ApplyContext, entry: ParsedEntry, addenda: ParsedChangeAddenda): Promise<EntryOutcome> {

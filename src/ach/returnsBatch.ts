@@ -12,7 +12,6 @@ import { ADMINISTRATIVE_CODES, returnTitle, UNAUTHORIZED_CODES } from './returnC
 import {
   alreadyApplied,
   applyChange,
-  applyCodeEffects,
   matchEntry,
   opOf,
   recordApplied,
@@ -37,9 +36,10 @@ import {
  *      triggers), every dispute transaction (one recordTransactions per organization);
  *   5. the code effects: R02–R04's bank accounts disabled (one UPDATE), the unauthorized codes' users suspended
  *      (one lock, one UPDATE);
- *   6. what must go one at a time, in file order, by the per-entry code of returnsApply.ts: the notifications of
- *      change (and a disable of a bank account one of them corrects), and the returns whose intent, or whose
- *      user's limit use in the other sign, another return of the file touches (their order decides the amounts);
+ *   6. what must go one at a time, in file order: the notifications of change (returnsApply.ts applyChange), a
+ *      disable of a bank account one of them corrects, and the money of the returns whose intent, or whose user's
+ *      limit use in the other sign, another return of the file touches (their order decides the amounts) — the
+ *      last two by the same functions as steps 4 and 5, on one item at a time;
  *   7. the applied rows, the exceptions and the events, one INSERT each (flushWrites), in file order.
  * What one entry changes, and the events it emits, are those it changed and emitted when the entries were applied
  * one after the other: effects of different entries commute except where step 6 keeps their order.
@@ -65,9 +65,9 @@ interface ReturnItem {
   /** A CCD entry of a transfer, a PPD debit of a deposit, or a PPD credit of a withdrawal or refund. */
   kind: 'transfer' | 'debit' | 'credit';
   intent: LockedIntent | null;
-  /** Its money applied by the per-entry code, in file order (step 6). */
+  /** Its money applied alone, in file order (step 6). */
   oneByOne: boolean;
-  /** Its bank account's disable applied by the per-entry code, in file order (step 6). */
+  /** Its bank account's disable applied alone, in file order (step 6). */
   effectsInOrder: boolean;
   disputeId: string | null;
 }
@@ -483,7 +483,7 @@ async function applyInOrder(ctx: ApplyContext, plan: Plan): Promise<void> {
   const steps: Step[] = [];
   for (const item of plan.returns) {
     if (item.oneByOne) steps.push({ slot: item.slot, step: STEP.money, run: () => applyMoneyOfOne(ctx, item) });
-    if (item.effectsInOrder) steps.push({ slot: item.slot, step: STEP.effects, run: () => applyCodeEffects(ctx, item.matched, item.code) });
+    if (item.effectsInOrder) steps.push({ slot: item.slot, step: STEP.effects, run: () => disableAccounts(ctx, [item]) });
   }
   for (const change of plan.changes) {
     steps.push({

@@ -2,7 +2,7 @@
 // dependency lint's features-meet-through-contracts, docs/development.md "Layers"), so what one feature
 // takes from another is this list.
 export { openBankAccounts, openOperatorBankAccounts, organizationAchOf, type AchAccountDetails } from './achDetails';
-export { bankAccountDisabled, disableBankAccount, disableBankAccounts, renderBankAccount, type BankAccountRow } from './repo';
+export { bankAccountDisabled, disableBankAccounts, renderBankAccount, type BankAccountRow } from './repo';
 export { accountNumberInput, accountTypeSchema, bankAccountSchema, type AccountType } from './schemas';
 export { accountFingerprint, openAccountNumber, openFileText, sealAccountNumber, sealFileText } from './sealing';
 export { bankAccountFromToken } from './service';
