@@ -11,8 +11,6 @@ import { buildWindowFile, markFileDelivered } from '../src/ach/files';
 import { setOperatorBankAccount } from '../src/bankAccounts/repo';
 import { sealAccountNumber } from '../src/bankAccounts/sealing';
 import { settlementDateOf } from '../src/easternDates';
-import { startAccountSettlement } from '../src/settlement/client';
-import { settlementTaskQueue } from '../src/settlement/contract';
 import { achScheduleId, ensureAchSchedule } from '../src/ach/schedule';
 import { ingestInboundFile } from '../src/ach/inbound';
 import { achInboundScheduleId, ensureAchInboundSchedule } from '../src/ach/inboundSchedule';
@@ -20,6 +18,7 @@ import { randomString } from '../src/ids';
 import { journalViolations } from '../src/journal/invariants';
 import { createLogger } from '../src/logger';
 import { writeWithAchcli } from './support/achcli';
+import { closeWindow } from './support/bankReturns';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
 import { addBankAccount, admin, idempotencyKey, SANDBOX_ROUTING, statusOf } from './support/payments';
 import { startSftpServer, type SftpServer } from './support/sftpServer';
@@ -466,7 +465,7 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     expect(refund.status).toBe(200);
     // Window D: the cash_out and the refund (the deposits wait for their debits to settle): a collection of 3500.
     const windowDate = settlementDateOf(new Date(), stack.config.SETTLEMENT_CUTOFF);
-    const transfer = await closeWindow(other, windowDate);
+    const transfer = await closeWindow(stack, other, windowDate);
     expect(transfer).toMatchObject({ direction: 'collection', amount_cents: '3500', transaction_count: 2 });
     const built = (await buildWindowFile(stack.pool, stack.config, createLogger('silent'), `test-${randomString(8)}`, new Date()))!;
     await markFileDelivered(stack.pool, built.fileId, new Date());
@@ -494,26 +493,6 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
       refund: { ...refunded, transactionId: refundTransactionId, entry: await entryOf('transaction_id', refundTransactionId) },
       operator: { number: operatorNumber, entry: await entryOf('transfer_id', transfer.id) },
     };
-  }
-
-  /** Runs the settlement of `who`'s account for window `windowDate` now, and answers its transfer. */
-  async function closeWindow(who: TestOrg, windowDate: string) {
-    await startAccountSettlement(stack.temporal, settlementTaskQueue(stack.config.TEMPORAL_TASK_QUEUE), {
-      accountId: who.accountId,
-      organizationId: who.organizationId,
-      windowDate,
-    });
-    return eventually(
-      async () => {
-        const { rows } = await stack.pool.query(
-          `SELECT id, direction, amount_cents::text, transaction_count, status FROM transfers WHERE account_id = $1 AND window_date = $2`,
-          [who.accountId, windowDate],
-        );
-        return rows[0] as { id: string; direction: string; amount_cents: string; transaction_count: number; status: string } | undefined;
-      },
-      30_000,
-      `the transfer of window ${windowDate}`,
-    );
   }
 
   test('returned credits (a cash_out R03, a refund R02) put the money back as won disputes that net in the next window; a returned CCD entry is an exception and ach.transfer_returned; each once', async () => {
@@ -607,7 +586,7 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
 
     // Window D+1 nets the money back: a disbursement of 3500 of exactly the two won disputes' cash_in.
     const next = DateTime.fromISO(sent.windowDate).plus({ days: 1 }).toISODate()!;
-    const netted = await closeWindow(other, next);
+    const netted = await closeWindow(stack, other, next);
     expect(netted).toMatchObject({ direction: 'disbursement', amount_cents: '3500', transaction_count: 2 });
     const { rows: members } = await stack.pool.query('SELECT id FROM transactions WHERE transfer_id = $1 ORDER BY id', [netted.id]);
     expect(members.map((m) => m.id)).toEqual([...backIds].sort());

@@ -12,11 +12,9 @@ import { settlementDateOf } from '../src/easternDates';
 import { randomString } from '../src/ids';
 import { journalViolations } from '../src/journal/invariants';
 import { createLogger } from '../src/logger';
-import { startAccountSettlement } from '../src/settlement/client';
-import { settlementTaskQueue } from '../src/settlement/contract';
-import { bankFile, importInbound, type BankItem } from './support/bankReturns';
+import { bankFile, closeWindow, importInbound, type BankItem } from './support/bankReturns';
 import { eventDepartures } from './support/eventSchemas';
-import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
+import { apiClient, createTestOrg, createTestUser, startStack, type Stack, type TestOrg } from './support/harness';
 import { addBankAccount, admin, idempotencyKey } from './support/payments';
 
 const ODFI = '091000019';
@@ -72,27 +70,6 @@ async function entryOf(payment: Payment): Promise<Payment> {
   return { ...payment, entry: { id: rows[0]!.id, trace: rows[0]!.trace_number, code: rows[0]!.transaction_code } };
 }
 
-/** The settlement of the organization's account for today's window, run now: it batches the cash_out and the refund. */
-async function closeWindow() {
-  const windowDate = settlementDateOf(new Date(), stack.config.SETTLEMENT_CUTOFF);
-  await startAccountSettlement(stack.temporal, settlementTaskQueue(stack.config.TEMPORAL_TASK_QUEUE), {
-    accountId: org.accountId,
-    organizationId: org.organizationId,
-    windowDate,
-  });
-  return eventually(
-    async () => {
-      const { rows } = await stack.pool.query(
-        `SELECT id, direction, amount_cents::text, transaction_count FROM transfers WHERE account_id = $1 AND window_date = $2`,
-        [org.accountId, windowDate],
-      );
-      return rows[0] as { id: string; direction: string; amount_cents: string; transaction_count: number } | undefined;
-    },
-    30_000,
-    `the transfer of window ${windowDate}`,
-  );
-}
-
 /** What a file could change; lifecycles moving on by themselves (transaction.status_changed) are not its doing. */
 async function counts() {
   const { rows } = await stack.pool.query<Record<string, string>>(
@@ -133,7 +110,12 @@ test('one file of every kind: each effect once, in the amounts and order of one 
   );
   expect(out.body).toMatchObject({ status: 'approved', bank_account_id: withdrawer.bankAccountId });
   // The window batches the cash_out and the refund (a collection of 3500), which queues the cash_out's credit.
-  expect(await closeWindow()).toMatchObject({ direction: 'collection', amount_cents: '3500', transaction_count: 2 });
+  // The settlement of today's window, run now: it batches the cash_out and the refund.
+  expect(await closeWindow(stack, org, settlementDateOf(new Date(), stack.config.SETTLEMENT_CUTOFF))).toMatchObject({
+    direction: 'collection',
+    amount_cents: '3500',
+    transaction_count: 2,
+  });
   const built = (await buildWindowFile(stack.pool, stack.config, createLogger('silent'), `mixed-${randomString(8)}`, new Date()))!;
   await markFileDelivered(stack.pool, built.fileId, new Date());
   const sent = Object.fromEntries(await Promise.all(Object.entries(made).map(async ([k, p]) => [k, await entryOf(p)] as const))) as {

@@ -4,7 +4,10 @@ import { ingestInboundFile } from '../../src/ach/inbound';
 import type { Pool } from '../../src/db/pool';
 import { randomString } from '../../src/ids';
 import { createLogger } from '../../src/logger';
+import { startAccountSettlement } from '../../src/settlement/client';
+import { settlementTaskQueue } from '../../src/settlement/contract';
 import { writeWithAchcli } from './achcli';
+import { eventually, type Stack, type TestOrg } from './harness';
 
 /**
  * SPEC §25 for suites that need returns to look at: our queued entries filed, delivered and settled as the ACH
@@ -105,4 +108,24 @@ export async function bankFile(odfi: string, items: BankItem[]): Promise<string>
 export async function importInbound(pool: Pool, config: Config, fileName: string, bytes: string | Buffer) {
   const deps = { config, pool, log: createLogger('silent'), services: { taskQueue: config.TEMPORAL_TASK_QUEUE } };
   return ingestInboundFile(deps, { fileName, bytes: Buffer.from(bytes), source: 'cli', now: new Date() });
+}
+
+/** Runs the settlement of `who`'s account for window `windowDate` now, and answers its transfer once it exists. */
+export async function closeWindow(stack: Stack, who: TestOrg, windowDate: string) {
+  await startAccountSettlement(stack.temporal, settlementTaskQueue(stack.config.TEMPORAL_TASK_QUEUE), {
+    accountId: who.accountId,
+    organizationId: who.organizationId,
+    windowDate,
+  });
+  return eventually(
+    async () => {
+      const { rows } = await stack.pool.query(
+        `SELECT id, direction, amount_cents::text, transaction_count, status FROM transfers WHERE account_id = $1 AND window_date = $2`,
+        [who.accountId, windowDate],
+      );
+      return rows[0] as { id: string; direction: string; amount_cents: string; transaction_count: number; status: string } | undefined;
+    },
+    30_000,
+    `the transfer of window ${windowDate}`,
+  );
 }
