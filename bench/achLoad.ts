@@ -144,17 +144,19 @@ async function rounds(pool: Pool, apiUrl: string, apiKey: string, userId: string
     const load = startLoad(apiUrl, apiKey, userId, bankAccountId);
     // The load stops before anything else on every path: a build that fails must not leave clients writing to an
     // api the cleanup then stops (their ECONNREFUSED crashed the bench and hid the build's own error).
-    const measured = (async () => {
+    let build: Awaited<ReturnType<typeof buildInProcess>>;
+    let baselineFrom: number, baselineTo: number;
+    try {
       await sleep(2_000);
-      const from = performance.now();
+      baselineFrom = performance.now();
       await sleep(baselineMs);
-      return { baselineFrom: from, baselineTo: performance.now(), build: await buildInProcess(env) };
-    })();
-    await measured.then(
-      () => load.stop(),
-      () => load.stop().catch(() => undefined),
-    );
-    const { baselineFrom, baselineTo, build } = await measured;
+      baselineTo = performance.now();
+      build = await buildInProcess(env);
+    } catch (error) {
+      await load.stop().catch(() => undefined);
+      throw error;
+    }
+    await load.stop();
     const within = (from: number, to: number) => load.samples.filter((s) => s.sentAt >= from && s.sentAt < to).map((s) => s.ms);
     const baseline = within(baselineFrom, baselineTo);
     const during = within(build.from, build.to);
