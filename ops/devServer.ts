@@ -1,6 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { status } from '@grpc/grpc-js';
+import { Connection, isGrpcServiceError } from '@temporalio/client';
 import { readyOrStopped, spawnService, type ServiceProcess } from './childProcess';
+import type { Liveness } from './supervisor';
 import { SEARCH_ATTRIBUTES, waitForTemporal } from '../src/platform/temporal';
 
 /**
@@ -87,4 +90,48 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   const address = `127.0.0.1:${options.port}`;
   await readyOrStopped(child, 'temporal server start-dev', waitForTemporal(address, options.readyTimeoutMs ?? 60_000));
   return { ...child, address, uiUrl: options.uiPort === null ? null : `http://127.0.0.1:${options.uiPort}` };
+}
+
+/** The id of a workflow no one starts: the health check asks for it, and a server that can answers "not found". */
+export const DEV_SERVER_HEALTH_WORKFLOW_ID = '__ledger-dev-server-health';
+
+/**
+ * The dev server's health for its supervisor (ops/supervisor.ts): a describe of a workflow that does not exist,
+ * which the frontend hands to the history service and its SQLite, answered "not found" by a server that can
+ * read its state. A frontend answering alone (GetSystemInfo, /readyz's check) is not enough: issue 38's runs
+ * had the CLI's dev server (modernc.org/sqlite v1.34.1) keep its frontend up while its SQLite connection
+ * answered `interrupted (9)` to every query and its one history shard stayed unowned ("shard status unknown")
+ * for good, every start, signal and poll failing, until the process was restarted. Killed with SIGKILL: its
+ * state is in SQLite's WAL (DEV_SERVER_SQLITE_PRAGMAS), which a crash of the process keeps.
+ */
+export function devServerLiveness(options: {
+  address: string;
+  namespace: string;
+  unresponsiveMs: number;
+  everyMs?: number;
+  probeTimeoutMs?: number;
+}): { liveness: Liveness<DevServer>; close(): Promise<void> } {
+  const connection = Connection.lazy({ address: options.address, connectTimeout: 2_000 });
+  const probeTimeoutMs = options.probeTimeoutMs ?? 10_000;
+  return {
+    liveness: {
+      unresponsiveMs: options.unresponsiveMs,
+      everyMs: options.everyMs ?? 5_000,
+      kill: (server) => void server.process.kill('SIGKILL'),
+      async probe() {
+        try {
+          await connection.withDeadline(Date.now() + probeTimeoutMs, () =>
+            connection.workflowService.describeWorkflowExecution({
+              namespace: options.namespace,
+              execution: { workflowId: DEV_SERVER_HEALTH_WORKFLOW_ID },
+            }),
+          );
+        } catch (error) {
+          if (isGrpcServiceError(error) && error.code === status.NOT_FOUND) return;
+          throw error;
+        }
+      },
+    },
+    close: () => connection.close(),
+  };
 }

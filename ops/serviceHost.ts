@@ -5,7 +5,7 @@ import { createLogger } from '../src/logger';
 import { countOrganizations, createOrganization } from '../src/orgs/repo';
 import { startEmbeddedPostgres } from './embeddedPostgres';
 import { onShutdownSignal } from './run';
-import { supervise, type SupervisedChild } from './supervisor';
+import { supervise, type Liveness, type SupervisedChild } from './supervisor';
 
 /**
  * What `npm start` and `npm run cluster` share: the child services they keep running (restarted with backoff
@@ -15,8 +15,16 @@ import { supervise, type SupervisedChild } from './supervisor';
 export interface ServiceHost {
   /** /readyz checks of the supervised children, by name. */
   readiness: Record<string, () => Promise<void>>;
-  /** Starts a child service, then keeps it running; torn down last-in first-out. */
-  startSupervised<T extends SupervisedChild>(component: string, readinessKey: string | null, start: () => Promise<T>): Promise<T>;
+  /**
+   * Starts a child service, then keeps it running (and, given `liveness`, doing its work); torn down last-in
+   * first-out.
+   */
+  startSupervised<T extends SupervisedChild>(
+    component: string,
+    readinessKey: string | null,
+    start: () => Promise<T>,
+    options?: { liveness?: Liveness<T> },
+  ): Promise<T>;
   /** Registers a teardown step, run in reverse order of registration. */
   onStop(name: string, stop: () => Promise<void>): void;
   stopAll(): Promise<void>;
@@ -41,7 +49,7 @@ export function createServiceHost(log: Logger): ServiceHost {
   };
   return {
     readiness,
-    async startSupervised(component, readinessKey, start) {
+    async startSupervised(component, readinessKey, start, options = {}) {
       const first = await start();
       const supervisor = supervise({
         component,
@@ -50,6 +58,7 @@ export function createServiceHost(log: Logger): ServiceHost {
         log: supervisorLog,
         onGiveUp: giveUp,
         shuttingDown: () => stopping !== null,
+        ...(options.liveness ? { liveness: options.liveness } : {}),
       });
       teardown.push([component, () => supervisor.stop()]);
       if (readinessKey) readiness[readinessKey] = () => supervisor.check();

@@ -6,7 +6,9 @@ import { describeExit, type Exit } from './childProcess';
  * (also the Temporal server, its UI, the api and worker processes) running: when it dies (SIGKILL, SIGQUIT, a
  * crash), it is started again after a backoff; while it is down, `check` fails so /readyz answers 503 (in
  * `npm start`, whose api shares the process); after `restartsMax` failures in a row the supervisor gives up
- * and says so through `onGiveUp`, and the command exits non-zero naming the component.
+ * and says so through `onGiveUp`, and the command exits non-zero naming the component. A child given a
+ * `liveness` probe that has not passed for its `unresponsiveMs` while the process runs (hung, or alive but
+ * unable to do its work: the dev server of issue 38) is killed, and so restarted the same way.
  */
 export const SUPERVISOR_LIMITS = {
   /** Deaths and failed restarts in a row before giving up. */
@@ -29,6 +31,18 @@ export interface Supervisor {
   stop(): Promise<void>;
 }
 
+/** A running child's own health, beyond being alive; see supervise. */
+export interface Liveness<T> {
+  /** Resolves when the child does its work; each call bounds its own wait. */
+  probe(child: T): Promise<void>;
+  /** Ends a child that stopped doing its work (its exit then restarts it). */
+  kill(child: T): void;
+  /** How long without a passing probe before the child is killed. */
+  unresponsiveMs: number;
+  /** Between the end of one probe and the next. */
+  everyMs: number;
+}
+
 export interface SupervisorOptions<T extends SupervisedChild> {
   /** Named in every message, e.g. "embedded Postgres". */
   component: string;
@@ -39,6 +53,50 @@ export interface SupervisorOptions<T extends SupervisedChild> {
   /** True once the whole service is stopping: a child that exits then (Ctrl-C reaches it too) is not restarted. */
   shuttingDown?: () => boolean;
   limits?: Partial<typeof SUPERVISOR_LIMITS>;
+  liveness?: Liveness<T>;
+}
+
+/**
+ * Probes `child` while it is the current one (`isCurrent`), and kills it once no probe has passed for
+ * liveness.unresponsiveMs; says why first. Probes never overlap.
+ */
+function watchLiveness<T extends SupervisedChild>(
+  child: T,
+  liveness: Liveness<T>,
+  options: { component: string; isCurrent: () => boolean; log: SupervisorOptions<T>['log'] },
+): void {
+  let passedAt = Date.now();
+  let exited = false;
+  void child.exited.then(() => {
+    exited = true;
+  });
+  const live = () => !exited && options.isCurrent();
+  /** One probe; answers whether to go on probing (false once the child is gone or has been killed). */
+  const probeOnce = async (): Promise<boolean> => {
+    if (!live()) return false;
+    try {
+      await liveness.probe(child);
+      passedAt = Date.now();
+      return true;
+    } catch (error) {
+      const silentMs = Date.now() - passedAt;
+      if (!live() || silentMs < liveness.unresponsiveMs) return live();
+      options.log.warn(
+        `${options.component} runs but passed no health check for ${Math.round(silentMs / 1000)} s (last: ${(error as Error).message}); killing it so that it restarts`,
+      );
+      liveness.kill(child);
+      return false;
+    }
+  };
+  const next = () => {
+    const timer = setTimeout(() => {
+      void probeOnce().then((goOn) => {
+        if (goOn) next();
+      });
+    }, liveness.everyMs);
+    timer.unref();
+  };
+  next();
 }
 
 export function supervise<T extends SupervisedChild>(options: SupervisorOptions<T>): Supervisor {
@@ -50,6 +108,12 @@ export function supervise<T extends SupervisedChild>(options: SupervisorOptions<
   const { pause, wake } = interruptiblePause();
 
   const watch = (child: T): void => {
+    if (options.liveness)
+      watchLiveness(child, options.liveness, {
+        component: options.component,
+        isCurrent: () => !stopped && current === child,
+        log: options.log,
+      });
     void child.exited.then(async (exit) => {
       if (stopped || options.shuttingDown?.() || current !== child) return;
       current = null;

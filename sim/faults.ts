@@ -96,20 +96,38 @@ export async function applyFault(stack: Stack, fault: PlannedFault, probe: () =>
   return { ...fault, startedAt, recoveredMs, endedAt: Date.now(), detail: `SIGSTOP ${pids.length} processes for ${fault.holdMs} ms` };
 }
 
-/** Runs the plan against the clock of the load that started at `loadStart`. */
+/**
+ * Whether a fault is under way, and when the last one ended: a 5xx answer counts against the service only
+ * outside a fault's window, from its start to FAULT_GRACE_MS after it recovered.
+ */
+export interface FaultWindow {
+  active: boolean;
+  lastEndedAt: number;
+}
+
+export const FAULT_GRACE_MS = 15_000;
+
+export function insideFaultWindow(window: FaultWindow, at: number): boolean {
+  return window.active || at <= window.lastEndedAt + FAULT_GRACE_MS;
+}
+
+/** Runs the plan against the clock of the load that started at `loadStart`, until it ends or `halted()`. */
 export async function runFaults(
   stack: Stack,
   plan: PlannedFault[],
-  loadStart: number,
-  probe: () => Promise<boolean>,
-  say: (line: string) => void,
+  options: { loadStart: number; probe: () => Promise<boolean>; say: (line: string) => void; window: FaultWindow; halted: () => boolean },
 ) {
+  const { loadStart, say, window } = options;
   const records: FaultRecord[] = [];
   for (const fault of plan) {
     const wait = loadStart + fault.atSeconds * 1000 - Date.now();
     if (wait > 0) await sleep(wait);
+    if (options.halted()) break;
     say(`fault ${fault.kind} at +${((Date.now() - loadStart) / 1000).toFixed(1)} s`);
-    const record = await applyFault(stack, fault, probe);
+    window.active = true;
+    const record = await applyFault(stack, fault, options.probe);
+    window.active = false;
+    window.lastEndedAt = record.endedAt;
     say(`  ${record.detail}; recovered ${record.recoveredMs === null ? 'NOT' : `in ${(record.recoveredMs / 1000).toFixed(1)} s`}`);
     records.push(record);
   }

@@ -5,6 +5,8 @@ import { randomUUID } from 'node:crypto';
  * a 5xx, a 429 or a 409 `idempotency_request_in_progress` is retried with the same key (and the same bytes)
  * until a definite answer. Every answer is kept as received (the raw text, for byte-for-byte comparisons)
  * and reported to the recorder with its start and end, so 5xx answers can be matched against fault windows.
+ * Once the recorder says the run is halted (its first divergence is found), every call ends with `Halted`
+ * instead of retrying on: a 500 that a bug makes permanent would otherwise hold a client for GIVE_UP_AFTER_MS.
  */
 export interface Answer {
   status: number;
@@ -20,7 +22,12 @@ export type Json = any;
 export interface Recorder {
   answer(entry: { method: string; path: string; status: number; at: number }): void;
   gaveUp(entry: { method: string; path: string; reason: string }): void;
+  /** Why the run stopped at a divergence, or null while it goes on. */
+  halted(): string | null;
 }
+
+/** A call given up because the run already diverged (Recorder.halted). */
+export class Halted extends Error {}
 
 const ATTEMPT_TIMEOUT_MS = 20_000;
 const GIVE_UP_AFTER_MS = 240_000;
@@ -40,6 +47,11 @@ export class Api {
     return `sim-${randomUUID()}`;
   }
 
+  /** Whether the run stopped at a divergence: clients and checks end instead of going on. */
+  isHalted(): boolean {
+    return this.recorder.halted() !== null;
+  }
+
   /** One request, retried as a careful integrator does; the key defaults to a new one for POSTs. */
   async call(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, key?: string): Promise<Answer> {
     const bytes = body === undefined ? undefined : JSON.stringify(body);
@@ -49,6 +61,8 @@ export class Api {
     const firstSent = Date.now();
     let delayMs = 100;
     for (;;) {
+      const halted = this.recorder.halted();
+      if (halted !== null) throw new Halted(`${method} ${path}: the run halted (${halted})`);
       const sentAt = Date.now();
       let reason: string;
       try {

@@ -8,8 +8,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { DateTime } from 'luxon';
 import { drain, finalChecks, type FinalCounts } from './checks';
-import { runFaults, planFaults, type FaultRecord } from './faults';
-import { Api, type Recorder } from './http';
+import { insideFaultWindow, planFaults, runFaults, type FaultRecord, type FaultWindow } from './faults';
+import { Api, Halted, type Recorder } from './http';
 import { Model } from './model';
 import { startReceiver } from './receiver';
 import { Rng } from './rng';
@@ -49,12 +49,7 @@ function parseArgs(argv: string[]): Options {
 
 const say = (line: string) => process.stdout.write(`[sim] ${line}\n`);
 
-/** 5xx answers outside every fault's window (from its start to 15 s after it recovered). */
-function fiveHundredsOutside(answers: Array<{ at: number; method: string; path: string; status: number }>, faults: FaultRecord[]) {
-  return answers.filter((answer) => !faults.some((fault) => answer.at >= fault.startedAt && answer.at <= fault.endedAt + 15_000));
-}
-
-async function setUp(stack: Stack, model: Model, rng: Rng, receiverRng: Rng) {
+async function setUp(stack: Stack, model: Model, rng: Rng, receiverRng: Rng, window: FaultWindow) {
   const created = await stack.admin(['org', 'create', '--name', 'Simulation']);
   if (created.code !== 0) throw new Error(`admin org create failed: ${created.text}`);
   const orgId = created.json.organization_id as string;
@@ -65,11 +60,20 @@ async function setUp(stack: Stack, model: Model, rng: Rng, receiverRng: Rng) {
     ...(second.code === 0 ? [(second.json.id ?? second.json.account_id) as string] : []),
   ];
   const fiveHundreds: Array<{ at: number; method: string; path: string; status: number }> = [];
+  // The first 5xx outside every fault's window is a divergence, and the run stops there (a bug's 500 would
+  // otherwise be retried for minutes by every client that meets it).
+  let halted: string | null = null;
   const recorder: Recorder = {
     answer: (entry) => {
-      if (entry.status >= 500) fiveHundreds.push(entry);
+      if (entry.status < 500) return;
+      fiveHundreds.push(entry);
+      if (halted === null && !insideFaultWindow(window, entry.at)) {
+        halted = `${entry.status} outside any fault window: ${entry.method} ${entry.path} at ${new Date(entry.at).toISOString()}`;
+        model.anomaly(halted);
+      }
     },
     gaveUp: (entry) => model.anomaly(`${entry.method} ${entry.path}: no definite answer (${entry.reason})`),
+    halted: () => halted,
   };
   const api = new Api(stack.url, created.json.api_key as string, recorder);
   const receiver = await startReceiver(receiverRng);
@@ -107,7 +111,8 @@ interface RunResult {
 }
 
 function writeResult(result: RunResult): string {
-  const dir = path.join(REPO_ROOT, 'bench', 'results');
+  // SIM_RESULTS_DIR: elsewhere than the record (the CI test's runs are not kept).
+  const dir = process.env.SIM_RESULTS_DIR ?? path.join(REPO_ROOT, 'bench', 'results');
   fs.mkdirSync(dir, { recursive: true });
   const suffix = result.injected_bug === 'off' ? '' : `-bug-${result.injected_bug}`;
   const file = path.join(dir, `sim-${result.started_at.slice(0, 10)}-seed${result.seed}${suffix}.json`);
@@ -130,8 +135,9 @@ async function simulate(options: Options): Promise<number> {
   let faults: FaultRecord[] = [];
   let final: FinalCounts | null = null;
   let fiveHundreds: Array<{ at: number; method: string; path: string; status: number }> = [];
+  const window: FaultWindow = { active: false, lastEndedAt: -Infinity };
   try {
-    const setup = await setUp(stack, model, setupRng, receiverRng);
+    const setup = await setUp(stack, model, setupRng, receiverRng, window);
     fiveHundreds = setup.fiveHundreds;
     const { world } = setup;
     const loadStart = Date.now();
@@ -139,20 +145,21 @@ async function simulate(options: Options): Promise<number> {
     const probe = async () => (await fetch(`${stack.url}/readyz`, { signal: AbortSignal.timeout(2_000) })).status === 200;
     say(`load: ${options.clients} clients for ${options.seconds} s`);
     const [records] = await Promise.all([
-      runFaults(stack, plan, loadStart, probe, say),
+      runFaults(stack, plan, { loadStart, probe, say, window, halted: () => world.api.isHalted() }),
       ...clientRngs.map((clientRng) => runClient(world, clientRng, until)),
     ]);
     faults = records;
-    say(`load done: ${Object.values(model.counts).reduce((a, b) => a + b, 0)} operations; draining`);
-    await drain(world, say);
-    final = await finalChecks(world, setup.webhookCreatedAt, setup.orgId, stack.admin);
-    for (const answer of fiveHundredsOutside(fiveHundreds, faults)) {
-      model.anomaly(`${answer.status} outside any fault window: ${answer.method} ${answer.path} at ${new Date(answer.at).toISOString()}`);
-    }
     for (const fault of faults) if (fault.recoveredMs === null) model.anomaly(`fault ${fault.kind} (${fault.detail}) did not recover`);
+    if (world.api.isHalted()) say('halted at the first divergence: no drain, no final checks');
+    else {
+      say(`load done: ${Object.values(model.counts).reduce((a, b) => a + b, 0)} operations; draining`);
+      await drain(world, say);
+      final = await finalChecks(world, setup.webhookCreatedAt, setup.orgId, stack.admin);
+    }
     await world.receiver.close();
   } catch (error) {
-    model.anomaly(`the run stopped: ${(error as Error).stack ?? String(error)}`);
+    // A call that ended because the run halted: the divergence is already the first anomaly.
+    if (!(error instanceof Halted)) model.anomaly(`the run stopped: ${(error as Error).stack ?? String(error)}`);
   } finally {
     if (model.anomalies.length > 0) process.env.SIM_KEEP_DATA = '1';
     await stack.stop();

@@ -1,4 +1,4 @@
-import { Api, sleep, type Answer, type Json } from './http';
+import { Api, Halted, sleep, type Answer, type Json } from './http';
 import type { Model } from './model';
 import type { Rng } from './rng';
 import type { Receiver } from './receiver';
@@ -285,13 +285,13 @@ const OPS: Record<OpKind, Op> = {
 
 /** One client: operations drawn from its own stream until `until`. */
 export async function runClient(world: World, rng: Rng, until: number): Promise<void> {
-  while (Date.now() < until) {
+  while (Date.now() < until && !world.api.isHalted()) {
     const kind = rng.weighted(WEIGHTS);
     world.model.count(kind);
     try {
       await OPS[kind](world, rng);
     } catch (error) {
-      world.model.anomaly(`${kind}: ${(error as Error).message}`);
+      if (!(error instanceof Halted)) world.model.anomaly(`${kind}: ${(error as Error).message}`);
     }
     await sleep(rng.int(0, 40));
   }

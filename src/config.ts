@@ -71,6 +71,10 @@ const fields = z.object({
   TEMPORAL_CLI_PATH: z.string().min(1).optional(),
   TEMPORAL_PORT: port.default(7233),
   TEMPORAL_UI_PORT: port.default(8233),
+  // `npm start`: the embedded dev server is killed and restarted by its supervisor once it has run this long
+  // without answering a health check that reaches its persistence (issue 38: its SQLite connection can stay
+  // interrupted for good while its frontend answers). 0 turns the check off.
+  TEMPORAL_DEV_SERVER_UNRESPONSIVE_SECONDS: seconds.default(60),
   // Where people open the Temporal Web UI; the operator console (GET /console) links each transaction's workflow
   // there. Absent: the embedded dev server's UI on TEMPORAL_UI_PORT when TEMPORAL_ADDRESS is unset, else no link.
   TEMPORAL_UI_URL: z.string().url().optional(),

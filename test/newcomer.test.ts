@@ -239,8 +239,8 @@ describe('SPEC §16 npm start for a newcomer', () => {
   test('SIGKILLed Postgres and Temporal dev server are restarted, and writes work again: /readyz 503 without Postgres, 200 naming the dev server without it', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-supervised-'));
     const { env, url } = await startEnv({ DATA_DIR: dataDir });
-    // A process group of its own: Ctrl-C below goes to the group, as a terminal sends it.
-    const started = spawnProject(process.execPath, ['ops/bin/start.js'], env, undefined, { group: true });
+    // A process group of its own, as a terminal runs it: the Ctrl-C below is SIGINT to the group.
+    const started = spawnProject(process.execPath, ['ops/bin/start.js'], env, REPO, { group: true });
     try {
       await started.waitFor(/Ctrl-C stops everything/, 180_000);
       const apiKey = demoKeyOf(started);
@@ -282,6 +282,51 @@ describe('SPEC §16 npm start for a newcomer', () => {
     } finally {
       if (started.child.exitCode === null && started.child.signalCode === null) process.kill(-started.child.pid!, 'SIGKILL');
       await started.exited;
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 300_000);
+
+  test('a Temporal dev server that runs but stops doing its work is killed and restarted by its supervisor, and writes work again (issue 38)', async () => {
+    // Issue 38: the CLI's dev server kept its frontend up while its SQLite connection failed every query for
+    // good; nothing exited, so nothing restarted it. A SIGSTOPped server is the same to its supervisor — alive,
+    // answering no health check — and is made at will.
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-unresponsive-'));
+    const { env, url } = await startEnv({ DATA_DIR: dataDir, TEMPORAL_DEV_SERVER_UNRESPONSIVE_SECONDS: '5' });
+    const started = spawnProject(process.execPath, ['ops/bin/start.js'], env);
+    const pidFile = path.join(dataDir, 'temporal', 'server.pid');
+    let stoppedPid: number | null = null;
+    try {
+      await started.waitFor(/Ctrl-C stops everything/, 180_000);
+      const apiKey = demoKeyOf(started);
+      const withOutput = (error: Error) => {
+        throw new Error(`${error.message}\nnpm start printed:\n${started.output().slice(-6_000)}`);
+      };
+      // A server doing its work passes: one whole write through it first, without a kill.
+      await writeThroughEveryLayer(url, apiKey).catch(withOutput);
+      expect(started.output()).not.toMatch(/passed no health check/);
+
+      stoppedPid = pidIn(pidFile);
+      process.kill(stoppedPid, 'SIGSTOP');
+      await started.waitFor(
+        /Temporal dev server runs but passed no health check for \d+ s \(last: .*\); killing it so that it restarts/,
+        60_000,
+      );
+      await started.waitFor(/Temporal dev server was killed by SIGKILL; restarting/, 10_000);
+      await eventually(
+        async () => ((await readyAnswer(url)).checks.temporal_dev_server === 'ok' && pidIn(pidFile) !== stoppedPid ? true : undefined),
+        60_000,
+        'the restarted Temporal dev server answering',
+      ).catch(withOutput);
+      await writeThroughEveryLayer(url, apiKey).catch(withOutput);
+    } finally {
+      if (stoppedPid !== null) {
+        try {
+          process.kill(stoppedPid, 'SIGKILL');
+        } catch {
+          // killed by its supervisor, as it should be
+        }
+      }
+      await stopGracefully(started);
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
   }, 300_000);

@@ -7,7 +7,7 @@ import { startApi } from '../../src/api';
 import { temporalAddressOf } from '../../src/config';
 import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
-import { startTemporalDevServer } from '../devServer';
+import { devServerLiveness, startTemporalDevServer } from '../devServer';
 import { assertPortFree } from '../../src/platform/ports';
 import { announceReady, ledgerDatabase, startHost } from '../serviceHost';
 import { connectTemporal, registerSearchAttributes, temporalConnectionOptions } from '../../src/platform/temporal';
@@ -40,7 +40,18 @@ runMain(async () => {
           pidFile: path.join(config.DATA_DIR, 'temporal', 'server.pid'),
         });
       };
-      const dev = await host.startSupervised('Temporal dev server', 'temporal_dev_server', startDevServer);
+      const unresponsiveMs = config.TEMPORAL_DEV_SERVER_UNRESPONSIVE_SECONDS * 1000;
+      const health =
+        unresponsiveMs > 0
+          ? devServerLiveness({ address: `127.0.0.1:${config.TEMPORAL_PORT}`, namespace: config.TEMPORAL_NAMESPACE, unresponsiveMs })
+          : null;
+      if (health) host.onStop('dev server health check', () => health.close());
+      const dev = await host.startSupervised(
+        'Temporal dev server',
+        'temporal_dev_server',
+        startDevServer,
+        health ? { liveness: health.liveness } : {},
+      );
       temporalUi = dev.uiUrl;
     }
     const address = temporalAddressOf(config);

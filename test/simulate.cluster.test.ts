@@ -1,0 +1,65 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnProject, stopGracefully, TSX } from './support/processes';
+
+/**
+ * Issue 38: `npm run simulate` in CI, one short seed on the single topology (`npm start`: embedded Postgres,
+ * Temporal dev server, api and worker in one process) with its seeded faults (SIGKILL and SIGSTOP of the
+ * Temporal server, SIGSTOP of Postgres), and the checker's own negative control: the same kind of run with a
+ * return applied twice (SIM_INJECT_BUG=double_return) must fail, naming the seed and the divergence.
+ * The cluster topology's seeds are run by hand (docs/reliability.md has the record). The goal is one seed in
+ * 3 minutes; the timeouts are wide because on the shared box (load average 30+) a start alone takes 90 s.
+ * SIM_INJECT_BUG's configuration is tested on its own (test/simBugs.test.ts).
+ */
+
+const SEED = 38;
+/** The runs' result files go here, not to bench/results (the record of seeds, which holds a seed 38 of its own). */
+const RESULTS_DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-sim-results-'));
+
+async function simulate(seed: number, env: Record<string, string> = {}) {
+  const run = spawnProject(TSX, ['sim/main.ts', '--seed', String(seed), '--seconds', '30', '--topology', 'single', '--clients', '3'], {
+    SIM_RESULTS_DIR: RESULTS_DIR,
+    ...env,
+  });
+  try {
+    const exit = await run.exited;
+    return { code: exit.code, output: run.output() };
+  } finally {
+    await stopGracefully(run, 60_000);
+  }
+}
+
+function resultOf(output: string): Record<string, any> {
+  const file = /\[sim\] result: (\S+)/.exec(output)![1]!;
+  expect(path.dirname(file)).toBe(RESULTS_DIR);
+  return JSON.parse(fs.readFileSync(file, 'utf8'));
+}
+
+afterAll(() => fs.rmSync(RESULTS_DIR, { recursive: true, force: true }));
+
+describe('npm run simulate (issue 38)', () => {
+  test('a short seed on the single topology: the seed printed first, faults recovered, no anomaly, counts written', async () => {
+    const { code, output } = await simulate(SEED);
+    expect(output.split('\n')[0]).toMatch(new RegExp(`^\\[sim\\] seed ${SEED} `));
+    if (code !== 0) throw new Error(`the simulation failed:\n${output.slice(-8_000)}`);
+    const result = resultOf(output);
+    expect(result.seed).toBe(SEED);
+    expect(result.anomalies).toEqual([]);
+    expect(result.faults.length).toBeGreaterThan(0);
+    for (const fault of result.faults) expect(fault.recovered_ms).not.toBeNull();
+    expect(result.operations.intent).toBeGreaterThan(10);
+    expect(result.final.transactions).toBeGreaterThan(10);
+    expect(result.final.events).toBeGreaterThan(result.final.transactions);
+  }, 1_200_000);
+
+  test('negative control: a return applied twice is caught, with the seed and the first divergence', async () => {
+    const { code, output } = await simulate(SEED, { SIM_INJECT_BUG: 'double_return' });
+    expect(code).toBe(1);
+    expect(output).toContain(`FAILED seed ${SEED}`);
+    // The service's read of such a dispute finds two transactions where its rule allows one and answers 500;
+    // the run halts at that first 5xx outside a fault window.
+    expect(output).toMatch(/the first divergence:\n\[sim\] +\S+ 500 outside any fault window: GET \/dispute\//);
+    expect(resultOf(output).injected_bug).toBe('double_return');
+  }, 1_200_000);
+});
