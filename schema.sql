@@ -133,6 +133,7 @@ BEGIN
   END IF;
   IF NEW.id <> OLD.id OR NEW.file_name <> OLD.file_name OR NEW.built_by <> OLD.built_by OR NEW.window_time IS DISTINCT FROM OLD.window_time
      OR NEW.file_date <> OLD.file_date OR NEW.file_id_modifier <> OLD.file_id_modifier
+     OR NEW.environment <> OLD.environment OR NEW.modifier_turn <> OLD.modifier_turn
      OR NEW.bytes_sealed <> OLD.bytes_sealed OR NEW.sha256 <> OLD.sha256 OR NEW.entry_count <> OLD.entry_count
      OR NEW.total_debit_cents <> OLD.total_debit_cents OR NEW.total_credit_cents <> OLD.total_credit_cents
      OR NEW.settle_at <> OLD.settle_at OR NEW.created_at <> OLD.created_at
@@ -1156,14 +1157,18 @@ CREATE TABLE public.ach_files (
     created_at timestamp with time zone NOT NULL,
     delivered_at timestamp with time zone,
     settled_at timestamp with time zone,
+    environment text NOT NULL,
+    modifier_turn integer DEFAULT 0 NOT NULL,
     CONSTRAINT ach_files_built_by_check CHECK (((length(built_by) >= 1) AND (length(built_by) <= 300))),
     CONSTRAINT ach_files_bytes_sealed_check CHECK ((bytes_sealed ~ '^gcm1:[A-Za-z0-9+/=]+$'::text)),
     CONSTRAINT ach_files_check CHECK (((status = 'built'::text) = (delivered_at IS NULL))),
     CONSTRAINT ach_files_check1 CHECK (((status = 'settled'::text) = (settled_at IS NOT NULL))),
     CONSTRAINT ach_files_entry_count_check CHECK ((entry_count > 0)),
+    CONSTRAINT ach_files_environment_check CHECK ((environment = ANY (ARRAY['sandbox'::text, 'production'::text]))),
     CONSTRAINT ach_files_file_id_modifier_check CHECK ((file_id_modifier ~ '^[A-Z0-9]$'::text)),
     CONSTRAINT ach_files_file_name_check CHECK ((file_name ~ '^[A-Za-z0-9._-]{1,100}$'::text)),
     CONSTRAINT ach_files_id_check CHECK ((id ~ '^achf_[0-9a-f]{32}$'::text)),
+    CONSTRAINT ach_files_modifier_turn_check CHECK (((modifier_turn = 0) OR ((environment = 'sandbox'::text) AND (modifier_turn > 0)))),
     CONSTRAINT ach_files_sha256_check CHECK ((sha256 ~ '^[0-9a-f]{64}$'::text)),
     CONSTRAINT ach_files_status_check CHECK ((status = ANY (ARRAY['built'::text, 'delivered'::text, 'settled'::text]))),
     CONSTRAINT ach_files_total_credit_cents_check CHECK ((total_credit_cents >= 0)),
@@ -2100,18 +2105,18 @@ ALTER TABLE ONLY public.ach_files
     ADD CONSTRAINT ach_files_built_by_key UNIQUE (built_by);
 
 --
--- Name: ach_files ach_files_file_date_file_id_modifier_key; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.ach_files
-    ADD CONSTRAINT ach_files_file_date_file_id_modifier_key UNIQUE (file_date, file_id_modifier);
-
---
 -- Name: ach_files ach_files_file_name_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.ach_files
     ADD CONSTRAINT ach_files_file_name_key UNIQUE (file_name);
+
+--
+-- Name: ach_files ach_files_one_modifier; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_files
+    ADD CONSTRAINT ach_files_one_modifier UNIQUE (file_date, file_id_modifier, modifier_turn);
 
 --
 -- Name: ach_files ach_files_pkey; Type: CONSTRAINT; Schema: public; Owner: -

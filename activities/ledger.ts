@@ -1,4 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
+import { rowOf } from '../src/assert';
 import { withTransaction } from '../src/db/pool';
 import { INVALID_TRANSITION, TRANSACTION_MISSING, type TransactionStatus } from '../src/ledger/workflowContract';
 import { applyTransition, getTransactionRow, InvalidTransitionError } from '../src/ledger/transactions';
@@ -16,26 +17,27 @@ export function createLedgerActivities(deps: ActivityDeps, rail: PaymentRail = r
     async submitPayment(input: { transactionId: string }): Promise<{ status: TransactionStatus; confirmAfterSeconds: number | null }> {
       const row = await getTransactionRow(deps.pool, input.transactionId);
       if (!row) throw ApplicationFailure.nonRetryable(`no transaction ${input.transactionId}`, TRANSACTION_MISSING);
-      const { rows } = await deps.pool.query<{ ach_entry: boolean; ach_settled: boolean; moved_by_bank: boolean }>(
+      const { rows: facts } = await deps.pool.query<{ ach_entry: boolean; ach_settled: boolean; moved_by_bank: boolean }>(
         `SELECT EXISTS (SELECT 1 FROM ach_entries WHERE transaction_id = $1) AS ach_entry,
                 EXISTS (SELECT 1 FROM ach_entries WHERE transaction_id = $1 AND status IN ('settled', 'returned')) AS ach_settled,
                 EXISTS (SELECT 1 FROM disputes WHERE id = $2 AND returns_credit) AS moved_by_bank`,
         [row.id, row.type === 'dispute' && row.direction === 'cash_in' ? row.source_id : null],
       );
+      const fact = rowOf(facts, 'a SELECT of EXISTS answers one row');
       const outcome = await rail.submitPayment({
         transactionId: row.id,
         accountId: row.account_id,
         direction: row.direction,
         amountCents: row.amount_cents,
-        achEntry: rows[0]!.ach_entry,
-        movedByBank: rows[0]!.moved_by_bank,
+        achEntry: fact.ach_entry,
+        movedByBank: fact.moved_by_bank,
       });
       if (outcome.kind === 'after_seconds') return { status: row.status, confirmAfterSeconds: outcome.seconds };
       // The network's answer is already in the ledger: the debit settled (or was returned, which settles it
       // first) before this lifecycle asked. The confirmation queued with that settlement may have reached
       // Temporal before this workflow existed (a lifecycle started late, or started again by the sweep), so it
       // is not waited for (issue 38).
-      return { status: row.status, confirmAfterSeconds: rows[0]!.ach_settled ? 0 : null };
+      return { status: row.status, confirmAfterSeconds: fact.ach_settled ? 0 : null };
     },
 
     /**

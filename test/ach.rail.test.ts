@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DateTime } from 'luxon';
 import { achFileBytes, buildWindowFile, getAchFile } from '../src/ach/files';
+import { FILE_ID_MODIFIERS } from '../src/ach/nacha';
 import { achScheduleId, ensureAchSchedule } from '../src/ach/schedule';
 import { deliveredFileSettlesAt, fileTimingOf, isAchBusinessDay } from '../src/ach/timing';
 import { loadConfig } from '../src/config';
@@ -377,6 +378,58 @@ describe('SPEC §24 an entry is in at most one file, and a built file never chan
     expect(await entryOf(stack, late)).toMatchObject({ status: 'queued', file_id: null });
     expect((await entryOf(stack, other))!.file_id).toBe(otherFile!.fileId);
   });
+
+  test("a sandbox builds past the day's 36 File ID Modifiers, taking them again in turns; production is refused a second turn", async () => {
+    // Issue 38: the simulated bank builds a file every SANDBOX_ACH_WINDOW_SECONDS, and a seeded simulation ran out of
+    // the day's 36 modifiers in three minutes; every bank-account payment after that stayed pending for the day.
+    const built: Array<{ fileId: string; fileName: string }> = [];
+    let fileDate: string | null = null;
+    const turnsOf = async () =>
+      (
+        await stack.pool.query<{ turn: number }>(`SELECT DISTINCT modifier_turn AS turn FROM ach_files WHERE file_date = $1::date`, [
+          fileDate,
+        ])
+      ).rows.map((row) => row.turn);
+    // Other suites share this database's day: build until this one has filed into a second turn (at most 37 files).
+    for (let i = 0; i < 37 && !(fileDate !== null && (await turnsOf()).includes(1)); i += 1) {
+      await queuedDeposit();
+      const file = await buildWindowFile(stack.pool, stack.config, log, `test-${randomString(8)}`, new Date());
+      expect(file).not.toBeNull();
+      built.push(file!);
+      fileDate ??= (await getAchFile(stack.pool, file!.fileId))!.file_date;
+    }
+    const { rows } = await stack.pool.query<{ file_id_modifier: string; modifier_turn: number; file_name: string; environment: string }>(
+      `SELECT file_id_modifier, modifier_turn, file_name, environment FROM ach_files WHERE file_date = $1::date ORDER BY created_at`,
+      [fileDate],
+    );
+    const firstTurn = rows.filter((row) => row.modifier_turn === 0);
+    const secondTurn = rows.filter((row) => row.modifier_turn === 1);
+    expect(firstTurn.map((row) => row.file_id_modifier).sort()).toEqual([...FILE_ID_MODIFIERS].sort());
+    expect(secondTurn.length).toBeGreaterThan(0);
+    expect(secondTurn[0]).toMatchObject({ file_id_modifier: 'A', environment: 'sandbox' });
+    expect(secondTurn[0]!.file_name).toMatch(/^ACH-\d{8}-\d{4}-A-1\.ach$/);
+    // The later turn's file is as valid a NACHA file as any (achcli reads it back).
+    const last = built[built.length - 1]!;
+    expect((await readWithAchcli((await achFileBytes(stack.pool, stack.config, last.fileId))!)).fileHeader.fileIDModifier).toBe(
+      rows[rows.length - 1]!.file_id_modifier,
+    );
+
+    // The database keeps production to one turn, and a built file's turn to what it was built with.
+    const secondTurnId = (
+      await stack.pool.query<{ id: string }>(`SELECT id FROM ach_files WHERE file_date = $1::date AND modifier_turn = 1 LIMIT 1`, [
+        fileDate,
+      ])
+    ).rows[0]!.id;
+    await expect(stack.pool.query(`UPDATE ach_files SET modifier_turn = 2 WHERE id = $1`, [secondTurnId])).rejects.toThrow(/never changes/);
+    await expect(
+      stack.pool.query(
+        `INSERT INTO ach_files (built_by, file_name, file_date, file_id_modifier, bytes_sealed, sha256, entry_count, total_debit_cents,
+                                total_credit_cents, settle_at, created_at, environment, modifier_turn)
+         VALUES ($1, $1, $2::date, 'B', 'gcm1:AAAA', repeat('0', 64), 1, 1, 0, now(), now(), 'production', 1)`,
+        [`test-${randomString(8)}`, fileDate],
+      ),
+    ).rejects.toThrow(/ach_files_modifier_turn_check/);
+  }, 120_000);
 });
 
 describe('SPEC §24 trace numbers come round after 9,999,999, skipping those an entry that can still be returned holds', () => {

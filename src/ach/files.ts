@@ -5,7 +5,7 @@ import { withTransaction, type Pool, type PoolClient, type Queryable } from '../
 import { openBankAccounts, openOperatorBankAccounts, organizationAchOf, type AchAccountDetails } from '../bankAccounts/contract';
 import { openFileText, sealFileText } from '../bankAccounts/contract';
 import { buildNachaFile, type NachaBatchInput, type NachaEntryInput } from './build';
-import { FILE_ID_MODIFIERS, isDebitCode, type SecCode, type TransactionCode } from './nacha';
+import { FILE_ID_MODIFIERS, fileIdModifierOf, isDebitCode, type SecCode, type TransactionCode } from './nacha';
 import { fileTimingOf } from './timing';
 import { achWindowStep } from './steps';
 import { confirmFundsSignal } from '../ledger/contract';
@@ -164,9 +164,17 @@ export interface BuiltFile {
 }
 
 /** The next File ID Modifier of the day, under the build lock; null when the day's 36 are used. */
-async function nextModifier(tx: PoolClient, fileDate: string): Promise<string | null> {
+/**
+ * The next file of `fileDate`'s File ID Modifier, and its turn: production has the day's 36 (A–Z, 0–9) and no
+ * more (null: the entries wait for the next day); the sandbox's simulated bank, which builds a file every
+ * SANDBOX_ACH_WINDOW_SECONDS, takes them again in turns (migrations/0047, issue 38).
+ */
+async function nextModifier(tx: PoolClient, fileDate: string, environment: string): Promise<{ modifier: string; turn: number } | null> {
   const { rows } = await tx.query<{ used: number }>('SELECT count(*)::int AS used FROM ach_files WHERE file_date = $1', [fileDate]);
-  return FILE_ID_MODIFIERS[rowOf(rows, 'a count answers one row').used] ?? null;
+  const used = rowOf(rows, 'a count answers one row').used;
+  const turn = Math.floor(used / FILE_ID_MODIFIERS.length);
+  if (turn > 0 && environment !== 'sandbox') return null;
+  return { modifier: fileIdModifierOf(used % FILE_ID_MODIFIERS.length), turn };
 }
 
 /** The 7-digit part of a trace number: 1 to 9,999,999, then round again (migrations/0044). */
@@ -243,8 +251,8 @@ export async function buildWindowFile(
     }
     if (ready.length === 0) return null;
     const timing = fileTimingOf(now, config);
-    const modifier = await nextModifier(tx, timing.fileDate);
-    if (!modifier) {
+    const next = await nextModifier(tx, timing.fileDate, config.LEDGER_ENVIRONMENT);
+    if (!next) {
       log.warn({ file_date: timing.fileDate }, 'ACH: the 36 File ID Modifiers of the day are used; entries wait for tomorrow');
       return null;
     }
@@ -268,16 +276,18 @@ export async function buildWindowFile(
       ...odfi,
       creationDate: timing.fileDate,
       creationTime: timing.creationTime,
-      fileIdModifier: modifier,
+      fileIdModifier: next.modifier,
       batches: batchesOf(planned, identities, config, timing.effectiveDate),
     });
     const settleAt = config.LEDGER_ENVIRONMENT === 'sandbox' ? sandboxSettleAt(ready, config, now) : timing.settleAt;
-    const fileName = `ACH-${timing.fileDate.replaceAll('-', '')}-${timing.creationTime.replace(':', '')}-${modifier}.ach`;
+    // A sandbox file of a later turn says which: its date, time and modifier may be an earlier turn's.
+    const turnPart = next.turn > 0 ? `-${next.turn}` : '';
+    const fileName = `ACH-${timing.fileDate.replaceAll('-', '')}-${timing.creationTime.replace(':', '')}-${next.modifier}${turnPart}.ach`;
     const fileId = await insertFile(tx, config, {
       builtBy,
       fileName,
       timing,
-      modifier,
+      next,
       text: file.bytes.toString('latin1'),
       summary: file.summary,
       entryCount: ready.length,
@@ -310,7 +320,7 @@ async function insertFile(
     builtBy: string;
     fileName: string;
     timing: ReturnType<typeof fileTimingOf>;
-    modifier: string;
+    next: { modifier: string; turn: number };
     text: string;
     summary: { totalDebitCents: number; totalCreditCents: number };
     entryCount: number;
@@ -322,14 +332,14 @@ async function insertFile(
   const fileId = rowOf(rows, 'a select without FROM answers one row').id;
   await tx.query(
     `INSERT INTO ach_files (id, built_by, file_name, window_time, file_date, file_id_modifier, bytes_sealed, sha256, entry_count,
-                            total_debit_cents, total_credit_cents, settle_at, created_at)
-     VALUES ($1, $13, $2, $3, $4::date, $5, $6, $7, $8, $9, $10, $11, $12)`,
+                            total_debit_cents, total_credit_cents, settle_at, created_at, environment, modifier_turn)
+     VALUES ($1, $13, $2, $3, $4::date, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15)`,
     [
       fileId,
       input.fileName,
       config.LEDGER_ENVIRONMENT === 'sandbox' ? null : input.timing.windowTime,
       input.timing.fileDate,
-      input.modifier,
+      input.next.modifier,
       sealFileText(config, input.text, fileId),
       createHash('sha256').update(input.text).digest('hex'),
       input.entryCount,
@@ -338,6 +348,8 @@ async function insertFile(
       input.settleAt,
       input.now,
       input.builtBy,
+      config.LEDGER_ENVIRONMENT,
+      input.next.turn,
     ],
   );
   return fileId;
