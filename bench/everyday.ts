@@ -5,6 +5,7 @@
  *
  *   npx tsx bench/everyday.ts                     (npm run bench -- everyday)
  *   BENCH_N=600 BENCH_ROUNDS=3 BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" npx tsx bench/everyday.ts
+ *   BENCH_USERS=32 npx tsx bench/everyday.ts      (the intents spread over 32 users instead of one)
  *
  * Per round:
  * 1. intake: a bare loop starting no-op workflows (N starts), then N POST /intent (cash_in); ratio of rates
@@ -47,6 +48,12 @@ import { writeResults } from './results';
 const N = Number(process.env.BENCH_N ?? 600);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CLIENTS = 32;
+/**
+ * The users the round's intents are for, in turn (BENCH_USERS, default 1: one user, as the recorded runs). One
+ * user's approvals are decided one after the other (SPEC §26: its limit counters stay locked until each commits),
+ * so one user measures that queue; an operator's load test with many players spreads over many.
+ */
+const USERS = Number(process.env.BENCH_USERS ?? 1);
 const LIMIT_MS = 10 * 60_000;
 const CLI = process.env.TEMPORAL_CLI_PATH ?? path.join(REPO_ROOT, '.tools', 'bin', 'temporal');
 const PG_BASE = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -148,8 +155,15 @@ interface Stack {
 async function organization(pool: Pool) {
   const org = await createOrganization(pool, { name: 'Everyday operator', kycRequired: true, environment: 'sandbox' });
   await setRateLimits(pool, org.organization.id, { write: 1_000_000, read: 1_000_000 });
-  const userId = await createTestUser(pool, org.organization.id, 'enabled');
-  return { id: org.organization.id, userId, headers: { Authorization: `Bearer ${org.key.api_key}` } };
+  const userIds: string[] = [];
+  for (let i = 0; i < USERS; i += 1) userIds.push(await createTestUser(pool, org.organization.id, 'enabled'));
+  return {
+    id: org.organization.id,
+    userId: userIds[0]!,
+    /** The user of the i-th intent: the round's users in turn. */
+    userOf: (i: number) => userIds[i % userIds.length]!,
+    headers: { Authorization: `Bearer ${org.key.api_key}` },
+  };
 }
 
 const cpuOf = (stack: Stack) => ({
@@ -194,7 +208,7 @@ async function ledgerConfirm(stack: Stack, org: Awaited<ReturnType<typeof organi
     const answer = await postJson(
       `${stack.apiUrl}/intent`,
       { ...org.headers, 'X-Idempotency-Key': randomString(24) },
-      { direction: 'cash_in', user_id: org.userId, amount: 1250, currency: 'USD' },
+      { direction: 'cash_in', user_id: org.userOf(i), amount: 1250, currency: 'USD' },
     );
     const body = JSON.parse(answer.text) as { status?: string; transactions?: Array<{ id: string }> };
     if (answer.status !== 200 || body.status !== 'approved') throw new Error(`POST /intent ${answer.status} ${answer.text.slice(0, 200)}`);
@@ -377,7 +391,9 @@ async function main() {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const cleanup: Array<() => unknown> = [];
   try {
-    say(`everyday bench: ${os.cpus().length} cores, N ${N}, ${ROUNDS} rounds, ${CLIENTS} clients, load ${os.loadavg().join(' ')}`);
+    say(
+      `everyday bench: ${os.cpus().length} cores, N ${N}, ${ROUNDS} rounds, ${CLIENTS} clients, ${USERS} users, load ${os.loadavg().join(' ')}`,
+    );
     const stack = await startStack(cleanup);
     // Warm-up (not measured): the api's and worker's first requests compile and connect.
     const warm = await organization(stack.pool);
@@ -408,7 +424,7 @@ async function main() {
     };
     say(`medians over ${ROUNDS} rounds: ${JSON.stringify(medians)}`);
     say(
-      `results: ${writeResults('everyday', { at: new Date().toISOString(), n: N, rounds_count: ROUNDS, load_average: os.loadavg(), medians, rounds })}`,
+      `results: ${writeResults('everyday', { at: new Date().toISOString(), n: N, rounds_count: ROUNDS, users: USERS, load_average: os.loadavg(), medians, rounds })}`,
     );
   } finally {
     closeConnections();
