@@ -177,6 +177,15 @@ async function nextModifier(tx: PoolClient, fileDate: string, environment: strin
   return { modifier: fileIdModifierOf(used % FILE_ID_MODIFIERS.length), turn };
 }
 
+/**
+ * `ACH-<YYYYMMDD>-<HHMM>-<modifier>.ach`; a sandbox file of a later turn ends `-<turn>`, since its date, time and
+ * modifier may be an earlier turn's.
+ */
+function fileNameOf(timing: { fileDate: string; creationTime: string }, next: { modifier: string; turn: number }): string {
+  const turnPart = next.turn > 0 ? `-${next.turn}` : '';
+  return `ACH-${timing.fileDate.replaceAll('-', '')}-${timing.creationTime.replace(':', '')}-${next.modifier}${turnPart}.ach`;
+}
+
 /** The 7-digit part of a trace number: 1 to 9,999,999, then round again (migrations/0044). */
 export const TRACE_SEQUENCE_SPACE = 9_999_999;
 
@@ -280,9 +289,7 @@ export async function buildWindowFile(
       batches: batchesOf(planned, identities, config, timing.effectiveDate),
     });
     const settleAt = config.LEDGER_ENVIRONMENT === 'sandbox' ? sandboxSettleAt(ready, config, now) : timing.settleAt;
-    // A sandbox file of a later turn says which: its date, time and modifier may be an earlier turn's.
-    const turnPart = next.turn > 0 ? `-${next.turn}` : '';
-    const fileName = `ACH-${timing.fileDate.replaceAll('-', '')}-${timing.creationTime.replace(':', '')}-${next.modifier}${turnPart}.ach`;
+    const fileName = fileNameOf(timing, next);
     const fileId = await insertFile(tx, config, {
       builtBy,
       fileName,
