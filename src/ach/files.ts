@@ -163,11 +163,10 @@ export interface BuiltFile {
   settleAt: Date;
 }
 
-/** The next File ID Modifier of the day, under the build lock; null when the day's 36 are used. */
 /**
- * The next file of `fileDate`'s File ID Modifier, and its turn: production has the day's 36 (A–Z, 0–9) and no
- * more (null: the entries wait for the next day); the sandbox's simulated bank, which builds a file every
- * SANDBOX_ACH_WINDOW_SECONDS, takes them again in turns (migrations/0047, issue 38).
+ * The File ID Modifier of `fileDate`'s next file, and its turn, under the build lock: production has the day's
+ * 36 (A–Z, 0–9) and no more (null: the entries wait for the next day); the sandbox's simulated bank, which
+ * builds a file every SANDBOX_ACH_WINDOW_SECONDS, takes them again in turns (migrations/0047, issue 38).
  */
 async function nextModifier(tx: PoolClient, fileDate: string, environment: string): Promise<{ modifier: string; turn: number } | null> {
   const { rows } = await tx.query<{ used: number }>('SELECT count(*)::int AS used FROM ach_files WHERE file_date = $1', [fileDate]);
