@@ -317,7 +317,8 @@ test('one file of every kind: each effect once, in the amounts and order of one 
   // The books: the journal's zero sums and every balance hold.
   expect(await journalViolations(stack.pool, [org.accountId])).toEqual([]);
   const verify = await admin(['--json', 'account', 'verify', '--org', org.organizationId], stack.config.DATABASE_URL);
-  expect(verify.code).toBe(0);
+  // With its output, so a mismatch names the account and the three figures.
+  expect({ code: verify.code, stdout: verify.stdout }).toEqual({ code: 0, stdout: expect.stringContaining('"ok":true') });
   const { departures } = await eventDepartures(stack.url);
   expect((await call('GET', '/event?limit=100')).body.data.flatMap(departures)).toEqual([]);
 

@@ -40,11 +40,13 @@ export function createPool(databaseUrl: string, max = 20, onIdleError: (error: E
 export async function withTransaction<T>(
   pool: pg.Pool,
   work: (client: pg.PoolClient) => Promise<T>,
-  options: { discardConnection?: boolean } = {},
+  options: { discardConnection?: boolean; snapshot?: boolean } = {},
 ): Promise<T> {
   const client = await pool.connect();
   try {
-    await client.query('BEGIN');
+    // snapshot: every statement of `work` reads the same committed state (a check that compares several reads
+    // must not see a write commit between them), and it writes nothing.
+    await client.query(options.snapshot ? 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY' : 'BEGIN');
     const result = await work(client);
     await client.query('COMMIT');
     return result;

@@ -10,6 +10,7 @@ import { listAccounts, recomputeBalances, type Balances } from './accounts';
 import { getIntent } from './intents';
 import { getTransactionRow, statusHistory } from './transactions';
 import { rowOf } from '../assert';
+import { withTransaction } from '../db/pool';
 
 /**
  * Operator commands for the ledger: inspect a transaction with its status history, an intent, an
@@ -113,22 +114,36 @@ export const registerLedgerCommands: CommandRegistrar = (program, ctx) => {
     .description('prove every cached balance equals the sums of the journal and what the transactions imply (exit 1 on a mismatch)')
     .action(async (options: { org: string }) => {
       const { pool, out } = ctx();
-      const journal = await journalChecks(pool, options.org);
-      const checks = await Promise.all(
-        journal.map(async (c) => {
-          const recomputed = await recomputeBalances(pool, c.account_id);
-          const same = (b: Balances) =>
-            b.pending === c.cache.pending && b.available === c.cache.available && b.in_transfer === c.cache.in_transfer;
-          return { account_id: c.account_id, ok: same(c.journal) && same(recomputed), cache: c.cache, journal: c.journal, recomputed };
-        }),
+      // One snapshot for every read: a transition that commits between the cache's read and the transactions'
+      // would otherwise show as a mismatch that is not there (a fresh-clone CI run's returns suite saw one).
+      const { checks, problems } = await withTransaction(
+        pool,
+        async (db) => {
+          const journal = await journalChecks(db, options.org);
+          const checks = [];
+          for (const c of journal) {
+            const recomputed = await recomputeBalances(db, c.account_id);
+            const same = (b: Balances) =>
+              b.pending === c.cache.pending && b.available === c.cache.available && b.in_transfer === c.cache.in_transfer;
+            checks.push({
+              account_id: c.account_id,
+              ok: same(c.journal) && same(recomputed),
+              cache: c.cache,
+              journal: c.journal,
+              recomputed,
+            });
+          }
+          // The journal's own invariants too: entries that sum to zero, one per transition, snapshots equal to their sums.
+          const problems = (
+            await journalViolations(
+              db,
+              journal.map((c) => c.account_id),
+            )
+          ).map((row) => row.problem);
+          return { checks, problems };
+        },
+        { snapshot: true },
       );
-      // The journal's own invariants too: entries that sum to zero, one per transition, snapshots equal to their sums.
-      const problems = (
-        await journalViolations(
-          pool,
-          journal.map((c) => c.account_id),
-        )
-      ).map((row) => row.problem);
       const ok = checks.every((c) => c.ok) && problems.length === 0;
       out(
         [
