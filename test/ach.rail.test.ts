@@ -398,10 +398,15 @@ describe('SPEC §24 an entry is in at most one file, and a built file never chan
       built.push(file!);
       fileDate ??= (await getAchFile(stack.pool, file!.fileId))!.file_date;
     }
-    const { rows } = await stack.pool.query<{ file_id_modifier: string; modifier_turn: number; file_name: string; environment: string }>(
-      `SELECT file_id_modifier, modifier_turn, file_name, environment FROM ach_files WHERE file_date = $1::date ORDER BY created_at`,
-      [fileDate],
-    );
+    const { rows } = await stack.pool.query<{
+      id: string;
+      file_id_modifier: string;
+      modifier_turn: number;
+      file_name: string;
+      environment: string;
+    }>(`SELECT id, file_id_modifier, modifier_turn, file_name, environment FROM ach_files WHERE file_date = $1::date ORDER BY created_at`, [
+      fileDate,
+    ]);
     const firstTurn = rows.filter((row) => row.modifier_turn === 0);
     const secondTurn = rows.filter((row) => row.modifier_turn === 1);
     expect(firstTurn.map((row) => row.file_id_modifier).sort()).toEqual([...FILE_ID_MODIFIERS].sort());
@@ -415,12 +420,9 @@ describe('SPEC §24 an entry is in at most one file, and a built file never chan
     );
 
     // The database keeps production to one turn, and a built file's turn to what it was built with.
-    const secondTurnId = (
-      await stack.pool.query<{ id: string }>(`SELECT id FROM ach_files WHERE file_date = $1::date AND modifier_turn = 1 LIMIT 1`, [
-        fileDate,
-      ])
-    ).rows[0]!.id;
-    await expect(stack.pool.query(`UPDATE ach_files SET modifier_turn = 2 WHERE id = $1`, [secondTurnId])).rejects.toThrow(/never changes/);
+    await expect(stack.pool.query(`UPDATE ach_files SET modifier_turn = 2 WHERE id = $1`, [secondTurn[0]!.id])).rejects.toThrow(
+      /never changes/,
+    );
     await expect(
       stack.pool.query(
         `INSERT INTO ach_files (built_by, file_name, file_date, file_id_modifier, bytes_sealed, sha256, entry_count, total_debit_cents,
