@@ -2,7 +2,8 @@
  * `npm run simulate -- [--seed N] [--seconds S] [--topology cluster|single] [--clients C]`: the whole service
  * under a seeded workload and seeded faults, checked against a model (docs/reliability.md). Uses only the
  * public API, the operator CLI and what an operator sees of the processes; shares no code with the service.
- * Exit 0 when nothing diverged; 1 with the seed and the first divergence otherwise.
+ * Exit 0 when nothing diverged; 1 with the seed and the first divergence otherwise; 3 when an injected bug
+ * (SIM_INJECT_BUG) was never exercised.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -48,6 +49,17 @@ function parseArgs(argv: string[]): Options {
 }
 
 const say = (line: string) => process.stdout.write(`[sim] ${line}\n`);
+
+/**
+ * How long the clients go on: `--seconds`, and with a bug injected, on until the workload has exercised it
+ * (a loaded box can take longer than the run to settle its first bank debit, and a control whose bug never
+ * ran would pass for the wrong reason), at most three times as long again (and 2 minutes).
+ */
+function loadFor(options: Options, model: Model, loadStart: number): () => boolean {
+  const until = loadStart + options.seconds * 1000;
+  const cap = until + Math.max(3 * options.seconds, 120) * 1000;
+  return () => Date.now() < until || (options.bug !== 'off' && !model.exercised(options.bug) && Date.now() < cap);
+}
 
 async function setUp(stack: Stack, model: Model, rng: Rng, receiverRng: Rng, window: FaultWindow) {
   const created = await stack.admin(['org', 'create', '--name', 'Simulation']);
@@ -98,9 +110,13 @@ async function setUp(stack: Stack, model: Model, rng: Rng, receiverRng: Rng, win
 interface RunResult {
   seed: number;
   topology: Topology;
+  /** npm run cluster's CLUSTER_WARM_SPARES as the run inherited it (the recovery of kill_api and kill_worker). */
+  warm_spares: string | null;
   seconds: number;
   clients: number;
   injected_bug: string;
+  /** With a bug injected: whether the workload did what shows it (Model.exercised). */
+  bug_exercised: boolean;
   started_at: string;
   duration_s: number;
   operations: Record<string, number>;
@@ -141,12 +157,12 @@ async function simulate(options: Options): Promise<number> {
     fiveHundreds = setup.fiveHundreds;
     const { world } = setup;
     const loadStart = Date.now();
-    const until = loadStart + options.seconds * 1000;
+    const more = loadFor(options, model, loadStart);
     const probe = async () => (await fetch(`${stack.url}/readyz`, { signal: AbortSignal.timeout(2_000) })).status === 200;
     say(`load: ${options.clients} clients for ${options.seconds} s`);
     const [records] = await Promise.all([
       runFaults(stack, plan, { loadStart, probe, say, window, halted: () => world.api.isHalted() }),
-      ...clientRngs.map((clientRng) => runClient(world, clientRng, until)),
+      ...clientRngs.map((clientRng) => runClient(world, clientRng, more)),
     ]);
     faults = records;
     for (const fault of faults) if (fault.recoveredMs === null) model.anomaly(`fault ${fault.kind} (${fault.detail}) did not recover`);
@@ -167,9 +183,11 @@ async function simulate(options: Options): Promise<number> {
   const result: RunResult = {
     seed: options.seed,
     topology: options.topology,
+    warm_spares: options.topology === 'cluster' ? (process.env.CLUSTER_WARM_SPARES ?? 'on') : null,
     seconds: options.seconds,
     clients: options.clients,
     injected_bug: options.bug,
+    bug_exercised: model.exercised(options.bug),
     started_at: startedAt.toISOString(),
     duration_s: Math.round((Date.now() - startedAt.getTime()) / 1000),
     operations: model.counts,
@@ -188,6 +206,10 @@ async function simulate(options: Options): Promise<number> {
     for (const more of model.anomalies.slice(1, 10)) say(`  then: ${more}`);
     say(`service data and log kept in ${stack.dataDir}`);
     return 1;
+  }
+  if (!result.bug_exercised) {
+    say(`INCONCLUSIVE seed ${options.seed}: SIM_INJECT_BUG=${options.bug} was never exercised, so this run shows nothing of it`);
+    return 3;
   }
   say(`OK seed ${options.seed}: ${JSON.stringify(final)}`);
   return 0;

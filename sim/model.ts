@@ -52,6 +52,20 @@ export class Model {
   readonly counts: Record<string, number> = {};
   /** Idempotency keys reused with another body: each must have created nothing. */
   conflicts = 0;
+  /** A settlement window closed (200) while a refund existed: what double_refund_net needs to show. */
+  closedAfterRefund = false;
+
+  /**
+   * Whether the run has done what an injected bug (SIM_INJECT_BUG, the negative controls) needs in order to
+   * show: a return of a settled debit (it opens a dispute), enough transactions that one in four lacks its
+   * lifecycle, a window closed over a refund. A control whose bug never ran proves nothing either way.
+   */
+  exercised(bug: string): boolean {
+    if (bug === 'double_return') return [...this.returns.values()].some((r) => r.disputeId !== null);
+    if (bug === 'skip_lifecycle_start') return this.transactions.size >= 20;
+    if (bug === 'double_refund_net') return this.closedAfterRefund;
+    return true;
+  }
 
   anomaly(message: string): void {
     this.anomalies.push(`${new Date().toISOString()} ${message}`);

@@ -185,7 +185,9 @@ const achReturn: Op = async (world, rng) => {
 };
 
 const closeWindow: Op = async (world) => {
-  expect(world, await post(world, '/simulate/settlement', { date: world.nextWindowDate() }), [200], 'POST /simulate/settlement');
+  const hadRefund = world.model.refunds.size > 0;
+  const answer = await post(world, '/simulate/settlement', { date: world.nextWindowDate() });
+  if (expect(world, answer, [200], 'POST /simulate/settlement') && hadRefund) world.model.closedAfterRefund = true;
 };
 
 const settleTransfer: Op = async (world, rng) => {
@@ -283,9 +285,9 @@ const OPS: Record<OpKind, Op> = {
   list,
 };
 
-/** One client: operations drawn from its own stream until `until`. */
-export async function runClient(world: World, rng: Rng, until: number): Promise<void> {
-  while (Date.now() < until && !world.api.isHalted()) {
+/** One client: operations drawn from its own stream while `more()` says so. */
+export async function runClient(world: World, rng: Rng, more: () => boolean): Promise<void> {
+  while (more() && !world.api.isHalted()) {
     const kind = rng.weighted(WEIGHTS);
     world.model.count(kind);
     try {

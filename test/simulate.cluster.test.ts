@@ -55,11 +55,13 @@ describe('npm run simulate (issue 38)', () => {
 
   test('negative control: a return applied twice is caught, with the seed and the first divergence', async () => {
     const { code, output } = await simulate(SEED, { SIM_INJECT_BUG: 'double_return' });
-    expect(code).toBe(1);
+    if (code !== 1) throw new Error(`the simulation exited ${code}, not 1:\n${output.slice(-8_000)}`);
     expect(output).toContain(`FAILED seed ${SEED}`);
     // The service's read of such a dispute finds two transactions where its rule allows one and answers 500;
     // the run halts at that first 5xx outside a fault window.
     expect(output).toMatch(/the first divergence:\n\[sim\] +\S+ 500 outside any fault window: GET \/dispute\//);
-    expect(resultOf(output).injected_bug).toBe('double_return');
+    const result = resultOf(output);
+    expect(result.injected_bug).toBe('double_return');
+    expect(result.bug_exercised).toBe(true);
   }, 1_200_000);
 });
