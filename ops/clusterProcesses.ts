@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import cluster from 'node:cluster';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -10,6 +10,7 @@ import type { Logger } from '../src/logger';
 import { bundleWorkflows } from '../src/worker';
 import { exitOf, pollWhileRunning, terminate } from './childProcess';
 import type { SupervisedChild } from './supervisor';
+import type { Launched, WarmSpare } from './warmSpare';
 
 /**
  * The api and worker processes of `npm run cluster`, started from the primary and kept by its supervisors.
@@ -18,6 +19,7 @@ import type { SupervisedChild } from './supervisor';
 const TSX = ['--import', 'tsx'];
 const API_ENTRY = path.join(REPO_ROOT, 'ops', 'bin', 'api.ts');
 const WORKER_ENTRY = path.join(REPO_ROOT, 'ops', 'bin', 'worker.ts');
+const SPARE_ENTRY = path.join(REPO_ROOT, 'ops', 'bin', 'spare.ts');
 /** How long a process may take to be ready (an api listening, a worker polling) before its start fails. */
 const READY_TIMEOUT_MS = 120_000;
 /** How long a stopping process may take (a worker drains its running tasks) before it is killed. */
@@ -40,14 +42,37 @@ export interface ApiProcess extends SupervisedChild {
   url: string;
 }
 
+type ClusterWorker = ReturnType<typeof cluster.fork>;
+
+/**
+ * node's arguments and the script's: the role's entry through tsx; a warm spare's through ops/bin/spare.ts
+ * (its command line never names the entry) under its title (what ps shows of it).
+ */
+function commandOf(entry: string, role: 'api' | 'worker', title: string | undefined) {
+  return title ? { execArgv: [`--title=${title}`, ...TSX], script: SPARE_ENTRY, args: [role] } : { execArgv: TSX, script: entry, args: [] };
+}
+
+/** Forks one api process (a node:cluster worker) with `env`; not yet listening. */
+export function launchApiProcess(env: NodeJS.ProcessEnv, title?: string): Launched<ClusterWorker> {
+  const command = commandOf(API_ENTRY, 'api', title);
+  cluster.setupPrimary({ exec: command.script, execArgv: command.execArgv, args: command.args });
+  const worker = cluster.fork(env);
+  return {
+    handle: worker,
+    child: worker.process,
+    exited: exitOf(worker.process),
+    send: (message) => worker.send(message as object),
+    onMessage: (listener) => worker.on('message', listener),
+  };
+}
+
 /**
  * One api process: a node:cluster worker, so every api process listens on the same PORT and the primary hands
- * each new connection to the next one in turn. Ready once it listens.
+ * each new connection to the next one in turn. Ready once it listens. The role's warm spare, taken over when
+ * one stands by; a new spare once this one listens.
  */
-export async function startApiProcess(options: { env: NodeJS.ProcessEnv }): Promise<ApiProcess> {
-  cluster.setupPrimary({ exec: API_ENTRY, execArgv: TSX, args: [] });
-  const worker = cluster.fork(options.env);
-  const exited = exitOf(worker.process);
+export async function startApiProcess(options: { env: NodeJS.ProcessEnv; spare: WarmSpare<ClusterWorker> }): Promise<ApiProcess> {
+  const { handle: worker, exited } = await options.spare.take(options.env);
   const stop = () => terminate(worker.process, exited, STOP_TIMEOUT_MS);
   const address = await Promise.race([
     new Promise<{ address: string; port: number }>((resolve) => worker.once('listening', resolve)),
@@ -57,10 +82,12 @@ export async function startApiProcess(options: { env: NodeJS.ProcessEnv }): Prom
     new Promise<never>((_, reject) =>
       setTimeout(() => reject(new Error('an api process did not listen within 120 s')), READY_TIMEOUT_MS).unref(),
     ),
-  ]).catch(async (error: unknown) => {
-    await stop();
-    throw error;
-  });
+  ])
+    .catch(async (error: unknown) => {
+      await stop();
+      throw error;
+    })
+    .finally(() => options.spare.fill());
   const hostPart = !address.address || address.address.includes(':') ? '127.0.0.1' : address.address;
   return { pid: worker.process.pid!, url: `http://${hostPart}:${address.port}`, exited, stop };
 }
@@ -69,14 +96,34 @@ export interface WorkerProcess extends SupervisedChild {
   pid: number;
 }
 
-/** One worker process (`npm run worker`'s entry); ready once Temporal lists it among the task queue's pollers. */
-export async function startWorkerProcess(options: { env: NodeJS.ProcessEnv; client: Client; taskQueue: string }): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, [...TSX, WORKER_ENTRY], {
+/** Spawns one worker process (`npm run worker`'s entry) with `env`; not yet polling. */
+export function launchWorkerProcess(env: NodeJS.ProcessEnv, title?: string): Launched<ChildProcess> {
+  const command = commandOf(WORKER_ENTRY, 'worker', title);
+  const child = spawn(process.execPath, [...command.execArgv, command.script, ...command.args], {
     cwd: REPO_ROOT,
-    env: options.env,
+    env,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  const exited = exitOf(child);
+  return {
+    handle: child,
+    child,
+    exited: exitOf(child),
+    send: (message) => child.send(message as object),
+    onMessage: (listener) => child.on('message', listener),
+  };
+}
+
+/**
+ * One worker process; ready once Temporal lists it among the task queue's pollers. The role's warm spare,
+ * taken over when one stands by; a new spare once this one polls.
+ */
+export async function startWorkerProcess(options: {
+  env: NodeJS.ProcessEnv;
+  client: Client;
+  taskQueue: string;
+  spare: WarmSpare<ChildProcess>;
+}): Promise<WorkerProcess> {
+  const { child, exited } = await options.spare.take(options.env);
   const stop = () => terminate(child, exited, STOP_TIMEOUT_MS);
   const identity = `${child.pid}@${os.hostname()}`;
   // Once the process is gone, polling for it is over (the exit below says why).
@@ -101,6 +148,8 @@ export async function startWorkerProcess(options: { env: NodeJS.ProcessEnv; clie
   } catch (error) {
     await stop();
     throw error;
+  } finally {
+    options.spare.fill();
   }
   return { pid: child.pid!, exited, stop };
 }

@@ -3,6 +3,47 @@ import { waitForDatabase } from '../src/db/pool';
 import { StartupError } from '../src/platform/startupError';
 import { temporalConnectionOptions, waitForTemporal } from '../src/platform/temporal';
 
+/** The messages between `npm run cluster`'s primary and a warm spare (ops/warmSpare.ts). */
+export const SPARE_MESSAGES = {
+  /** spare → primary: its modules are loaded, it waits. */
+  standby: 'ledger:standby',
+  /** primary → spare: run now, with `env` (the process it replaces had its own metrics ports). */
+  takeOver: 'ledger:take-over',
+} as const;
+
+/**
+ * Where a warm spare waits (LEDGER_STANDBY=1: `npm run cluster` keeps one per role, ops/warmSpare.ts): api.ts and
+ * worker.ts call it once everything that is the same for every process of their role is done (modules loaded,
+ * Postgres and Temporal reached, migrations checked, connected), which on a loaded box is most of a start, and
+ * before anything that is the process's own (a listening socket, a poller, metrics ports). A spare tells the
+ * primary it stands by and waits for the take-over, whose environment (the replaced process's) it adopts, and
+ * answers true: the caller reads its configuration again. It takes the replaced process's command line too
+ * (ops/bin/spare.ts put the entry's path in process.argv; until then ps shows "ledger warm spare: api" or
+ * ": worker"). It exits with its primary. Any other process answers false at once.
+ */
+export async function standbyIfSpare(): Promise<boolean> {
+  if (process.env.LEDGER_STANDBY !== '1') return false;
+  const send = process.send?.bind(process);
+  if (!send) throw new Error('LEDGER_STANDBY=1 needs an IPC channel to the process that takes the spare over');
+  const leave = () => process.exit(0);
+  process.once('disconnect', leave);
+  await new Promise<void>((resolve) => {
+    const onMessage = (message: { type?: string; env?: Record<string, string> }) => {
+      if (message?.type !== SPARE_MESSAGES.takeOver) return;
+      process.off('message', onMessage);
+      process.off('disconnect', leave);
+      Object.assign(process.env, message.env ?? {});
+      delete process.env.LEDGER_STANDBY;
+      const execArgv = process.execArgv.filter((arg) => !arg.startsWith('--title'));
+      process.title = [process.execPath, ...execArgv, ...process.argv.slice(1)].join(' ');
+      resolve();
+    };
+    process.on('message', onMessage);
+    send({ type: SPARE_MESSAGES.standby });
+  });
+  return true;
+}
+
 /**
  * Runs a process's main function: a configuration error prints its message (naming the variable) and exits 2;
  * a known start-up failure (StartupError) prints its message and exits 1; anything else exits 1 with its stack.

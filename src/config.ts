@@ -83,6 +83,9 @@ const fields = z.object({
   // and the Temporal server's history shards (fixed when its database is created; see docs/production.md).
   API_PROCESSES: z.coerce.number().int().min(1).max(64).default(2),
   WORKER_PROCESSES: z.coerce.number().int().min(1).max(64).default(2),
+  // `npm run cluster`: one process per role (api, worker) started ahead and connected, that a restart takes over
+  // (ops/warmSpare.ts); a spare holds no database connection until then.
+  CLUSTER_WARM_SPARES: z.enum(['on', 'off']).default('on'),
   TEMPORAL_HISTORY_SHARDS: z.coerce.number().int().min(1).max(16_384).default(4),
   // The databases `npm run cluster` keeps Temporal's persistence and visibility in, beside the ledger's.
   TEMPORAL_PERSISTENCE_DATABASE: z

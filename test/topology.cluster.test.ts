@@ -128,7 +128,41 @@ describe('npm run cluster', () => {
       const call = apiClient(url, apiKey);
       expect((await call('POST', '/keys/verify')).status).toBe(200);
 
+      // Warm spares (ops/warmSpare.ts): once the cluster serves, one process per role stands by, and a SIGKILLed
+      // worker or api process is replaced by its role's spare; a new spare stands by once the replacement is
+      // ready (not before, so a new spare also says the replacement polls or listens).
+      const primary = started.child.pid!;
+      const spareOf = (role: string, not?: number) =>
+        eventually(
+          async () => childPids(primary, `ledger warm spare: ${role}`).find((pid) => pid !== not),
+          180_000,
+          `a ${role} warm spare`,
+        );
+      const spares: number[] = [];
+      for (const [role, entry] of [
+        ['worker', 'ops/bin/worker.ts'],
+        ['api', 'ops/bin/api.ts'],
+      ] as const) {
+        const spare = await spareOf(role);
+        const [victim] = childPids(primary, entry);
+        process.kill(victim!, 'SIGKILL');
+        const serving = await eventually(
+          async () => {
+            const now = childPids(primary, entry);
+            return now.length === 2 && !now.includes(victim!) ? now : undefined;
+          },
+          180_000,
+          `the ${role} process replaced`,
+        );
+        expect(serving).toContain(spare);
+        spares.push(await spareOf(role, spare));
+      }
+      expect((await fetch(`${url}/readyz`)).status).toBe(200);
+      expect((await call('POST', '/keys/verify')).status).toBe(200);
+
       expect((await stopGracefully(started, 90_000)).code).toBe(0);
+      // The spares stop with the cluster.
+      for (const spare of spares) expect(fs.existsSync(`/proc/${spare}`)).toBe(false);
       for (const listening of [port, temporalPort, uiPort]) expect(await portOpen(listening)).toBe(false);
       expect(fs.existsSync(path.join(dataDir, 'temporal-server', 'server.pid'))).toBe(false);
 

@@ -5,7 +5,7 @@ import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
 import { createLogger } from '../../src/logger';
 import { connectTemporal, temporalConnectionOptions } from '../../src/platform/temporal';
-import { onShutdownSignal, runMain, waitForDependencies } from '../run';
+import { onShutdownSignal, runMain, standbyIfSpare, waitForDependencies } from '../run';
 
 runMain(async () => {
   const config = loadConfig();
@@ -21,6 +21,8 @@ runMain(async () => {
     config.TEMPORAL_NAMESPACE,
     temporalConnectionOptions(config),
   );
+  // A warm spare of `npm run cluster` waits here; taken over, it is the api process it replaces.
+  await standbyIfSpare();
   const api = await startApi({ config, pool, log, temporal: client });
   log.info({ url: api.url }, 'api listening');
   onShutdownSignal(async () => {

@@ -5,7 +5,8 @@
  *   visibility in their own databases on the ledger's Postgres (the embedded one unless DATABASE_URL), with
  *   TEMPORAL_HISTORY_SHARDS history shards, and the Temporal Web UI server beside it;
  * - the API runs as API_PROCESSES processes sharing PORT (node:cluster), the Temporal workers as
- *   WORKER_PROCESSES processes; each is restarted with backoff when it dies.
+ *   WORKER_PROCESSES processes; each is restarted with backoff when it dies, from its role's warm spare
+ *   (ops/warmSpare.ts) when one stands by.
  * docs/production.md explains the processes and what scales what.
  */
 import cluster from 'node:cluster';
@@ -15,6 +16,7 @@ import { rowOf } from '../../src/assert';
 import { temporalAddressOf, type Config } from '../../src/config';
 import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
+import type { Logger } from '../../src/logger';
 import { ensureClusterTools } from '../goTools';
 import { assertPortFree } from '../../src/platform/ports';
 import { announceReady, ledgerDatabase, startHost, type ServiceHost } from '../serviceHost';
@@ -27,7 +29,8 @@ import {
   startTemporalUi,
   TEMPORAL_SERVER_CONNECTIONS,
 } from '../temporalServer';
-import { startApiProcess, startWorkerProcess, bundleWorkflowsOnce } from '../clusterProcesses';
+import { bundleWorkflowsOnce, launchApiProcess, launchWorkerProcess, startApiProcess, startWorkerProcess } from '../clusterProcesses';
+import { WarmSpare } from '../warmSpare';
 import { StartupError } from '../../src/platform/startupError';
 import { ensureSettlementSchedule } from '../../src/settlement/schedule';
 import { ensureAchInboundSchedule } from '../../src/ach/inboundSchedule';
@@ -50,6 +53,18 @@ function withoutPassword(url: string): string {
   const parsed = new URL(url);
   if (parsed.password) parsed.password = '***';
   return parsed.toString();
+}
+
+/** The warm spares of the api and worker roles (ops/warmSpare.ts); armed once every process serves. */
+function warmSpares(config: Config, log: Logger, childEnv: NodeJS.ProcessEnv, bundle: string) {
+  const common = {
+    enabled: config.CLUSTER_WARM_SPARES === 'on',
+    log: { info: (message: string) => log.info(message), warn: (message: string) => log.warn(message) },
+  };
+  return {
+    api: new WarmSpare({ ...common, role: 'api', launch: launchApiProcess, env: childEnv }),
+    worker: new WarmSpare({ ...common, role: 'worker', launch: launchWorkerProcess, env: { ...childEnv, LEDGER_WORKFLOW_BUNDLE: bundle } }),
+  };
 }
 
 /** Connections the primary keeps (migrations, the schedule, the demo organization). */
@@ -154,10 +169,11 @@ runMain(async () => {
       ...(temporalUi && !config.TEMPORAL_UI_URL ? { TEMPORAL_UI_URL: temporalUi } : {}),
     };
     const bundle = await bundleWorkflowsOnce(path.join(config.DATA_DIR, 'cluster'), log);
+    const spares = warmSpares(config, log, childEnv, bundle);
     for (let index = 0; index < config.WORKER_PROCESSES; index += 1) {
       const env = { ...childEnv, ...workerMetricsEnv(config, index), LEDGER_WORKFLOW_BUNDLE: bundle };
       await host.startSupervised(`worker process ${index + 1}`, `worker_${index + 1}`, () =>
-        startWorkerProcess({ env, client, taskQueue: config.TEMPORAL_TASK_QUEUE }),
+        startWorkerProcess({ env, client, taskQueue: config.TEMPORAL_TASK_QUEUE, spare: spares.worker }),
       );
     }
     // The daily window close (SPEC §10), created or updated at every start.
@@ -170,9 +186,13 @@ runMain(async () => {
     await assertPortFree('API', config.PORT, 'PORT', config.HOST);
     let apiUrl = '';
     for (let index = 0; index < config.API_PROCESSES; index += 1) {
-      const api = await host.startSupervised(`api process ${index + 1}`, null, () => startApiProcess({ env: childEnv }));
+      const api = await host.startSupervised(`api process ${index + 1}`, null, () => startApiProcess({ env: childEnv, spare: spares.api }));
       apiUrl = api.url;
     }
+    // Torn down first (last in); started once every process serves, so they do not slow the start.
+    host.onStop('warm spares', async () => {
+      await Promise.all([spares.api.stop(), spares.worker.stop()]);
+    });
 
     await announceReady({
       say,
@@ -188,6 +208,8 @@ runMain(async () => {
         `Database       ${withoutPassword(databaseUrl)}`,
       ],
     });
+    spares.api.arm();
+    spares.worker.arm();
   } catch (error) {
     await host.stopAll();
     throw error;

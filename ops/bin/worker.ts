@@ -10,13 +10,11 @@ import { ensureSettlementSchedule } from '../../src/settlement/schedule';
 import { ensureAchInboundSchedule } from '../../src/ach/inboundSchedule';
 import { ensureAchSchedule, warnIfAchUndeliverable } from '../../src/ach/schedule';
 import { EXPECTED_ACTIVITY_FAILURES, startWorker } from '../../src/worker';
-import { onShutdownSignal, runMain, waitForDependencies } from '../run';
+import { onShutdownSignal, runMain, standbyIfSpare, waitForDependencies } from '../run';
 
 runMain(async () => {
-  const config = loadConfig();
+  let config = loadConfig();
   const log = createLogger(config.LOG_LEVEL, 'ledger-worker');
-  await installTemporalRuntime(config, log, EXPECTED_ACTIVITY_FAILURES);
-  const metrics = config.WORKER_METRICS_PORT === 0 ? null : await serveWorkerMetrics(config.HOST, config.WORKER_METRICS_PORT);
   await waitForDependencies(config, log);
   // Every process applies pending migrations at start; node-pg-migrate's lock makes concurrent starts safe.
   await migrate(databaseUrlOf(config), (message) => log.info(message));
@@ -26,6 +24,10 @@ runMain(async () => {
   const address = temporalAddressOf(config);
   const { connection, client } = await connectTemporal(address, config.TEMPORAL_NAMESPACE, temporalConnectionOptions(config));
   await registerSearchAttributes(connection, config.TEMPORAL_NAMESPACE, log);
+  // A warm spare of `npm run cluster` waits here; taken over, it is the worker it replaces, with its metrics ports.
+  if (await standbyIfSpare()) config = loadConfig();
+  await installTemporalRuntime(config, log, EXPECTED_ACTIVITY_FAILURES);
+  const metrics = config.WORKER_METRICS_PORT === 0 ? null : await serveWorkerMetrics(config.HOST, config.WORKER_METRICS_PORT);
   // LEDGER_WORKFLOW_BUNDLE: a prebuilt workflow bundle (tests and benches spawn many workers; bundling takes seconds).
   const workflowBundlePath = process.env.LEDGER_WORKFLOW_BUNDLE || undefined;
   const worker = await startWorker({ config, pool, log, temporal: client, address, ...(workflowBundlePath ? { workflowBundlePath } : {}) });
