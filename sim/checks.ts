@@ -1,3 +1,4 @@
+import { checkAchFiles } from './achFiles';
 import { sleep, type Json } from './http';
 import type { World } from './workload';
 
@@ -188,14 +189,11 @@ export interface FinalCounts {
   transfers: number;
   events: number;
   returns: number;
+  ach_files: number;
+  ach_entries: number;
 }
 
-export async function finalChecks(
-  world: World,
-  webhookCreatedAt: string,
-  orgId: string,
-  admin: (args: string[]) => Promise<{ code: number; text: string }>,
-): Promise<FinalCounts> {
+export async function finalChecks(world: World, webhookCreatedAt: string, orgId: string, admin: World['admin']): Promise<FinalCounts> {
   const transactions = await world.api.all('/transaction');
   sameSet(
     world,
@@ -217,6 +215,11 @@ export async function finalChecks(
   const transfers = await checkTransfers(world, transactions);
   await checkIntentMoney(world, transactions);
   await checkReturns(world);
+  const ach = await checkAchFiles(
+    admin,
+    world.model,
+    (await world.api.all('/transfer')).map((transfer: Json) => transfer.id as string),
+  );
   const accounts = await world.api.all('/account');
   for (const account of accounts) {
     const { pending, available, in_transfer: inTransfer } = account.balances;
@@ -229,5 +232,13 @@ export async function finalChecks(
   const verified = await admin(['account', 'verify', '--org', orgId]);
   if (verified.code !== 0) world.model.anomaly(`account verify failed: ${verified.text.slice(0, 500)}`);
   const events = await checkEvents(world, webhookCreatedAt);
-  return { transactions: transactions.length, intents: intents.length, transfers, events, returns: world.model.returns.size };
+  return {
+    transactions: transactions.length,
+    intents: intents.length,
+    transfers,
+    events,
+    returns: world.model.returns.size,
+    ach_files: ach.files,
+    ach_entries: ach.entries,
+  };
 }

@@ -53,7 +53,7 @@ export class Api {
   }
 
   /** One request, retried as a careful integrator does; the key defaults to a new one for POSTs. */
-  async call(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, key?: string): Promise<Answer> {
+  async call(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown, key?: string): Promise<Answer> {
     const bytes = body === undefined ? undefined : JSON.stringify(body);
     const headers: Record<string, string> = { authorization: `Bearer ${this.apiKey}` };
     if (bytes !== undefined) headers['content-type'] = 'application/json';

@@ -99,6 +99,7 @@ async function setUp(stack: Stack, model: Model, rng: Rng, receiverRng: Rng, win
     model,
     receiver,
     webhookId: endpoint.json.id,
+    webhookCreatedAt: Date.parse(endpoint.json.created_at as string),
     accountIds,
     admin: stack.admin,
     nextWindowDate: () => today.plus({ days: (windows += 1) }).toISODate()!,

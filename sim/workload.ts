@@ -13,8 +13,10 @@ export interface World {
   model: Model;
   receiver: Receiver;
   webhookId: string;
+  /** When the endpoint was registered: a replay asks for nothing older. */
+  webhookCreatedAt: number;
   accountIds: string[];
-  admin: (args: string[]) => Promise<{ code: number; text: string }>;
+  admin: (args: string[]) => Promise<{ code: number; json: Record<string, unknown>; text: string }>;
   /** Window dates close one after another: each close takes everything eligible by then. */
   nextWindowDate(): string;
 }
@@ -37,6 +39,12 @@ const WEIGHTS = {
   resend: 2,
   read: 14,
   list: 3,
+  manual: 3,
+  decide: 3,
+  limits: 1.5,
+  selfExclude: 0.3,
+  metadata: 2,
+  webhookReplay: 0.5,
 } as const;
 export type OpKind = keyof typeof WEIGHTS;
 
@@ -265,6 +273,73 @@ const list: Op = async (world) => {
   for (const txn of answer.json.data as Json[]) world.model.observe(txn, answer.sentAt, answer.receivedAt);
 };
 
+/** A cash_out for the operator to decide (approval_mode manual): pending, or declined at once (user, bank account). */
+const manual: Op = async (world, rng) => {
+  const answer = await post(world, '/intent', { ...intentBody(world, rng), direction: 'cash_out', approval_mode: 'manual' });
+  if (!expect(world, answer, [200], 'POST /intent (manual)')) return;
+  world.model.intent(answer.json, answer.receivedAt);
+  if (answer.json.status !== 'pending' && answer.json.status !== 'declined')
+    world.model.anomaly(`manual intent ${answer.json.id} answered ${answer.json.status}, neither pending nor declined`);
+};
+
+/**
+ * The operator approves (approved with its transaction, or declined: limits, user status, bank account) or
+ * cancels a pending intent; 409 once another client decided it.
+ */
+const decide: Op = async (world, rng) => {
+  const pending = [...world.model.intents.values()].filter((intent) => intent.status === 'pending');
+  if (pending.length === 0) return;
+  const intent = rng.pick(pending);
+  const action = rng.chance(0.7) ? 'approve' : 'cancel';
+  const answer = await post(world, `/intent/${intent.id}/${action}`, undefined);
+  if (!expect(world, answer, [200, 409], `${action} intent`)) return;
+  const allowed = action === 'approve' ? ['approved', 'declined'] : ['canceled'];
+  if (!allowed.includes(answer.json.status)) world.model.anomaly(`${action} of ${intent.id} answered ${answer.json.status}`);
+  world.model.intent(answer.json, answer.receivedAt);
+};
+
+/** A user's limits set (SPEC §26): a lowered one at once, a raised one after the cooling-off; null: none. */
+const limits: Op = async (world, rng) => {
+  const user = rng.pick(world.model.users);
+  const limit = () => (rng.chance(0.3) ? null : rng.int(50_000, 2_000_000));
+  const body = { cash_in: { day: limit(), month: limit() }, cash_out: { day: limit(), week: limit() } };
+  expect(world, await world.api.call('PUT', `/user/${user.id}/limits`, body), [200], 'PUT /user/{id}/limits');
+};
+
+/** A user excludes itself for two days (its intents are declined from then on); 409 for a created or disabled user. */
+const selfExclude: Op = async (world, rng) => {
+  const user = rng.pick(world.model.users);
+  const until = new Date(Date.now() + 2 * 86_400_000).toISOString();
+  expect(world, await post(world, `/user/${user.id}/self_exclusion`, { until }), [200, 409], 'POST /user/{id}/self_exclusion');
+};
+
+/** Metadata merged into an intent: the answer holds the key set, and the same money. */
+const metadata: Op = async (world, rng) => {
+  const intents = [...world.model.intents.keys()];
+  if (intents.length === 0) return;
+  const id = rng.pick(intents);
+  const value = `note-${rng.int(1, 1_000_000)}`;
+  const answer = await post(world, `/intent/${id}`, { metadata: { sim_note: value } });
+  if (!expect(world, answer, [200], 'POST /intent/{id}')) return;
+  if (answer.json.metadata?.sim_note !== value)
+    world.model.anomaly(`intent ${id}'s metadata update answered ${JSON.stringify(answer.json.metadata)}`);
+  // Not passed to the model's intent: a concurrent decision may answer before this older view arrives.
+  const known = world.model.intents.get(id)!;
+  if (answer.json.amount !== known.amount || answer.json.direction !== known.direction)
+    world.model.anomaly(`intent ${id}'s metadata update changed its money: ${answer.json.direction} ${answer.json.amount}`);
+};
+
+/** The endpoint's last minute of events delivered again (each identical to its first delivery); 409 while one runs. */
+const webhookReplay: Op = async (world) => {
+  const since = new Date(Math.max(Date.now() - 60_000, world.webhookCreatedAt)).toISOString();
+  expect(
+    world,
+    await post(world, `/webhook/${world.webhookId}/replay`, { created_at_gte: since }),
+    [200, 201, 202, 409],
+    'POST /webhook/{id}/replay',
+  );
+};
+
 const OPS: Record<OpKind, Op> = {
   intent,
   batch,
@@ -283,6 +358,12 @@ const OPS: Record<OpKind, Op> = {
   resend,
   read,
   list,
+  manual,
+  decide,
+  limits,
+  selfExclude,
+  metadata,
+  webhookReplay,
 };
 
 /** One client: operations drawn from its own stream while `more()` says so. */

@@ -51,6 +51,9 @@ describe('npm run simulate (issue 38)', () => {
     expect(result.operations.intent).toBeGreaterThan(10);
     expect(result.final.transactions).toBeGreaterThan(10);
     expect(result.final.events).toBeGreaterThan(result.final.transactions);
+    // The files the bank received were read by achcli, entry by entry (sim/achFiles.ts).
+    expect(result.final.ach_files).toBeGreaterThan(0);
+    expect(result.final.ach_entries).toBeGreaterThan(0);
   }, 1_200_000);
 
   test('negative control: a return applied twice is caught, with the seed and the first divergence', async () => {

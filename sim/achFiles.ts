@@ -1,0 +1,142 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { ensureAchcli } from '../ops/goTools';
+import { sleep, type Json } from './http';
+import type { Model } from './model';
+
+/**
+ * The files the bank received, checked as the bank would read them: every ACH file the service built
+ * (`admin ach files`), its exact bytes (`admin ach file download`), read and validated by moov-io/ach's achcli
+ * (an independent NACHA reader, `npm run tools`). Each entry names its payment by the last 15 characters of its
+ * transaction's id (a transfer's, for an operator's CCD entry) in its Individual Identification Number.
+ *
+ * What the model expects on the rail (SPEC §24): a PPD debit for each approved cash_in with a bank account,
+ * a PPD credit for each cash_out with one and for each refund of an intent with one; each in exactly one
+ * file, for its amount; and no entry for anything else.
+ */
+
+const run = promisify(execFile);
+/** Entries still queued at the end of the drain (a last transfer's credits) reach a file within a few windows. */
+const FILED_DEADLINE_MS = 60_000;
+const DOWNLOADS_AT_ONCE = 4;
+
+type Admin = (args: string[]) => Promise<{ code: number; json: Record<string, unknown>; text: string }>;
+
+interface FiledEntry {
+  fileId: string;
+  amount: number;
+}
+
+/** The model's payments that must each be one entry, by their ids' last 15 characters: the amount. */
+function expectedEntries(model: Model): Map<string, { id: string; amount: number }> {
+  const expected = new Map<string, { id: string; amount: number }>();
+  const bankIntent = (intentId: string | undefined) =>
+    intentId !== undefined && (model.intents.get(intentId)?.bankAccountId ?? null) !== null;
+  for (const txn of model.transactions.values()) {
+    const onRail =
+      (txn.type === 'intent' && bankIntent(txn.sourceId)) ||
+      (txn.type === 'refund' && bankIntent(model.refunds.get(txn.sourceId)?.intentId));
+    if (onRail) expected.set(txn.id.slice(-15), { id: txn.id, amount: txn.amount });
+  }
+  return expected;
+}
+
+/** One file's entries as achcli reads them; null (and an anomaly) when achcli refuses the file. */
+async function readFile(
+  admin: Admin,
+  model: Model,
+  achcli: string,
+  dir: string,
+  file: Json,
+): Promise<Array<{ identification: string; amount: number }> | null> {
+  const out = path.join(dir, `${file.id as string}.ach`);
+  const downloaded = await admin(['ach', 'file', 'download', file.id as string, '--out', out]);
+  if (downloaded.code !== 0) {
+    model.anomaly(`admin ach file download ${file.id as string} failed: ${downloaded.text.slice(0, 300)}`);
+    return null;
+  }
+  try {
+    const { stdout } = await run(achcli, ['-reformat=json', out], { maxBuffer: 1 << 28 });
+    const moov = JSON.parse(stdout) as { batches: Array<{ entryDetails: Array<{ identificationNumber: string; amount: number }> }> };
+    const entries = moov.batches.flatMap((batch) => batch.entryDetails);
+    if (entries.length !== file.entry_count)
+      model.anomaly(
+        `ACH file ${file.id as string} (${file.file_name as string}): achcli reads ${entries.length} entries, the service lists ${file.entry_count as number}`,
+      );
+    return entries.map((entry) => ({ identification: entry.identificationNumber.trim(), amount: entry.amount }));
+  } catch (error) {
+    const failed = error as { stderr?: string; stdout?: string; message: string };
+    model.anomaly(
+      `ACH file ${file.id as string} (${file.file_name as string}) is not valid for moov-io/ach: ${(failed.stderr || failed.stdout || failed.message).slice(0, 300)}`,
+    );
+    return null;
+  }
+}
+
+/** Every file's entries, by identification; an entry named twice (in one file or two) is an anomaly. */
+async function filedEntries(admin: Admin, model: Model, files: Json[]): Promise<Map<string, FiledEntry>> {
+  const achcli = await ensureAchcli();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sim-ach-'));
+  const filed = new Map<string, FiledEntry>();
+  try {
+    for (let i = 0; i < files.length; i += DOWNLOADS_AT_ONCE) {
+      const batch = files.slice(i, i + DOWNLOADS_AT_ONCE);
+      const read = await Promise.all(batch.map((file) => readFile(admin, model, achcli, dir, file)));
+      batch.forEach((file, j) => {
+        for (const entry of read[j] ?? []) {
+          const earlier = filed.get(entry.identification);
+          if (earlier)
+            model.anomaly(
+              `payment …${entry.identification} has an entry in ACH file ${earlier.fileId} and another in ${file.id as string}`,
+            );
+          else filed.set(entry.identification, { fileId: file.id as string, amount: entry.amount });
+        }
+      });
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  return filed;
+}
+
+/** Lists the files until every expected payment has an entry in one (or the deadline: what is missing is then reported). */
+async function listedFiles(admin: Admin, model: Model, expected: number): Promise<Json[]> {
+  const deadline = Date.now() + FILED_DEADLINE_MS;
+  for (;;) {
+    const listed = await admin(['ach', 'files']);
+    if (listed.code !== 0) {
+      model.anomaly(`admin ach files failed: ${listed.text.slice(0, 300)}`);
+      return [];
+    }
+    const files = (listed.json.files ?? []) as Json[];
+    const entries = files.reduce((sum, file) => sum + (file.entry_count as number), 0);
+    if (entries >= expected || Date.now() > deadline) return files;
+    await sleep(2_000);
+  }
+}
+
+/** The check; answers the number of files read and of the entries in them. */
+export async function checkAchFiles(
+  admin: Admin,
+  model: Model,
+  transferIds: readonly string[],
+): Promise<{ files: number; entries: number }> {
+  const expected = expectedEntries(model);
+  const files = await listedFiles(admin, model, expected.size);
+  const filed = await filedEntries(admin, model, files);
+  const transfers = new Set(transferIds.map((id) => id.slice(-15)));
+  for (const [identification, want] of expected) {
+    const got = filed.get(identification);
+    if (!got) model.anomaly(`transaction ${want.id} is on the rail but in no ACH file`);
+    else if (got.amount !== want.amount)
+      model.anomaly(`transaction ${want.id} of ${want.amount} has an entry of ${got.amount} (file ${got.fileId})`);
+  }
+  for (const [identification, entry] of filed) {
+    if (!expected.has(identification) && !transfers.has(identification))
+      model.anomaly(`ACH file ${entry.fileId} holds an entry for …${identification}, no payment of the model's or transfer`);
+  }
+  return { files: files.length, entries: filed.size };
+}
