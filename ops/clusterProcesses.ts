@@ -10,7 +10,7 @@ import type { Logger } from '../src/logger';
 import { bundleWorkflows } from '../src/worker';
 import { exitOf, pollWhileRunning, terminate } from './childProcess';
 import type { SupervisedChild } from './supervisor';
-import type { Launched, WarmSpare } from './warmSpare';
+import { launchedChild, type Launched, type WarmSpare } from './warmSpare';
 
 /**
  * The api and worker processes of `npm run cluster`, started from the primary and kept by its supervisors.
@@ -104,13 +104,7 @@ export function launchWorkerProcess(env: NodeJS.ProcessEnv, title?: string): Lau
     env,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  return {
-    handle: child,
-    child,
-    exited: exitOf(child),
-    send: (message) => child.send(message as object),
-    onMessage: (listener) => child.on('message', listener),
-  };
+  return launchedChild(child, child);
 }
 
 /**

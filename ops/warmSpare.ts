@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { describeExit, terminate, type Exit } from './childProcess';
+import { describeExit, exitOf, terminate, type Exit } from './childProcess';
 import { SPARE_MESSAGES } from './run';
 
 /** A started api or worker process of `npm run cluster`, not yet ready: its handle and its IPC channel. */
@@ -9,6 +9,17 @@ export interface Launched<H> {
   exited: Promise<Exit>;
   send(message: unknown): void;
   onMessage(listener: (message: { type?: string } | null) => void): void;
+}
+
+/** A spawned child (with an IPC channel) as a Launched, `handle` being what its caller keeps of it. */
+export function launchedChild<H>(child: ChildProcess, handle: H): Launched<H> {
+  return {
+    handle,
+    child,
+    exited: exitOf(child),
+    send: (message) => child.send(message as object),
+    onMessage: (listener) => child.on('message', listener),
+  };
 }
 
 /** How long a spare that is stopped (the cluster stopping) may take before it is killed. */

@@ -1,8 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { exitOf } from '../ops/childProcess';
-import { WarmSpare, type Launched } from '../ops/warmSpare';
+import { launchedChild, WarmSpare, type Launched } from '../ops/warmSpare';
 import { eventually } from './support/harness';
 import { REPO } from './support/processes';
 
@@ -32,13 +31,7 @@ function harness() {
     child.stdout!.on('data', (chunk: Buffer) => (text += chunk.toString()));
     const run = { child, output: () => text };
     runs.push(run);
-    return {
-      handle: run,
-      child,
-      exited: exitOf(child),
-      send: (message) => child.send(message as object),
-      onMessage: (listener) => child.on('message', listener),
-    };
+    return launchedChild(child, run);
   };
   const log = { info: jest.fn(), warn: jest.fn() };
   const spare = new WarmSpare({ role: 'test', enabled: true, launch, env: { ...process.env, SPARE_TEST_ROLE_ENV: 'shared' }, log });
