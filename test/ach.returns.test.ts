@@ -5,6 +5,7 @@
  * effects and events are there together, the journal holds, and bad files are kept as exceptions with nothing
  * changed.
  */
+import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { PRODUCTION_ACH_ENV } from './support/achSeed';
 import { DateTime } from 'luxon';
 import { buildWindowFile, markFileDelivered } from '../src/ach/files';
@@ -202,7 +203,12 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
   async function poll(
     name: string,
   ): Promise<{ id: string; status: string; exceptions_count: number; returns_count: number; changes_count: number }> {
-    await stack.temporal.schedule.getHandle(achInboundScheduleId(stack.config.TEMPORAL_TASK_QUEUE)).trigger();
+    // BUFFER_ONE: the schedule skips a run while one is under way (ScheduleOverlapPolicy.SKIP), and the run
+    // that ingested the previous files may still be finishing (its last activity, its completion), so a plain
+    // trigger could be dropped and `name` left for the next hourly poll. Buffered, it runs once that one ends.
+    await stack.temporal.schedule
+      .getHandle(achInboundScheduleId(stack.config.TEMPORAL_TASK_QUEUE))
+      .trigger(ScheduleOverlapPolicy.BUFFER_ONE);
     return eventually(
       async () => {
         const { rows } = await stack.pool.query(
