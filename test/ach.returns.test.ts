@@ -676,7 +676,12 @@ describe('SPEC §25 sandbox: POST /simulate/ach/return returns a settled entry t
   let call: Call;
 
   beforeAll(async () => {
-    stack = await startStack({ env: { SANDBOX_ACH_WINDOW_SECONDS: '1', SANDBOX_CONFIRM_SECONDS: '2', SANDBOX_RETURN_SECONDS: '1' } });
+    // A database of its own: its sandbox window would otherwise claim (and settle on its own clock) the queued
+    // entries of every other suite on the shared database, and theirs these.
+    stack = await startStack({
+      ownDatabase: true,
+      env: { SANDBOX_ACH_WINDOW_SECONDS: '1', SANDBOX_CONFIRM_SECONDS: '2', SANDBOX_RETURN_SECONDS: '1' },
+    });
     org = await createTestOrg(stack.pool, { write: 5000, read: 5000 });
     call = apiClient(stack.url, org.apiKey);
     await ensureAchSchedule(stack.temporal, stack.config.TEMPORAL_TASK_QUEUE, stack.config);

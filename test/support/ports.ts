@@ -1,22 +1,17 @@
-import net from 'node:net';
 import { portFree } from '../../src/platform/ports';
 
-/** A TCP port free on 127.0.0.1 right now (the OS picks it). */
+/**
+ * A TCP port free on 127.0.0.1 right now, below the OS's ephemeral range (32768 and up). A port the OS picks for
+ * a listener is an ephemeral one, which an outgoing connection of any process (the suites' many Postgres and
+ * gRPC clients) can take as its local end before the process under test binds it: CI met that as EADDRINUSE.
+ */
 export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
+  return freePortBlock(1);
 }
 
 /**
- * The first of `count` consecutive ports free on 127.0.0.1 right now, below 32768: the Temporal server keeps
- * its membership ports in a smallint column, so the OS's ephemeral ports (above 32767) do not fit.
+ * The first of `count` consecutive ports free on 127.0.0.1 right now, between 20000 and 32000: below the OS's
+ * ephemeral ports (see freePort), and the Temporal server keeps its membership ports in a smallint column.
  */
 export async function freePortBlock(count: number): Promise<number> {
   for (let attempt = 0; attempt < 100; attempt += 1) {
