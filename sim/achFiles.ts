@@ -1,11 +1,10 @@
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
-import { ensureAchcli } from '../ops/goTools';
+import { readWithAchcli } from '../test/support/achcli';
 import { sleep, type Json } from './http';
 import type { Model } from './model';
+import type { World } from './workload';
 
 /**
  * The files the bank received, checked as the bank would read them: every ACH file the service built
@@ -18,12 +17,11 @@ import type { Model } from './model';
  * file, for its amount; and no entry for anything else.
  */
 
-const run = promisify(execFile);
 /** Entries still queued at the end of the drain (a last transfer's credits) reach a file within a few windows. */
 const FILED_DEADLINE_MS = 60_000;
 const DOWNLOADS_AT_ONCE = 4;
 
-type Admin = (args: string[]) => Promise<{ code: number; json: Record<string, unknown>; text: string }>;
+type Admin = World['admin'];
 
 interface FiledEntry {
   fileId: string;
@@ -48,7 +46,6 @@ function expectedEntries(model: Model): Map<string, { id: string; amount: number
 async function readFile(
   admin: Admin,
   model: Model,
-  achcli: string,
   dir: string,
   file: Json,
 ): Promise<Array<{ identification: string; amount: number }> | null> {
@@ -59,18 +56,15 @@ async function readFile(
     return null;
   }
   try {
-    const { stdout } = await run(achcli, ['-reformat=json', out], { maxBuffer: 1 << 28 });
-    const moov = JSON.parse(stdout) as { batches: Array<{ entryDetails: Array<{ identificationNumber: string; amount: number }> }> };
-    const entries = moov.batches.flatMap((batch) => batch.entryDetails);
+    const entries = (await readWithAchcli(fs.readFileSync(out))).batches.flatMap((batch) => batch.entryDetails);
     if (entries.length !== file.entry_count)
       model.anomaly(
         `ACH file ${file.id as string} (${file.file_name as string}): achcli reads ${entries.length} entries, the service lists ${file.entry_count as number}`,
       );
     return entries.map((entry) => ({ identification: entry.identificationNumber.trim(), amount: entry.amount }));
   } catch (error) {
-    const failed = error as { stderr?: string; stdout?: string; message: string };
     model.anomaly(
-      `ACH file ${file.id as string} (${file.file_name as string}) is not valid for moov-io/ach: ${(failed.stderr || failed.stdout || failed.message).slice(0, 300)}`,
+      `ACH file ${file.id as string} (${file.file_name as string}) is not valid for moov-io/ach: ${(error as Error).message.slice(0, 300)}`,
     );
     return null;
   }
@@ -78,13 +72,12 @@ async function readFile(
 
 /** Every file's entries, by identification; an entry named twice (in one file or two) is an anomaly. */
 async function filedEntries(admin: Admin, model: Model, files: Json[]): Promise<Map<string, FiledEntry>> {
-  const achcli = await ensureAchcli();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sim-ach-'));
   const filed = new Map<string, FiledEntry>();
   try {
     for (let i = 0; i < files.length; i += DOWNLOADS_AT_ONCE) {
       const batch = files.slice(i, i + DOWNLOADS_AT_ONCE);
-      const read = await Promise.all(batch.map((file) => readFile(admin, model, achcli, dir, file)));
+      const read = await Promise.all(batch.map((file) => readFile(admin, model, dir, file)));
       batch.forEach((file, j) => {
         for (const entry of read[j] ?? []) {
           const earlier = filed.get(entry.identification);

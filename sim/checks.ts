@@ -82,7 +82,8 @@ function sameSet(world: World, what: string, listed: string[], modelled: Iterabl
   if (missing.length > 0) world.model.anomaly(`${missing.length} ${what} answered 2xx are missing: ${missing.slice(0, 5).join(', ')}`);
 }
 
-async function checkTransfers(world: World, transactions: Json[]): Promise<number> {
+/** Each transfer the exact net of its members; answers the transfers listed. */
+async function checkTransfers(world: World, transactions: Json[]): Promise<Json[]> {
   const transfers = await world.api.all('/transfer');
   const members = new Map<string, Json[]>();
   for (const txn of transactions) {
@@ -106,7 +107,7 @@ async function checkTransfers(world: World, transactions: Json[]): Promise<numbe
     }
   }
   for (const [transferId] of members) world.model.anomaly(`transactions name transfer ${transferId}, which GET /transfer does not list`);
-  return transfers.length;
+  return transfers;
 }
 
 async function checkReturns(world: World): Promise<void> {
@@ -234,7 +235,7 @@ export async function finalChecks(world: World, webhookCreatedAt: string, orgId:
   const ach = await checkAchFiles(
     admin,
     world.model,
-    (await world.api.all('/transfer')).map((transfer: Json) => transfer.id as string),
+    transfers.map((transfer: Json) => transfer.id as string),
   );
   const accounts = await world.api.all('/account');
   for (const account of accounts) {
@@ -251,7 +252,7 @@ export async function finalChecks(world: World, webhookCreatedAt: string, orgId:
   return {
     transactions: transactions.length,
     intents: intents.length,
-    transfers,
+    transfers: transfers.length,
     events,
     returns: world.model.returns.size,
     ach_files: ach.files,

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
+import { commandLine } from '../ops/childProcess';
 import { launchedChild, WarmSpare, type Launched } from '../ops/warmSpare';
 import { eventually } from './support/harness';
 import { REPO } from './support/processes';
@@ -38,8 +38,6 @@ function harness() {
   return { spare, runs, log };
 }
 
-const commandLineOf = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0+/g, ' ').trim();
-
 async function mainRan(launched: Launched<Run>) {
   expect(await launched.exited).toEqual({ code: 0, signal: null });
   return JSON.parse(launched.handle.output()) as { role_env: string | null; standby: string | null; stoodBy: boolean; commandLine: string };
@@ -53,7 +51,7 @@ describe('warm spares (ops/warmSpare.ts)', () => {
     const [waiting] = runs;
     // It stands by: its own title, its main not run.
     await eventually(
-      async () => (commandLineOf(waiting!.child.pid!) === 'ledger warm spare: test' ? true : undefined),
+      async () => (commandLine(waiting!.child.pid!)?.trim() === 'ledger warm spare: test' ? true : undefined),
       30_000,
       'the spare titled',
     );
