@@ -5,7 +5,7 @@
  * events), and the function-length rule. Same real Postgres
  * and Temporal dev server as `npm test`. Left out, for `npm test`: suites that start whole processes (npm
  * start from a clone, api and worker processes, several edges, killed workers), the chaos and load-shaped
- * suites, and the cluster project.
+ * suites, and the cluster and processes projects.
  */
 const base = require('./jest.config');
 

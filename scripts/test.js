@@ -1,13 +1,16 @@
 #!/usr/bin/env node
-// `npm test`: the typecheck of both TypeScript projects (the two at once), then the two jest projects one after
-// the other — jest.config.js (every suite on the in-memory dev server), then jest.cluster.config.js (the cluster
-// project). Running the two jest projects at once was tried (docs/development.md): on this 2-core box it
-// overloaded the machine (embedded Postgres took over 120 s to initialise, CLI runs over 60 s) and failed
-// suites that pass one project at a time, so they stay in sequence.
+// `npm test`: the typecheck of both TypeScript projects, the main jest project (jest.config.js: every suite on the
+// in-memory dev server) and the cluster project (jest.cluster.config.js: the lifecycle, settlement and webhook
+// suites on the Temporal server of `npm run cluster`) all at once; then the processes project
+// (jest.processes.config.js: whole topologies in processes of their own, `npm run cluster` and `npm run simulate`).
+// Measured on a quiet 2-core box (bench/results/2026-11-27-test-suite.md): the main project left the cores 18–36%
+// idle and the cluster project's suites 70% (they wait on timers and servers), so those share the cores; the
+// processes project keeps both cores busy on its own (its suites start Temporal servers, Postgres and api and
+// worker processes), so it runs alone after them.
 //
 // Every output line is prefixed with its job's name; the summary gives each job's seconds and exit code, and
 // the exit code is 1 if any job failed. Every stage runs even after a failure, so one run shows every failing
-// suite. Arguments go to both jest runs (`npm test -- --silent`).
+// suite. Arguments go to every jest run (`npm test -- --silent`).
 'use strict';
 const { spawn } = require('node:child_process');
 const os = require('node:os');
@@ -16,18 +19,19 @@ const readline = require('node:readline');
 
 const root = path.resolve(__dirname, '..');
 const bin = (name) => path.join(root, 'node_modules', '.bin', name);
-// A path or pattern given (`npm test -- test/ledger.test.ts`) may name suites of one project only: the other
-// then finds none, which is no failure.
+// A path or pattern given (`npm test -- test/ledger.test.ts`) may name suites of one project only: the others
+// then find none, which is no failure.
 const extra = process.argv.length > 2 ? ['--passWithNoTests', ...process.argv.slice(2)] : [];
 
 /** Stages run one after the other; the jobs of one stage at once. */
 const STAGES = [
   [
-    { name: 'tsc', command: bin('tsc'), args: ['--noEmit', '-p', 'tsconfig.json'], nice: 0 },
-    { name: 'tsc console', command: bin('tsc'), args: ['--noEmit', '-p', 'console/tsconfig.json'], nice: 0 },
+    { name: 'tsc', command: bin('tsc'), args: ['--noEmit', '-p', 'tsconfig.json'], nice: 10 },
+    { name: 'tsc console', command: bin('tsc'), args: ['--noEmit', '-p', 'console/tsconfig.json'], nice: 10 },
+    { name: 'jest', command: bin('jest'), args: extra, nice: 0 },
+    { name: 'cluster', command: bin('jest'), args: ['-c', 'jest.cluster.config.js', ...extra], nice: 0 },
   ],
-  [{ name: 'jest', command: bin('jest'), args: extra, nice: 0 }],
-  [{ name: 'cluster', command: bin('jest'), args: ['-c', 'jest.cluster.config.js', ...extra], nice: 0 }],
+  [{ name: 'processes', command: bin('jest'), args: ['-c', 'jest.processes.config.js', ...extra], nice: 0 }],
 ];
 const JOBS = STAGES.flat();
 
