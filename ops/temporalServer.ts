@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { msToTs } from '@temporalio/common/lib/time';
@@ -88,32 +88,42 @@ export async function prepareTemporalDatabases(
   const admin = new pg.Client({ connectionString: databases.serverUrl });
   await admin.connect();
   try {
-    for (const [database, schema] of [
-      [databases.persistence, 'postgresql/v12/temporal'],
-      [databases.visibility, 'postgresql/v12/visibility'],
-    ] as const) {
+    for (const database of [databases.persistence, databases.visibility]) {
       const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
       if (exists.rowCount === 0) {
         log(`Creating Temporal's database ${database}`);
         await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}`);
       }
-      const { host, port, user, password } = connectionParts(databases.serverUrl);
-      const base = ['--plugin', 'postgres12', '--ep', host, '-p', String(port), '-u', user, '--db', database];
-      runSqlTool(sqlTool, [...base, 'setup-schema', '-v', '0.0'], password);
-      runSqlTool(sqlTool, [...base, 'update-schema', '--schema-name', schema], password);
     }
   } finally {
     await admin.end();
   }
+  const { host, port, user, password } = connectionParts(databases.serverUrl);
+  // The two databases are independent: their schemas are brought up at the same time.
+  await Promise.all(
+    (
+      [
+        [databases.persistence, 'postgresql/v12/temporal'],
+        [databases.visibility, 'postgresql/v12/visibility'],
+      ] as const
+    ).map(async ([database, schema]) => {
+      const base = ['--plugin', 'postgres12', '--ep', host, '-p', String(port), '-u', user, '--db', database];
+      await runSqlTool(sqlTool, [...base, 'setup-schema', '-v', '0.0'], password);
+      await runSqlTool(sqlTool, [...base, 'update-schema', '--schema-name', schema], password);
+    }),
+  );
 }
 
 /** The password goes through the tool's SQL_PASSWORD variable, not its command line (which `ps` shows). */
-function runSqlTool(sqlTool: string, args: string[], password: string): void {
-  const run = spawnSync(sqlTool, args, { encoding: 'utf8', env: { ...process.env, SQL_PASSWORD: password } });
-  if (run.status !== 0) {
-    const output = `${run.stdout}${run.stderr}`.trim().split('\n').slice(-5).join('\n');
-    throw new Error(`temporal SQL tool ${args.slice(-3).join(' ')} failed (exit ${run.status}):\n${output}`);
-  }
+function runSqlTool(sqlTool: string, args: string[], password: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile(sqlTool, args, { encoding: 'utf8', env: { ...process.env, SQL_PASSWORD: password } }, (error, stdout, stderr) => {
+      if (!error) return resolve();
+      const output = `${stdout}${stderr}`.trim().split('\n').slice(-5).join('\n');
+      const status = typeof error.code === 'number' ? error.code : (error.code ?? error.signal);
+      reject(new Error(`temporal SQL tool ${args.slice(-3).join(' ')} failed (exit ${status}):\n${output}`));
+    });
+  });
 }
 
 export interface TemporalServerOptions {

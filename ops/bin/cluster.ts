@@ -145,16 +145,30 @@ async function startTemporal(host: ServiceHost, config: Config, databaseUrl: str
   return (await host.startSupervised('Temporal Web UI', null, startUi)).url;
 }
 
+/**
+ * The workflow bundle needs nothing else, so it is built while Postgres and Temporal start. Awaited where it is
+ * used; a failure before that point is reported there, not as an unhandled rejection.
+ */
+function bundleEarly(config: Config, log: Logger): Promise<string> {
+  const bundling = bundleWorkflowsOnce(path.join(config.DATA_DIR, 'cluster'), log);
+  bundling.catch(() => undefined);
+  return bundling;
+}
+
 runMain(async () => {
   if (!cluster.isPrimary) throw new Error('ops/bin/cluster.ts runs as the primary only');
   const { startedAt, config, log, say, host } = startHost('api processes, workers drain, Temporal, Postgres');
 
+  const bundling = bundleEarly(config, log);
   try {
     const databaseUrl = await ledgerDatabase(host, config, say);
     await assertConnectionBudget(databaseUrl, config);
-    const temporalUi = config.TEMPORAL_ADDRESS ? null : await startTemporal(host, config, databaseUrl, say);
+    // The ledger's migrations and the Temporal server's databases and start are independent of each other.
+    const [temporalUi] = await Promise.all([
+      config.TEMPORAL_ADDRESS ? null : startTemporal(host, config, databaseUrl, say),
+      migrate(databaseUrl, (message) => log.info(message)),
+    ]);
     const address = temporalAddressOf(config);
-    await migrate(databaseUrl, (message) => log.info(message));
     const pool = createPool(databaseUrl, PRIMARY_POOL, (error) => log.warn({ err: error }, 'idle database connection lost'));
     host.onStop('postgres pool', () => pool.end());
     const { connection, client } = await connectTemporal(address, config.TEMPORAL_NAMESPACE, temporalConnectionOptions(config));
@@ -168,7 +182,7 @@ runMain(async () => {
       TEMPORAL_ADDRESS: address,
       ...(temporalUi && !config.TEMPORAL_UI_URL ? { TEMPORAL_UI_URL: temporalUi } : {}),
     };
-    const bundle = await bundleWorkflowsOnce(path.join(config.DATA_DIR, 'cluster'), log);
+    const bundle = await bundling;
     const spares = warmSpares(config, log, childEnv, bundle);
     for (let index = 0; index < config.WORKER_PROCESSES; index += 1) {
       const env = { ...childEnv, ...workerMetricsEnv(config, index), LEDGER_WORKFLOW_BUNDLE: bundle };
