@@ -120,8 +120,7 @@ function runSqlTool(sqlTool: string, args: string[], password: string): Promise<
     execFile(sqlTool, args, { encoding: 'utf8', env: { ...process.env, SQL_PASSWORD: password } }, (error, stdout, stderr) => {
       if (!error) return resolve();
       const output = `${stdout}${stderr}`.trim().split('\n').slice(-5).join('\n');
-      const status = typeof error.code === 'number' ? error.code : (error.code ?? error.signal);
-      reject(new Error(`temporal SQL tool ${args.slice(-3).join(' ')} failed (exit ${status}):\n${output}`));
+      reject(new Error(`temporal SQL tool ${args.slice(-3).join(' ')} failed (exit ${error.code ?? error.signal}):\n${output}`));
     });
   });
 }
