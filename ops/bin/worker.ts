@@ -16,7 +16,7 @@ runMain(async () => {
   let config = loadConfig();
   const log = createLogger(config.LOG_LEVEL, 'ledger-worker');
   await waitForDependencies(config, log);
-  // Every process applies pending migrations at start; node-pg-migrate's lock makes concurrent starts safe.
+  // Every process applies pending migrations at start; concurrent starts wait on one lock (src/db/migrate.ts).
   await migrate(databaseUrlOf(config), (message) => log.info(message));
   const pool = createPool(databaseUrlOf(config), config.DATABASE_POOL_MAX, (error) =>
     log.warn({ err: error }, 'idle database connection lost'),
