@@ -8,7 +8,7 @@ import type { World } from './workload';
 
 /**
  * The files the bank received, checked as the bank would read them: every ACH file the service built
- * (`admin ach files`), its exact bytes (`admin ach file download`), read and validated by moov-io/ach's achcli
+ * (`admin ach files --download`, the exact bytes of each), read and validated by moov-io/ach's achcli
  * (an independent NACHA reader, `npm run tools`). Each entry names its payment by the last 15 characters of its
  * transaction's id (a transfer's, for an operator's CCD entry) in its Individual Identification Number.
  *
@@ -19,7 +19,8 @@ import type { World } from './workload';
 
 /** Entries still queued at the end of the drain (a last transfer's credits) reach a file within a few windows. */
 const FILED_DEADLINE_MS = 60_000;
-const DOWNLOADS_AT_ONCE = 4;
+/** achcli processes at once. */
+const READS_AT_ONCE = 4;
 
 type Admin = World['admin'];
 
@@ -42,21 +43,10 @@ function expectedEntries(model: Model): Map<string, { id: string; amount: number
   return expected;
 }
 
-/** One file's entries as achcli reads them; null (and an anomaly) when achcli refuses the file. */
-async function readFile(
-  admin: Admin,
-  model: Model,
-  dir: string,
-  file: Json,
-): Promise<Array<{ identification: string; amount: number }> | null> {
-  const out = path.join(dir, `${file.id as string}.ach`);
-  const downloaded = await admin(['ach', 'file', 'download', file.id as string, '--out', out]);
-  if (downloaded.code !== 0) {
-    model.anomaly(`admin ach file download ${file.id as string} failed: ${downloaded.text.slice(0, 300)}`);
-    return null;
-  }
+/** One downloaded file's entries as achcli reads them; null (and an anomaly) when achcli refuses the file. */
+async function readFile(model: Model, file: Json): Promise<Array<{ identification: string; amount: number }> | null> {
   try {
-    const entries = (await readWithAchcli(fs.readFileSync(out))).batches.flatMap((batch) => batch.entryDetails);
+    const entries = (await readWithAchcli(fs.readFileSync(file.path as string))).batches.flatMap((batch) => batch.entryDetails);
     if (entries.length !== file.entry_count)
       model.anomaly(
         `ACH file ${file.id as string} (${file.file_name as string}): achcli reads ${entries.length} entries, the service lists ${file.entry_count as number}`,
@@ -70,38 +60,36 @@ async function readFile(
   }
 }
 
-/** Every file's entries, by identification; an entry named twice (in one file or two) is an anomaly. */
-async function filedEntries(admin: Admin, model: Model, files: Json[]): Promise<Map<string, FiledEntry>> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sim-ach-'));
+/** Every downloaded file's entries, by identification; an entry named twice (in one file or two) is an anomaly. */
+async function filedEntries(model: Model, files: Json[]): Promise<Map<string, FiledEntry>> {
   const filed = new Map<string, FiledEntry>();
-  try {
-    for (let i = 0; i < files.length; i += DOWNLOADS_AT_ONCE) {
-      const batch = files.slice(i, i + DOWNLOADS_AT_ONCE);
-      const read = await Promise.all(batch.map((file) => readFile(admin, model, dir, file)));
-      batch.forEach((file, j) => {
-        for (const entry of read[j] ?? []) {
-          const earlier = filed.get(entry.identification);
-          if (earlier)
-            model.anomaly(
-              `payment …${entry.identification} has an entry in ACH file ${earlier.fileId} and another in ${file.id as string}`,
-            );
-          else filed.set(entry.identification, { fileId: file.id as string, amount: entry.amount });
-        }
-      });
-    }
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
+  for (let i = 0; i < files.length; i += READS_AT_ONCE) {
+    const batch = files.slice(i, i + READS_AT_ONCE);
+    const read = await Promise.all(batch.map((file) => readFile(model, file)));
+    batch.forEach((file, j) => {
+      for (const entry of read[j] ?? []) {
+        const earlier = filed.get(entry.identification);
+        if (earlier)
+          model.anomaly(`payment …${entry.identification} has an entry in ACH file ${earlier.fileId} and another in ${file.id as string}`);
+        else filed.set(entry.identification, { fileId: file.id as string, amount: entry.amount });
+      }
+    });
   }
   return filed;
 }
 
-/** Lists the files until every expected payment has an entry in one (or the deadline: what is missing is then reported). */
-async function listedFiles(admin: Admin, model: Model, expected: number): Promise<Json[]> {
+/**
+ * Every file with its exact bytes (one `admin ach files --download` into a directory of its own under `dir`),
+ * again until every expected payment has an entry in one, or the deadline (what is missing is then reported).
+ */
+async function downloadFiles(admin: Admin, model: Model, dir: string, expected: number): Promise<Json[]> {
   const deadline = Date.now() + FILED_DEADLINE_MS;
-  for (;;) {
-    const listed = await admin(['ach', 'files']);
+  for (let attempt = 1; ; attempt++) {
+    const into = path.join(dir, String(attempt));
+    fs.mkdirSync(into);
+    const listed = await admin(['ach', 'files', '--download', into]);
     if (listed.code !== 0) {
-      model.anomaly(`admin ach files failed: ${listed.text.slice(0, 300)}`);
+      model.anomaly(`admin ach files --download failed: ${listed.text.slice(0, 300)}`);
       return [];
     }
     const files = (listed.json.files ?? []) as Json[];
@@ -118,8 +106,15 @@ export async function checkAchFiles(
   transferIds: readonly string[],
 ): Promise<{ files: number; entries: number }> {
   const expected = expectedEntries(model);
-  const files = await listedFiles(admin, model, expected.size);
-  const filed = await filedEntries(admin, model, files);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sim-ach-'));
+  let files: Json[];
+  let filed: Map<string, FiledEntry>;
+  try {
+    files = await downloadFiles(admin, model, dir, expected.size);
+    filed = await filedEntries(model, files);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
   const transfers = new Set(transferIds.map((id) => id.slice(-15)));
   for (const [identification, want] of expected) {
     const got = filed.get(identification);

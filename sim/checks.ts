@@ -15,7 +15,7 @@ import type { World } from './workload';
 const STALL_MS = Number(process.env.SIM_DRAIN_STALL_SECONDS ?? 120) * 1000;
 const FINAL_DEADLINE_MS = Number(process.env.SIM_DRAIN_SECONDS ?? 900) * 1000;
 /** How often the drain closes another window, and asks the network again to settle a transfer. */
-const CLOSE_EVERY_MS = 10_000;
+const CLOSE_EVERY_MS = 5_000;
 const SETTLE_AGAIN_MS = 30_000;
 
 /** Eligible for a window now: a cash_in available or a cash_out pending, in no transfer yet. */
@@ -171,7 +171,6 @@ function canonical(value: Json): string {
 }
 
 async function checkEvents(world: World, since: string): Promise<number> {
-  world.receiver.faulty = false;
   const deadline = Date.now() + 120_000;
   let events: Json[] = [];
   let undelivered: Json[] = [];
@@ -210,7 +209,19 @@ export interface FinalCounts {
   ach_entries: number;
 }
 
-export async function finalChecks(world: World, webhookCreatedAt: string, orgId: string, admin: World['admin']): Promise<FinalCounts> {
+export async function finalChecks(
+  world: World,
+  webhookCreatedAt: string,
+  orgId: string,
+  admin: World['admin'],
+  say: (line: string) => void,
+): Promise<FinalCounts> {
+  let stepStarted = Date.now();
+  /** Each step of the final checks, with its seconds: they take a while on a loaded box. */
+  const done = (what: string) => {
+    say(`  final checks: ${what} (${((Date.now() - stepStarted) / 1000).toFixed(1)} s)`);
+    stepStarted = Date.now();
+  };
   const transactions = await world.api.all('/transaction');
   sameSet(
     world,
@@ -232,11 +243,13 @@ export async function finalChecks(world: World, webhookCreatedAt: string, orgId:
   const transfers = await checkTransfers(world, transactions);
   await checkIntentMoney(world, transactions);
   await checkReturns(world);
+  done(`${transactions.length} transactions, ${intents.length} intents, ${transfers.length} transfers and their money compared`);
   const ach = await checkAchFiles(
     admin,
     world.model,
     transfers.map((transfer: Json) => transfer.id as string),
   );
+  done(`${ach.files} ACH files, ${ach.entries} entries read by achcli`);
   const accounts = await world.api.all('/account');
   for (const account of accounts) {
     const { pending, available, in_transfer: inTransfer } = account.balances;
@@ -248,7 +261,9 @@ export async function finalChecks(world: World, webhookCreatedAt: string, orgId:
   }
   const verified = await admin(['account', 'verify', '--org', orgId]);
   if (verified.code !== 0) world.model.anomaly(`account verify failed: ${verified.text.slice(0, 500)}`);
+  done(`${accounts.length} accounts' balances and account verify`);
   const events = await checkEvents(world, webhookCreatedAt);
+  done(`${events} events delivered and compared`);
   return {
     transactions: transactions.length,
     intents: intents.length,

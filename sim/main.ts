@@ -170,8 +170,11 @@ async function simulate(options: Options): Promise<number> {
     if (world.api.isHalted()) say('halted at the first divergence: no drain, no final checks');
     else {
       say(`load done: ${Object.values(model.counts).reduce((a, b) => a + b, 0)} operations; draining`);
+      // Faults end with the load (docs/reliability.md): from now on the receiver answers every delivery 200, so a
+      // delivery it held past the attempt timeout is retried while the drain runs, not after it.
+      world.receiver.faulty = false;
       await drain(world, say);
-      final = await finalChecks(world, setup.webhookCreatedAt, setup.orgId, stack.admin);
+      final = await finalChecks(world, setup.webhookCreatedAt, setup.orgId, stack.admin, say);
     }
     await world.receiver.close();
   } catch (error) {

@@ -1,11 +1,12 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import type { CommandRegistrar } from '../cli/registrar';
 import type { Queryable } from '../db/pool';
 import { randomString } from '../ids';
 import { NotFoundError } from '../orgs/contract';
 import { withTemporalClient } from '../platform/temporal';
 import { settlementTaskQueue } from '../settlement/contract';
-import { achFileBytes, getAchFile, type AchFileRow } from './files';
+import { achFileBytes, getAchFile, type AchFileConfig, type AchFileRow } from './files';
 import { ACH_WINDOW_WORKFLOW_TYPE } from './schedule';
 
 /**
@@ -61,15 +62,36 @@ async function listFiles(db: Queryable): Promise<ReturnType<typeof fileJson>[]> 
 const line = (f: ReturnType<typeof fileJson>) =>
   `${f.id} ${f.file_name} ${f.status} entries=${f.entry_count} debits=${f.total_debit} credits=${f.total_credit} effective=${f.effective_dates.join(',')} created=${f.created_at} delivered=${f.delivered_at ?? '-'}`;
 
+/**
+ * Writes the exact bytes of file `id` to `out`, made mode 0600 (they hold account numbers) and never over an
+ * existing file; answers their length.
+ */
+async function downloadFile(db: Queryable, config: AchFileConfig, id: string, out: string): Promise<number> {
+  const bytes = await achFileBytes(db, config, id);
+  if (!bytes) throw new NotFoundError(`no ACH file ${id}`);
+  fs.writeFileSync(out, bytes, { mode: 0o600, flag: 'wx' });
+  return bytes.length;
+}
+
 export const registerAchCommands: CommandRegistrar = (program, ctx) => {
   const ach = program.command('ach').description('the ACH rail: files sent to the bank and the windows that build them');
   ach
     .command('files')
     .description(`every ACH file, newest first (at most ${CLI_LIMITS.filesListedMax})`)
-    .action(async () => {
-      const { pool, out } = ctx();
+    .option('--download <dir>', "also write each listed file's exact bytes to <dir>/<id>.ach (mode 0600, as `file download`)")
+    .action(async (options: { download?: string }) => {
+      const { config, pool, out: print } = ctx();
       const files = await listFiles(pool);
-      out(files.length === 0 ? 'no ACH files' : files.map(line).join('\n'), { files });
+      if (options.download === undefined) {
+        print(files.length === 0 ? 'no ACH files' : files.map(line).join('\n'), { files });
+        return;
+      }
+      const written = [];
+      for (const listed of files) {
+        const out = path.join(options.download, `${listed.id}.ach`);
+        written.push({ ...listed, path: out, bytes: await downloadFile(pool, config, listed.id, out) });
+      }
+      print(written.length === 0 ? 'no ACH files' : written.map((f) => `${line(f)} -> ${f.path}`).join('\n'), { files: written });
     });
   const file = ach.command('file').description('one ACH file');
   file
@@ -102,10 +124,8 @@ export const registerAchCommands: CommandRegistrar = (program, ctx) => {
     .requiredOption('--out <path>', 'where to write the file')
     .action(async (id: string, options: { out: string }) => {
       const { config, pool, out } = ctx();
-      const bytes = await achFileBytes(pool, config, id);
-      if (!bytes) throw new NotFoundError(`no ACH file ${id}`);
-      fs.writeFileSync(options.out, bytes, { mode: 0o600, flag: 'wx' });
-      out(`${id}: ${bytes.length} bytes written to ${options.out}`, { id, path: options.out, bytes: bytes.length });
+      const bytes = await downloadFile(pool, config, id, options.out);
+      out(`${id}: ${bytes} bytes written to ${options.out}`, { id, path: options.out, bytes });
     });
   registerWindowRun(ach, ctx);
 };
