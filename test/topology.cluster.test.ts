@@ -191,8 +191,12 @@ describe('npm run cluster', () => {
     const started = spawnProject(process.execPath, ['ops/bin/start.js', 'cluster'], env);
     let pool: Pool | null = null;
     const fail = withOutput(started);
+    const testStarted = Date.now();
+    /** Each step's end, with the seconds since the test started (where a slow run spends them). */
+    const step = (what: string) => process.stderr.write(`[cluster chaos] +${((Date.now() - testStarted) / 1000).toFixed(1)} s: ${what}\n`);
     try {
       await started.waitFor(/Ctrl-C stops everything/, 240_000);
+      step('the cluster serves');
       pool = createPool(ledgerUrl, 4);
       const org = await createTestOrg(pool, { write: 1_000_000, read: 1_000_000 });
       const second = await createAccount(pool, org.organizationId, 'Chaos second');
@@ -211,6 +215,7 @@ describe('npm run cluster', () => {
         },
       );
       expect(new Set(ids).size).toBe(TRANSACTIONS);
+      step(`${TRANSACTIONS} intents accepted`);
       const countWhere = async (condition: string) =>
         (await pool!.query(`SELECT count(*)::int AS n FROM transactions WHERE id = ANY($1) AND ${condition}`, [ids])).rows[0].n as number;
       await eventually(
@@ -218,6 +223,7 @@ describe('npm run cluster', () => {
         300_000,
         'every cash_in available',
       );
+      step('every cash_in available');
       const dates = (
         await pool.query(`SELECT DISTINCT date::text AS date FROM transactions WHERE id = ANY($1) ORDER BY 1`, [ids])
       ).rows.map((row) => row.date as string);
@@ -230,7 +236,7 @@ describe('npm run cluster', () => {
         const server = pidIn(serverPidFile);
         process.kill(worker!, 'SIGKILL');
         process.kill(server, 'SIGKILL');
-        process.stderr.write(`[cluster chaos] round ${round}: SIGKILL worker ${worker} and Temporal server ${server}\n`);
+        step(`round ${round}: SIGKILL worker ${worker} and Temporal server ${server}`);
         await started.waitFor(new RegExp(`(Temporal server was killed by SIGKILL[^]*){${round}}`), 30_000);
         await eventually(
           async () => (fs.existsSync(serverPidFile) && pidIn(serverPidFile) !== server ? true : undefined),
@@ -242,6 +248,7 @@ describe('npm run cluster', () => {
           180_000,
           'worker restarted',
         );
+        step(`round ${round}: the Temporal server and the worker restarted`);
       };
 
       for (const date of dates) {
@@ -261,6 +268,7 @@ describe('npm run cluster', () => {
         180_000,
         'every transfer built',
       );
+      step('every transfer built');
       // The network settles every transfer now (the sandbox would wait for the transfer's date).
       for (const { id } of (await transfers()).rows) {
         await eventually(
@@ -281,11 +289,13 @@ describe('npm run cluster', () => {
         300_000,
         'every member settled',
       );
+      step('every member settled');
       expect(await settlementViolations(pool, { accountIds, windowDate: dates.at(-1)! })).toEqual([]);
       expect((await transfers()).rows.every((row) => row.status === 'settled')).toBe(true);
       // Every balance re-derived from the transactions agrees with the stored one.
       const verified = await runAdmin(['account', 'verify', '--org', org.organizationId], env as Record<string, string>);
       expect(verified.code).toBe(0);
+      step('transfers and balances verified');
       const members = await pool.query(`SELECT sum(transaction_count)::int AS n FROM transfers WHERE account_id = ANY($1)`, [accountIds]);
       expect(members.rows[0].n).toBe(TRANSACTIONS);
       // One history row per transition: nothing applied twice.
@@ -306,6 +316,7 @@ describe('npm run cluster', () => {
           ).catch(() => open.push(id));
         });
         expect(open).toEqual([]);
+        step('every lifecycle workflow closed');
       } finally {
         await connection.close();
       }
