@@ -64,46 +64,44 @@ describe('SPEC §1 configuration', () => {
 });
 
 describe('migrations', () => {
-  test('apply to an empty database, and applying again is a no-op', async () => {
+  /** Runs `use` with the URL of a new empty database, dropped after. */
+  async function withEmptyDatabase(name: string, use: (url: string) => Promise<void>): Promise<void> {
     const admin = new pg.Client({ connectionString: process.env.LEDGER_TEST_ADMIN_URL });
     await admin.connect();
-    const database = `ledger_test_${Date.now()}_migrations`;
+    const database = `ledger_test_${Date.now()}_${name}`;
     await admin.query(`CREATE DATABASE ${database}`);
     try {
       const url = new URL(process.env.LEDGER_TEST_ADMIN_URL!);
       url.pathname = `/${database}`;
-      const first = await migrate(url.toString());
-      expect(first.length).toBeGreaterThanOrEqual(4);
-      expect(first[0]).toBe('0001_platform');
-      expect(await migrate(url.toString())).toEqual([]);
+      await use(url.toString());
     } finally {
       await admin.query(`DROP DATABASE ${database} WITH (FORCE)`);
       await admin.end();
     }
+  }
+
+  test('apply to an empty database, and applying again is a no-op', async () => {
+    await withEmptyDatabase('migrations', async (url) => {
+      const first = await migrate(url);
+      expect(first.length).toBeGreaterThanOrEqual(4);
+      expect(first[0]).toBe('0001_platform');
+      expect(await migrate(url)).toEqual([]);
+    });
   });
 
   test('processes starting at once all migrate: they wait on one lock, each applies what is left, none fails', async () => {
     // npm run cluster starts its api and worker processes and their warm spares at once, each migrating at its
     // start; node-pg-migrate's own lock is a try-lock that fails the second ("Another migration is already
     // running"), which made a warm spare exit on 2026-11-27.
-    const admin = new pg.Client({ connectionString: process.env.LEDGER_TEST_ADMIN_URL });
-    await admin.connect();
-    const database = `ledger_test_${Date.now()}_concurrent_migrations`;
-    await admin.query(`CREATE DATABASE ${database}`);
-    try {
-      const url = new URL(process.env.LEDGER_TEST_ADMIN_URL!);
-      url.pathname = `/${database}`;
-      const starts = await Promise.allSettled(Array.from({ length: 6 }, () => migrate(url.toString())));
+    await withEmptyDatabase('concurrent_migrations', async (url) => {
+      const starts = await Promise.allSettled(Array.from({ length: 6 }, () => migrate(url)));
       expect(starts.filter((start) => start.status === 'rejected')).toEqual([]);
       const applied = starts.flatMap((start) => (start.status === 'fulfilled' ? start.value : []));
       // Every migration applied exactly once, by whichever process held the lock.
       expect(applied.length).toBe(new Set(applied).size);
       expect(applied).toContain('0001_platform');
-      expect(await migrate(url.toString())).toEqual([]);
-    } finally {
-      await admin.query(`DROP DATABASE ${database} WITH (FORCE)`);
-      await admin.end();
-    }
+      expect(await migrate(url)).toEqual([]);
+    });
   });
 
   test('the shared test database is fully migrated', async () => {
