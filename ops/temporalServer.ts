@@ -1,10 +1,9 @@
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { msToTs } from '@temporalio/common/lib/time';
 import pg from 'pg';
 import { SEARCH_ATTRIBUTES_REFRESH_ON_READ } from './devServer';
-import { pollWhileRunning, readyOrStopped, spawnService, type ServiceProcess } from './childProcess';
+import { pollWhileRunning, readyOrStopped, runToEnd, spawnService, type ServiceProcess } from './childProcess';
 import { connectTemporal, registerSearchAttributes, waitForTemporal } from '../src/platform/temporal';
 
 /**
@@ -84,6 +83,8 @@ export async function prepareTemporalDatabases(
   sqlTool: string,
   databases: TemporalDatabases,
   log: (message: string) => void,
+  /** Where the SQL tool's output goes: `sql-tool-<database>.log` (appended), its last lines in an error. */
+  logDir: string,
 ): Promise<void> {
   const admin = new pg.Client({ connectionString: databases.serverUrl });
   await admin.connect();
@@ -108,21 +109,19 @@ export async function prepareTemporalDatabases(
       ] as const
     ).map(async ([database, schema]) => {
       const base = ['--plugin', 'postgres12', '--ep', host, '-p', String(port), '-u', user, '--db', database];
-      await runSqlTool(sqlTool, [...base, 'setup-schema', '-v', '0.0'], password);
-      await runSqlTool(sqlTool, [...base, 'update-schema', '--schema-name', schema], password);
+      // The password goes through the tool's SQL_PASSWORD variable, not its command line (which `ps` shows).
+      const run = (args: string[]) =>
+        runToEnd({
+          command: sqlTool,
+          name: `temporal SQL tool ${args.slice(-3).join(' ')} (${database})`,
+          args: [...base, ...args],
+          output: { logFile: path.join(logDir, `sql-tool-${database}.log`) },
+          env: { ...process.env, SQL_PASSWORD: password },
+        });
+      await run(['setup-schema', '-v', '0.0']);
+      await run(['update-schema', '--schema-name', schema]);
     }),
   );
-}
-
-/** The password goes through the tool's SQL_PASSWORD variable, not its command line (which `ps` shows). */
-function runSqlTool(sqlTool: string, args: string[], password: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    execFile(sqlTool, args, { encoding: 'utf8', env: { ...process.env, SQL_PASSWORD: password } }, (error, stdout, stderr) => {
-      if (!error) return resolve();
-      const output = `${stdout}${stderr}`.trim().split('\n').slice(-5).join('\n');
-      reject(new Error(`temporal SQL tool ${args.slice(-3).join(' ')} failed (exit ${error.code ?? error.signal}):\n${output}`));
-    });
-  });
 }
 
 export interface TemporalServerOptions {

@@ -117,8 +117,8 @@ async function startTemporal(host: ServiceHost, config: Config, databaseUrl: str
     persistence: config.TEMPORAL_PERSISTENCE_DATABASE,
     visibility: config.TEMPORAL_VISIBILITY_DATABASE,
   };
-  await prepareTemporalDatabases(tools.sqlTool, databases, say);
   const serverDir = path.join(config.DATA_DIR, 'temporal-server');
+  await prepareTemporalDatabases(tools.sqlTool, databases, say, serverDir);
   const startServer = async () => {
     for (const [name, port] of Object.entries(ports) as Array<[string, number]>)
       await assertPortFree(`Temporal server (${name})`, port, 'TEMPORAL_PORT');

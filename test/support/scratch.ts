@@ -92,7 +92,7 @@ export async function startScratchTemporal(
     const tools = await ensureClusterTools();
     const prefix = `temporal_scratch_${Date.now()}_${process.pid}`;
     const databases = { serverUrl: adminUrl, persistence: prefix, visibility: `${prefix}_visibility` };
-    await prepareTemporalDatabases(tools.sqlTool, databases, () => undefined);
+    await prepareTemporalDatabases(tools.sqlTool, databases, () => undefined, path.dirname(logFile));
     dropDatabases = async () => {
       for (const name of [databases.persistence, databases.visibility])
         await onAdmin(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
