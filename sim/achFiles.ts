@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { forEachBounded } from '../src/concurrency';
 import { readWithAchcli } from '../test/support/achcli';
 import { sleep, type Json } from './http';
 import type { Model } from './model';
@@ -62,18 +63,18 @@ async function readFile(model: Model, file: Json): Promise<Array<{ identificatio
 
 /** Every downloaded file's entries, by identification; an entry named twice (in one file or two) is an anomaly. */
 async function filedEntries(model: Model, files: Json[]): Promise<Map<string, FiledEntry>> {
+  const read = new Map<Json, Array<{ identification: string; amount: number }> | null>();
+  await forEachBounded(files, READS_AT_ONCE, async (file) => {
+    read.set(file, await readFile(model, file));
+  });
   const filed = new Map<string, FiledEntry>();
-  for (let i = 0; i < files.length; i += READS_AT_ONCE) {
-    const batch = files.slice(i, i + READS_AT_ONCE);
-    const read = await Promise.all(batch.map((file) => readFile(model, file)));
-    batch.forEach((file, j) => {
-      for (const entry of read[j] ?? []) {
-        const earlier = filed.get(entry.identification);
-        if (earlier)
-          model.anomaly(`payment …${entry.identification} has an entry in ACH file ${earlier.fileId} and another in ${file.id as string}`);
-        else filed.set(entry.identification, { fileId: file.id as string, amount: entry.amount });
-      }
-    });
+  for (const file of files) {
+    for (const entry of read.get(file) ?? []) {
+      const earlier = filed.get(entry.identification);
+      if (earlier)
+        model.anomaly(`payment …${entry.identification} has an entry in ACH file ${earlier.fileId} and another in ${file.id as string}`);
+      else filed.set(entry.identification, { fileId: file.id as string, amount: entry.amount });
+    }
   }
   return filed;
 }
