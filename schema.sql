@@ -14,10 +14,10 @@ CREATE FUNCTION public.ach_entries_count_debits() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-  INSERT INTO ach_return_counts (organization_id, day, debits)
-  SELECT organization_id, (created_at AT TIME ZONE 'UTC')::date, count(*) FROM new_rows WHERE transaction_code IN (27, 37)
+  INSERT INTO ach_return_counts AS c (organization_id, day, slot, debits)
+  SELECT organization_id, (created_at AT TIME ZONE 'UTC')::date, balance_slot(), count(*) FROM new_rows WHERE transaction_code IN (27, 37)
    GROUP BY 1, 2 ORDER BY 1, 2
-  ON CONFLICT (organization_id, day) DO UPDATE SET debits = ach_return_counts.debits + EXCLUDED.debits;
+  ON CONFLICT (organization_id, day, slot) DO UPDATE SET debits = c.debits + EXCLUDED.debits;
   RETURN NULL;
 END $$;
 
@@ -108,14 +108,14 @@ CREATE FUNCTION public.ach_entry_returns_count() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-  INSERT INTO ach_return_counts AS c (organization_id, day, returned, unauthorized, administrative)
-  SELECT e.organization_id, (e.created_at AT TIME ZONE 'UTC')::date, count(*),
+  INSERT INTO ach_return_counts AS c (organization_id, day, slot, returned, unauthorized, administrative)
+  SELECT e.organization_id, (e.created_at AT TIME ZONE 'UTC')::date, balance_slot(), count(*),
          count(*) FILTER (WHERE n.code IN ('R05', 'R07', 'R10', 'R11', 'R29', 'R51')),
          count(*) FILTER (WHERE n.code IN ('R02', 'R03', 'R04'))
     FROM new_rows n JOIN ach_entries e ON e.id = n.entry_id
    WHERE n.addenda_type = '99' AND e.transaction_code IN (27, 37)
    GROUP BY 1, 2 ORDER BY 1, 2
-  ON CONFLICT (organization_id, day) DO UPDATE SET returned = c.returned + EXCLUDED.returned,
+  ON CONFLICT (organization_id, day, slot) DO UPDATE SET returned = c.returned + EXCLUDED.returned,
     unauthorized = c.unauthorized + EXCLUDED.unauthorized, administrative = c.administrative + EXCLUDED.administrative;
   RETURN NULL;
 END $$;
@@ -1234,10 +1234,12 @@ CREATE TABLE public.ach_return_counts (
     returned integer DEFAULT 0 NOT NULL,
     unauthorized integer DEFAULT 0 NOT NULL,
     administrative integer DEFAULT 0 NOT NULL,
+    slot smallint NOT NULL,
     CONSTRAINT ach_return_counts_administrative_check CHECK ((administrative >= 0)),
     CONSTRAINT ach_return_counts_check CHECK (((unauthorized + administrative) <= returned)),
     CONSTRAINT ach_return_counts_debits_check CHECK ((debits >= 0)),
     CONSTRAINT ach_return_counts_returned_check CHECK ((returned >= 0)),
+    CONSTRAINT ach_return_counts_slot_check CHECK (((slot >= 0) AND (slot <= 15))),
     CONSTRAINT ach_return_counts_unauthorized_check CHECK ((unauthorized >= 0))
 );
 
@@ -2151,7 +2153,7 @@ ALTER TABLE ONLY public.ach_inbound_names
 --
 
 ALTER TABLE ONLY public.ach_return_counts
-    ADD CONSTRAINT ach_return_counts_pkey PRIMARY KEY (organization_id, day);
+    ADD CONSTRAINT ach_return_counts_pkey PRIMARY KEY (organization_id, day, slot);
 
 --
 -- Name: ach_return_rate_alerts ach_return_rate_alerts_pkey; Type: CONSTRAINT; Schema: public; Owner: -

@@ -26,7 +26,7 @@ import { createOrganization, setRateLimits } from '../src/orgs/repo';
 import { seedQueuedDeposits } from '../test/support/achSeed';
 import { createTestUser } from '../test/support/harness';
 import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
-import { closeConnections, postJson } from './http';
+import { closeConnections, makeBankAccount, postJson } from './http';
 import { startApiProcess, startProcess } from './processes';
 import { writeResults } from './results';
 
@@ -104,27 +104,6 @@ async function buildInProcess(env: Record<string, string>): Promise<{ from: numb
   const line = /built (\{.*\})/.exec(output);
   if (!line) throw new Error(`the build said nothing: ${output}`);
   return { from, to, ...(JSON.parse(line[1]!) as { ms: number; entries: number }) };
-}
-
-async function makeBankAccount(apiUrl: string, apiKey: string, userId: string): Promise<string> {
-  const auth = { Authorization: `Bearer ${apiKey}` };
-  const token = await postJson(
-    `${apiUrl}/token`,
-    { ...auth, 'X-Idempotency-Key': `t-${randomString(16)}` },
-    {
-      user_id: userId,
-      bank_account: { routing_number: '110000000', account_number: `7${Date.now() % 1_000_000_000}` },
-    },
-  );
-  if (token.status !== 200) throw new Error(`POST /token: ${token.status} ${token.text}`);
-  const authorized = await postJson(`${apiUrl}/authorize`, auth, {
-    token: (JSON.parse(token.text) as { id: string }).id,
-    amount: 100,
-    currency: 'USD',
-    direction: 'cash_in',
-  });
-  if (authorized.status !== 200) throw new Error(`POST /authorize: ${authorized.status} ${authorized.text}`);
-  return (JSON.parse(authorized.text) as { bank_account_id: string }).bank_account_id;
 }
 
 async function rounds(pool: Pool, apiUrl: string, apiKey: string, userId: string, bankAccountId: string, env: Record<string, string>) {

@@ -249,13 +249,14 @@ async function seedRates(pool: Pool, count: number) {
          FROM ach_entries WHERE organization_id = $1 AND status = 'returned'`,
       [org.organizationId],
     );
-    // The day counts, by migrations/0042's statements (its backfill, and its trigger's categories), for this organization.
+    // The day counts, by migrations/0042's statements (its backfill, and its trigger's categories), for this
+    // organization, spread over 0048's 16 slots as many writers fill them.
     await client.query(
-      `INSERT INTO ach_return_counts (organization_id, day, debits, returned, unauthorized, administrative)
-       SELECT e.organization_id, (e.created_at AT TIME ZONE 'UTC')::date, count(*), count(r.id),
+      `INSERT INTO ach_return_counts (organization_id, day, slot, debits, returned, unauthorized, administrative)
+       SELECT e.organization_id, (e.created_at AT TIME ZONE 'UTC')::date, (hashtext(e.id) & 15)::smallint, count(*), count(r.id),
               count(r.id) FILTER (WHERE r.code IN ('R05', 'R07', 'R10', 'R11', 'R29', 'R51')), count(r.id) FILTER (WHERE r.code IN ('R02', 'R03', 'R04'))
          FROM ach_entries e LEFT JOIN ach_entry_returns r ON r.entry_id = e.id AND r.addenda_type = '99'
-        WHERE e.organization_id = $1 AND e.transaction_code IN (27, 37) GROUP BY 1, 2`,
+        WHERE e.organization_id = $1 AND e.transaction_code IN (27, 37) GROUP BY 1, 2, 3`,
       [org.organizationId],
     );
     await client.query('COMMIT');

@@ -39,7 +39,7 @@ import { freePort } from '../test/support/ports';
 import { createTestUser } from '../test/support/harness';
 import { createScratchDatabase, startScratchTemporal } from '../test/support/scratch';
 import { cpuSeconds } from './cpu';
-import { closeConnections, getJson, postJson } from './http';
+import { closeConnections, getJson, makeBankAccount, postJson } from './http';
 import { shapeStart, startShapeWorker, type ShapeWorker } from './lifecycleShape';
 import { shapeConfirmedSignal, shapeSettledSignal } from './lifecycleShapeWorkflow';
 import { startProcess, stopProcess } from './processes';
@@ -54,6 +54,13 @@ const CLIENTS = 32;
  * so one user measures that queue; an operator's load test with many players spreads over many.
  */
 const USERS = Number(process.env.BENCH_USERS ?? 1);
+/**
+ * BENCH_BANK_ACCOUNTS=1: each user has a bank account and every intent names it, as a production intent must
+ * (SPEC §24): its ACH debit entry is queued with its transaction. The sandbox bank then also files and settles
+ * those entries on its own (a cash_in with a bank account waits for its entry), so such a run measures step 1
+ * only: the no-op starts and the N POST /intent.
+ */
+const BANK_ACCOUNTS = process.env.BENCH_BANK_ACCOUNTS === '1';
 const LIMIT_MS = 10 * 60_000;
 const CLI = process.env.TEMPORAL_CLI_PATH ?? path.join(REPO_ROOT, '.tools', 'bin', 'temporal');
 const PG_BASE = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -152,16 +159,25 @@ interface Stack {
   pids: { api: number; worker: number; temporal: number };
 }
 
-async function organization(pool: Pool) {
-  const org = await createOrganization(pool, { name: 'Everyday operator', kycRequired: true, environment: 'sandbox' });
-  await setRateLimits(pool, org.organization.id, { write: 1_000_000, read: 1_000_000 });
+async function organization(stack: Stack) {
+  const org = await createOrganization(stack.pool, { name: 'Everyday operator', kycRequired: true, environment: 'sandbox' });
+  await setRateLimits(stack.pool, org.organization.id, { write: 1_000_000, read: 1_000_000 });
   const userIds: string[] = [];
-  for (let i = 0; i < USERS; i += 1) userIds.push(await createTestUser(pool, org.organization.id, 'enabled'));
+  const bankAccountIds: Array<string | undefined> = [];
+  for (let i = 0; i < USERS; i += 1) {
+    userIds.push(await createTestUser(stack.pool, org.organization.id, 'enabled'));
+    bankAccountIds.push(BANK_ACCOUNTS ? await makeBankAccount(stack.apiUrl, org.key.api_key, userIds[i]!) : undefined);
+  }
   return {
     id: org.organization.id,
-    userId: userIds[0]!,
-    /** The user of the i-th intent: the round's users in turn. */
-    userOf: (i: number) => userIds[i % userIds.length]!,
+    /** The i-th intent's cash_in: the round's users in turn, each with its bank account under BENCH_BANK_ACCOUNTS. */
+    cashIn: (i: number, amount: number) => ({
+      direction: 'cash_in',
+      user_id: userIds[i % userIds.length]!,
+      amount,
+      currency: 'USD',
+      ...(BANK_ACCOUNTS ? { bank_account_id: bankAccountIds[i % userIds.length]! } : {}),
+    }),
     headers: { Authorization: `Bearer ${org.key.api_key}` },
   };
 }
@@ -199,21 +215,26 @@ async function shapeConfirm(stack: Stack, shapes: ShapeWorker, ids: string[]) {
   return { calls, seconds: round(seconds), per_second: round(N / seconds, 1), cpu_per_shape: shapeCpu(stack, shapes, cpu0) };
 }
 
-/** The ledger's half of step 1 and 2: N POST /intent, then N confirms, until none is pending. */
-async function ledgerConfirm(stack: Stack, org: Awaited<ReturnType<typeof organization>>) {
+type Org = Awaited<ReturnType<typeof organization>>;
+
+/** The ledger's half of step 1: N POST /intent (cash_in) from 32 clients; their transactions' ids. */
+async function ledgerIntake(stack: Stack, org: Org) {
   const ids: string[] = new Array<string>(N);
   const cpu0 = cpuOf(stack);
-  const started = performance.now();
   const posts = await loop('POST /intent', N, async (i) => {
-    const answer = await postJson(
-      `${stack.apiUrl}/intent`,
-      { ...org.headers, 'X-Idempotency-Key': randomString(24) },
-      { direction: 'cash_in', user_id: org.userOf(i), amount: 1250, currency: 'USD' },
-    );
+    const answer = await postJson(`${stack.apiUrl}/intent`, { ...org.headers, 'X-Idempotency-Key': randomString(24) }, org.cashIn(i, 1250));
     const body = JSON.parse(answer.text) as { status?: string; transactions?: Array<{ id: string }> };
     if (answer.status !== 200 || body.status !== 'approved') throw new Error(`POST /intent ${answer.status} ${answer.text.slice(0, 200)}`);
     ids[i] = body.transactions![0]!.id;
   });
+  say(`  POST /intent ${posts.per_second}/s`);
+  return { ids, posts, cpu_per_intent: cpuSince(cpu0, cpuOf(stack), N) };
+}
+
+/** The ledger's half of step 1 and 2: N POST /intent, then N confirms, until none is pending. */
+async function ledgerConfirm(stack: Stack, org: Org) {
+  const started = performance.now();
+  const { ids, posts, cpu_per_intent: cpuPerIntent } = await ledgerIntake(stack, org);
   const cpu1 = cpuOf(stack);
   const confirms = await loop('POST confirm', N, async (i) => {
     const answer = await postJson(`${stack.apiUrl}/simulate/transaction/${ids[i]}/confirm`, org.headers, {});
@@ -233,7 +254,7 @@ async function ledgerConfirm(stack: Stack, org: Awaited<ReturnType<typeof organi
     confirms_posted_s: round(confirmsPosted),
     seconds: round(seconds),
     per_second: round(N / seconds, 1),
-    cpu_per_intent: cpuSince(cpu0, cpu1, N),
+    cpu_per_intent: cpuPerIntent,
     cpu_per_confirm_to_available: cpuSince(cpu1, cpu2, N),
   };
 }
@@ -299,10 +320,23 @@ async function ledgerWindow(stack: Stack, org: Awaited<ReturnType<typeof organiz
 
 async function oneRound(stack: Stack, index: number) {
   say(`round ${index + 1}/${ROUNDS}`);
-  const org = await organization(stack.pool);
+  const org = await organization(stack);
   const bare = await loop('no-op start', N, async () => {
     await stack.client.workflow.start('noopWorkflow', { taskQueue: 'bench-noop', workflowId: `noop-${randomString(16)}` });
   });
+  if (BANK_ACCOUNTS) {
+    const intake = await ledgerIntake(stack, org);
+    const intakeVsBare = round(intake.posts.per_second / bare.per_second, 3);
+    say(`  intake ${intake.posts.per_second}/s vs no-op ${bare.per_second}/s = ${intakeVsBare}×`);
+    // The next round's no-op loop must not share the cores with this round's queued lifecycle starts.
+    await until('lifecycle starts drained', async () => {
+      const { rows } = await stack.pool.query<{ waiting: string | number }>(
+        'SELECT (SELECT count(*) FROM lifecycle_queue) + (SELECT count(*) FROM temporal_commands) AS waiting',
+      );
+      return Number(rows[0]?.waiting) === 0;
+    });
+    return { bare_noop_start: bare, ledger_intake: { ...intake, ids: undefined }, intake_vs_bare: intakeVsBare };
+  }
   const shapes = await startShapeWorker(stack.address);
   try {
     const shapeIds = Array.from({ length: N }, (_, i) => `shape-${index}-${i}-${randomString(6)}`);
@@ -392,39 +426,36 @@ async function main() {
   const cleanup: Array<() => unknown> = [];
   try {
     say(
-      `everyday bench: ${os.cpus().length} cores, N ${N}, ${ROUNDS} rounds, ${CLIENTS} clients, ${USERS} users, load ${os.loadavg().join(' ')}`,
+      `everyday bench: ${os.cpus().length} cores, N ${N}, ${ROUNDS} rounds, ${CLIENTS} clients, ${USERS} users${BANK_ACCOUNTS ? ' with bank accounts' : ''}, load ${os.loadavg().join(' ')}`,
     );
     const stack = await startStack(cleanup);
     // Warm-up (not measured): the api's and worker's first requests compile and connect.
-    const warm = await organization(stack.pool);
+    const warm = await organization(stack);
     await loop('warm-up', 64, async () => {
-      await postJson(
-        `${stack.apiUrl}/intent`,
-        { ...warm.headers, 'X-Idempotency-Key': randomString(24) },
-        {
-          direction: 'cash_in',
-          user_id: warm.userId,
-          amount: 100,
-          currency: 'USD',
-        },
-      );
+      await postJson(`${stack.apiUrl}/intent`, { ...warm.headers, 'X-Idempotency-Key': randomString(24) }, warm.cashIn(0, 100));
     });
-    const rounds = [];
+    const rounds: Array<Awaited<ReturnType<typeof oneRound>>> = [];
     for (let i = 0; i < ROUNDS; i += 1) rounds.push(await oneRound(stack, i));
+    const all = <T>(pick: (r: Exclude<(typeof rounds)[number], { ledger_intake: unknown }>) => T): T[] =>
+      rounds.flatMap((r) => ('ledger_intake' in r ? [] : [pick(r)]));
     const medians = {
       intake_vs_bare: median(rounds.map((r) => r.intake_vs_bare)),
-      confirm_vs_shape: median(rounds.map((r) => r.confirm_vs_shape)),
-      window_vs_shape: median(rounds.map((r) => r.window_vs_shape)),
-      post_intent_per_s: median(rounds.map((r) => r.ledger_confirm.posts.per_second)),
+      post_intent_per_s: median(rounds.map((r) => ('ledger_intake' in r ? r.ledger_intake : r.ledger_confirm).posts.per_second)),
       bare_noop_per_s: median(rounds.map((r) => r.bare_noop_start.per_second)),
-      ledger_confirm_per_s: median(rounds.map((r) => r.ledger_confirm.per_second)),
-      shape_confirm_per_s: median(rounds.map((r) => r.shape_confirm.per_second)),
-      ledger_window_s: median(rounds.map((r) => r.ledger_window.seconds)),
-      shape_window_s: median(rounds.map((r) => r.shape_window.seconds)),
+      ...(BANK_ACCOUNTS
+        ? {}
+        : {
+            confirm_vs_shape: median(all((r) => r.confirm_vs_shape)),
+            window_vs_shape: median(all((r) => r.window_vs_shape)),
+            ledger_confirm_per_s: median(all((r) => r.ledger_confirm.per_second)),
+            shape_confirm_per_s: median(all((r) => r.shape_confirm.per_second)),
+            ledger_window_s: median(all((r) => r.ledger_window.seconds)),
+            shape_window_s: median(all((r) => r.shape_window.seconds)),
+          }),
     };
     say(`medians over ${ROUNDS} rounds: ${JSON.stringify(medians)}`);
     say(
-      `results: ${writeResults('everyday', { at: new Date().toISOString(), n: N, rounds_count: ROUNDS, users: USERS, load_average: os.loadavg(), medians, rounds })}`,
+      `results: ${writeResults('everyday', { at: new Date().toISOString(), n: N, rounds_count: ROUNDS, users: USERS, bank_accounts: BANK_ACCOUNTS, load_average: os.loadavg(), medians, rounds })}`,
     );
   } finally {
     closeConnections();

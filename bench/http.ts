@@ -1,4 +1,6 @@
+import { randomInt } from 'node:crypto';
 import http from 'node:http';
+import { randomString } from '../src/ids';
 
 /**
  * The benches' load client: node:http on kept-alive connections, not fetch. The load shares the box's two
@@ -54,4 +56,29 @@ export function getJson(url: string, headers: Record<string, string>): Promise<J
     request.on('error', reject);
     request.end();
   });
+}
+
+/**
+ * A bank account of `userId` made as an operator makes one (SPEC §24): POST /token with a sandbox account, then
+ * POST /authorize spending it (a $1 cash_in). Answers the bank account's id.
+ */
+export async function makeBankAccount(apiUrl: string, apiKey: string, userId: string): Promise<string> {
+  const auth = { Authorization: `Bearer ${apiKey}` };
+  const token = await postJson(
+    `${apiUrl}/token`,
+    { ...auth, 'X-Idempotency-Key': `t-${randomString(16)}` },
+    {
+      user_id: userId,
+      bank_account: { routing_number: '110000000', account_number: `7${randomInt(1_000_000_000)}` },
+    },
+  );
+  if (token.status !== 200) throw new Error(`POST /token: ${token.status} ${token.text}`);
+  const authorized = await postJson(`${apiUrl}/authorize`, auth, {
+    token: (JSON.parse(token.text) as { id: string }).id,
+    amount: 100,
+    currency: 'USD',
+    direction: 'cash_in',
+  });
+  if (authorized.status !== 200) throw new Error(`POST /authorize: ${authorized.status} ${authorized.text}`);
+  return (JSON.parse(authorized.text) as { bank_account_id: string }).bank_account_id;
 }

@@ -14,7 +14,7 @@ import { journalViolations } from '../src/journal/invariants';
 import { createLogger } from '../src/logger';
 import { bankFile, closeWindow, importInbound, type BankItem } from './support/bankReturns';
 import { eventDepartures } from './support/eventSchemas';
-import { apiClient, createTestOrg, createTestUser, startStack, type Stack, type TestOrg } from './support/harness';
+import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
 import { addBankAccount, admin, idempotencyKey } from './support/payments';
 
 const ODFI = '091000019';
@@ -340,3 +340,48 @@ test('one file of every kind: each effect once, in the amounts and order of one 
   expect((await rates()).kept).toEqual({ returned: 6, unauthorized: 2, administrative: 1 });
   expect(await journalViolations(stack.pool, [org.accountId])).toEqual([]);
 }, 240_000);
+
+test("debits are counted in 16 slots a day (0048): other users' bank-account deposits are recorded while a transaction holding a day's count is open", async () => {
+  const withdrawer = await deposit(100);
+  const out = await call(
+    'POST',
+    '/intent',
+    { direction: 'cash_out', user_id: withdrawer.userId, amount: 50, currency: 'USD' },
+    idempotencyKey(),
+  );
+  expect(out.body.status).toBe('approved');
+  const depositors = await Promise.all(Array.from({ length: 12 }, () => deposit(100)));
+  const open = await stack.pool.connect();
+  let answered = 0;
+  let posts: Array<Promise<{ status: number; body: { status: string } }>> = [];
+  try {
+    await open.query('BEGIN');
+    // A debit queued, and so counted by the trigger of 0042/0048, in a transaction left open: it holds its row of
+    // today's counts until it ends, as a recording transaction does until it commits.
+    await open.query(
+      `INSERT INTO ach_entries (organization_id, account_id, environment, transaction_id, bank_account_id, sec_code, transaction_code,
+                                amount_cents, created_at, updated_at)
+       SELECT organization_id, account_id, 'production', id, $2, 'PPD', 27, amount_cents, now(), now() FROM transactions WHERE id = $1`,
+      [out.body.transactions[0].id, withdrawer.bankAccountId],
+    );
+    posts = depositors.map(async (depositor) => {
+      const answer = await call(
+        'POST',
+        '/intent',
+        { direction: 'cash_in', user_id: depositor.userId, amount: 100, currency: 'USD', bank_account_id: depositor.bankAccountId },
+        idempotencyKey(),
+      );
+      answered += 1;
+      return answer;
+    });
+    // With one row per organization and day every one of them waited for this transaction; in slots, a deposit
+    // meets this transaction's slot one time in 16 (all 12 blocked before 0048; 6 or more answered after, but
+    // for a chance of about 2 in a million).
+    await eventually(async () => (answered >= 6 ? true : undefined), 20_000, 'half the deposits answered while the count is held');
+  } finally {
+    await open.query('ROLLBACK');
+    open.release();
+  }
+  const answers = await Promise.all(posts);
+  expect(answers.map((answer) => answer.body.status)).toEqual(answers.map(() => 'approved'));
+});

@@ -6,8 +6,8 @@ import { rowOf } from '../assert';
 
 /**
  * SPEC §25 return rates per organization over the last 60 days of debit entries, against the NACHA Rules'
- * thresholds, read from ach_return_counts (at most 60 rows per organization, kept by the database as entries
- * are queued and returns applied; migrations/0042), never from a scan of the entries.
+ * thresholds, read from ach_return_counts (at most 60 days × 16 slots per organization, kept by the database as
+ * entries are queued and returns applied; migrations/0042, 0048), never from a scan of the entries.
  */
 export const RETURN_RATE_WINDOW_DAYS = 60;
 export const RETURN_RATE_THRESHOLDS = { unauthorized: 0.005, administrative: 0.03, overall: 0.15 } as const;
