@@ -6,6 +6,7 @@
  *   npx tsx bench/everyday.ts                     (npm run bench -- everyday)
  *   BENCH_N=600 BENCH_ROUNDS=3 BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" npx tsx bench/everyday.ts
  *   BENCH_USERS=32 npx tsx bench/everyday.ts      (the intents spread over 32 users instead of one)
+ *   BENCH_USERS=32 BENCH_BANK_ACCOUNTS=1 npx tsx bench/everyday.ts   (each user with a bank account; step 1 only)
  *
  * Per round:
  * 1. intake: a bare loop starting no-op workflows (N starts), then N POST /intent (cash_in); ratio of rates
