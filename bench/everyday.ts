@@ -35,6 +35,7 @@ import { REPO_ROOT } from '../src/config';
 import { createPool, type Pool } from '../src/db/pool';
 import { randomString } from '../src/ids';
 import { createOrganization, setRateLimits } from '../src/orgs/repo';
+import { temporalBacklog } from '../src/platform/temporalCommands';
 import { accountSettlementWorkflowId, memberNotificationWorkflowId } from '../src/settlement/contract';
 import { freePort } from '../test/support/ports';
 import { createTestUser } from '../test/support/harness';
@@ -330,12 +331,7 @@ async function oneRound(stack: Stack, index: number) {
     const intakeVsBare = round(intake.posts.per_second / bare.per_second, 3);
     say(`  intake ${intake.posts.per_second}/s vs no-op ${bare.per_second}/s = ${intakeVsBare}×`);
     // The next round's no-op loop must not share the cores with this round's queued lifecycle starts.
-    await until('lifecycle starts drained', async () => {
-      const { rows } = await stack.pool.query<{ waiting: string | number }>(
-        'SELECT (SELECT count(*) FROM lifecycle_queue) + (SELECT count(*) FROM temporal_commands) AS waiting',
-      );
-      return Number(rows[0]?.waiting) === 0;
-    });
+    await until('lifecycle starts drained', async () => (await temporalBacklog(stack.pool)).count === 0);
     return { bare_noop_start: bare, ledger_intake: { ...intake, ids: undefined }, intake_vs_bare: intakeVsBare };
   }
   const shapes = await startShapeWorker(stack.address);
