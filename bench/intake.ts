@@ -33,6 +33,7 @@
  * 5. The bare loop again, on the server now holding every lifecycle: the baseline the backlog's drain rate
  *    compares with (a dev server holding thousands of workflows starts new ones more slowly).
  * SANDBOX_CONFIRM_SECONDS is an hour: the lifecycles park after their start, as most do in a window.
+ * BENCH_INTAKE_FROZEN=0 stops after phase 2b (A/B runs of the write path).
  * Results: stdout and bench/results/intake-<time>.json.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -63,6 +64,8 @@ const CLIENTS = 32;
 const FROZEN_WRITERS = 16;
 /** Phase 3's writers: 95 % of the seed's 100 writes a minute per organization, so no write meets the limit. */
 const PACED_PER_MINUTE = Number(process.env.BENCH_PACED_PER_MINUTE ?? 95);
+/** BENCH_INTAKE_FROZEN=0 stops after phase 2b: the intake's ratios alone, for A/B runs of the write path. */
+const FROZEN_PHASES = process.env.BENCH_INTAKE_FROZEN !== '0';
 const CLI = process.env.TEMPORAL_CLI_PATH ?? path.join(REPO_ROOT, '.tools', 'bin', 'temporal');
 const PG_BASE = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /** The lifecycles park on SANDBOX_CONFIRM_SECONDS (an hour, below) after their first step; so do the shapes. */
@@ -452,6 +455,17 @@ async function main() {
       worker = await startWorker('worker');
     });
     say(`  ${JSON.stringify(intakeAlone)}`);
+    if (!FROZEN_PHASES) {
+      writeResults('intake', {
+        bench: 'intake',
+        cores: os.cpus().length,
+        bare_noop_start: { count: bare.samples.length, per_second: round(bare.perSecond), cpu_ms_per_start: bareUsed },
+        lifecycle_shape_start: { count: shape.samples.length, per_second: round(shape.perSecond), cpu_ms_per_start: shapeUsed },
+        post_intent: intake,
+        post_intent_no_worker_running: intakeAlone,
+      });
+      return;
+    }
     say(
       `phase 3: ${FROZEN_WRITERS} writers, each an organization at ${PACED_PER_MINUTE} writes a minute (the seed's limit is 100), Temporal frozen for ${FROZEN_S} s after ${FROZEN_BEFORE_S} s`,
     );

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from './config';
 import type { Pool, Queryable } from './db/pool';
+import type { PendingEvent } from './outbox';
 import type { LifecyclePoke } from './platform/lifecyclePoke';
 
 /**
@@ -43,4 +44,10 @@ export interface Outcome<T> {
    * fail to make (issue 32). Effects are rows written in the transaction (docs/temporal-road.md).
    */
   afterCommit?: () => void;
+  /**
+   * Events the operation's last step would record: the edge records them in the statement that stores the
+   * answer (one round trip fewer while the operation's locks are held), after every other write of the
+   * operation, in the order given. Only for events that are the operation's last write.
+   */
+  events?: readonly PendingEvent[];
 }

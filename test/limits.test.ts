@@ -17,6 +17,7 @@ import {
   type TestOrg,
 } from './support/harness';
 import { admin, idempotencyKey, type Body } from './support/payments';
+import { roundTripsAround, statementsSent } from './support/statements';
 
 let stack: Stack;
 let org: TestOrg;
@@ -259,6 +260,31 @@ describe('SPEC §26 the check at approval', () => {
     });
   });
 
+  it('holds the counter for five round trips of an approval, and records its events in order', async () => {
+    const user = await createTestUser(stack.pool, org.organizationId);
+    let intent: Body = {};
+    const sent = await statementsSent(async () => {
+      const response = await postIntent(cashIn(user, 500));
+      expect(response.status).toBe(200);
+      intent = response.body;
+    });
+    // BEGIN with the key's lock and stored answer, the user and accounts, the counter locked and counted, the
+    // intent, its transaction (with its event and queued start), the answer with intent.approved, COMMIT.
+    expect(roundTripsAround(sent, 'INSERT INTO intents')).toBe(7);
+    // From the counter's lock to the COMMIT that releases it: one user's approvals wait on these, one by one.
+    expect(roundTripsAround(sent, 'INSERT INTO intents', 'INSERT INTO user_limit_usage')).toBe(5);
+    const transactionId = (intent.transactions as Body[])[0]!.id as string;
+    const { rows } = await stack.pool.query<{ type: string; id: string }>(
+      `SELECT type, data->>'id' AS id FROM events WHERE organization_id = $1 AND data->>'id' = ANY($2) ORDER BY seq`,
+      [org.organizationId, [intent.id, transactionId]],
+    );
+    expect(rows).toEqual([
+      { type: 'transaction.created', id: transactionId },
+      { type: 'intent.approved', id: intent.id },
+    ]);
+    expect((await call('GET', `/user/${user}/limits`)).body.used.cash_in).toEqual({ day: 500, week: 500, month: 500 });
+  });
+
   it('checks batch items in request order, each seeing the ones before it', async () => {
     const userId = await createTestUser(stack.pool, org.organizationId);
     await putLimits(userId, { cash_in: { month: 2_500 } });
@@ -275,6 +301,11 @@ describe('SPEC §26 the check at approval', () => {
     expect(periodStartsOf(new Date('2026-03-08T04:30:00Z'))).toEqual({ day: '2026-03-07', week: '2026-03-02', month: '2026-03-01' });
     expect(periodStartsOf(new Date('2026-03-09T05:00:00Z'))).toEqual({ day: '2026-03-09', week: '2026-03-09', month: '2026-03-01' });
     expect(periodStartsOf(new Date('2026-02-01T04:59:59Z'))).toEqual({ day: '2026-01-31', week: '2026-01-26', month: '2026-01-01' });
+    // The day DST starts is 23 hours long: answered from the day before's bounds, it would end an hour late.
+    expect(periodStartsOf(new Date('2026-03-08T05:00:00Z'))).toEqual({ day: '2026-03-08', week: '2026-03-02', month: '2026-03-01' });
+    expect(periodStartsOf(new Date('2026-03-09T03:59:59.999Z'))).toEqual({ day: '2026-03-08', week: '2026-03-02', month: '2026-03-01' });
+    expect(periodStartsOf(new Date('2026-03-09T04:00:00Z'))).toEqual({ day: '2026-03-09', week: '2026-03-09', month: '2026-03-01' });
+    expect(periodStartsOf(new Date('2026-03-08T04:59:59.999Z'))).toEqual({ day: '2026-03-07', week: '2026-03-02', month: '2026-03-01' });
   });
 
   it('64 concurrent $10 intents against a $100 day limit approve exactly 10, over single, batch and /authorize paths, 20 times', async () => {

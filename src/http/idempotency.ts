@@ -3,6 +3,7 @@ import type { Request } from 'express';
 import pg from 'pg';
 import type { Pool, Queryable } from '../db/pool';
 import { ApiError, errors } from '../errors';
+import { eventsParam, insertEventsSql, recordPendingEvents, type PendingEvent } from '../outbox';
 import { canonicalJson } from './canonicalJson';
 import { EDGE_LIMITS, IDEMPOTENCY_KEY_PATTERN } from './limits';
 import type { AnyRoute } from './route';
@@ -277,43 +278,58 @@ export interface AnswerRecord {
   text: string;
 }
 
-/** Stores answers, each under its identity, in one statement of the request's own transaction. */
+/**
+ * Stores answers, each under its identity, in one statement of the request's own transaction, with the events
+ * the operation handed back (Outcome.events) recorded by the same statement.
+ */
 export async function storeAnswers(
   db: Queryable,
-  stored: { organizationId: string; records: readonly AnswerRecord[]; now: Date },
+  stored: { organizationId: string; records: readonly AnswerRecord[]; now: Date; events?: readonly PendingEvent[] },
 ): Promise<void> {
-  const { organizationId, records, now } = stored;
-  if (records.length === 0) return;
+  const { organizationId, records, now, events = [] } = stored;
+  if (records.length === 0) return recordPendingEvents(db, events, now);
   const column = <T>(pick: (record: AnswerRecord) => T) => records.map(pick);
-  await db.query({
-    // Named, as the other inserts of a write (src/events/outbox.ts says why).
-    name: 'idempotency_store',
-    text: `INSERT INTO idempotency_keys (organization_id, scope, key, endpoint, request_hash, status_code, response_body, created_at)
+  const store = `INSERT INTO idempotency_keys (organization_id, scope, key, endpoint, request_hash, status_code, response_body, created_at)
      SELECT $1, scope, key, endpoint, request_hash, status_code, response_body, $8
        FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[])
             AS i (scope, key, endpoint, request_hash, status_code, response_body)
      ON CONFLICT (organization_id, scope, key) DO UPDATE
        SET endpoint = EXCLUDED.endpoint, request_hash = EXCLUDED.request_hash, status_code = EXCLUDED.status_code,
-           response_body = EXCLUDED.response_body, created_at = EXCLUDED.created_at`,
-    values: [
-      organizationId,
-      column((r) => r.identity.scope),
-      column((r) => r.identity.key),
-      column((r) => r.endpoint),
-      column((r) => r.requestHash),
-      column((r) => r.status),
-      column((r) => r.text),
-      now,
-    ],
-  });
+           response_body = EXCLUDED.response_body, created_at = EXCLUDED.created_at`;
+  const values: unknown[] = [
+    organizationId,
+    column((r) => r.identity.scope),
+    column((r) => r.identity.key),
+    column((r) => r.endpoint),
+    column((r) => r.requestHash),
+    column((r) => r.status),
+    column((r) => r.text),
+    now,
+  ];
+  await db.query(
+    // Named, as the other inserts of a write (src/outbox.ts says why).
+    events.length === 0
+      ? { name: 'idempotency_store', text: store, values }
+      : {
+          name: 'idempotency_store_events',
+          text: `WITH recorded AS (${insertEventsSql('$9', '$8')}) ${store}`,
+          values: [...values, eventsParam(events)],
+        },
+  );
 }
 
-/** Stores the answer under every identity of the request, in the request's own transaction. */
+/** Stores the answer under every identity of the request, with the operation's pending events, in the request's own transaction. */
 export async function storeResponse(
   db: Queryable,
-  stored: { organizationId: string; request: IdempotencyRequest; answer: { status: number; text: string }; now: Date },
+  stored: {
+    organizationId: string;
+    request: IdempotencyRequest;
+    answer: { status: number; text: string };
+    now: Date;
+    events?: readonly PendingEvent[];
+  },
 ): Promise<void> {
-  const { organizationId, request, answer, now } = stored;
+  const { organizationId, request, answer, now, events } = stored;
   await storeAnswers(db, {
     organizationId,
     records: request.identities.map((identity) => ({
@@ -324,6 +340,7 @@ export async function storeResponse(
       text: answer.text,
     })),
     now,
+    events,
   });
 }
 

@@ -8,6 +8,7 @@ import { parseJsonBody, parseWith, rejectUnknownQuery } from './input';
 import { replayedAnswerText, storedAnswerText } from './sealedAnswers';
 import type { AnyRoute, Caller, EdgeDeps, RouteContext, RouteResult } from './route';
 import { WriteTransaction } from './writeTransaction';
+import { recordPendingEvents } from '../outbox';
 
 /** Running one request through the edge: admission, then a write's or a read's way to the operation. */
 
@@ -62,6 +63,7 @@ async function runWrite(run: Run) {
   let status: number;
   let text: string;
   let afterCommit: RouteResult['afterCommit'];
+  let events: RouteResult['events'];
   try {
     const replay = replayOf(route, request, storedAtLock);
     if (replay) {
@@ -80,6 +82,7 @@ async function runWrite(run: Run) {
         status = outcome.done.status ?? route.response.status ?? 200;
         text = JSON.stringify(outcome.done.body);
         afterCommit = outcome.done.afterCommit;
+        events = outcome.done.events;
       } else {
         // A business refusal executed: its answer is final and replays like a success.
         status = outcome.refused.status;
@@ -91,6 +94,7 @@ async function runWrite(run: Run) {
         request,
         answer: { status, text: storedAnswerText(route, deps.config, text) },
         now,
+        events,
       });
       await tx.commit();
       committed = true;
@@ -127,6 +131,7 @@ async function runWriteWithoutIdempotency(run: Run) {
   try {
     await tx.begin();
     result = await route.handler(contextOf(run, tx.client, { body, params, query }, null));
+    await recordPendingEvents(tx.client, result.events ?? [], run.now);
     await tx.commit();
     committed = true;
   } finally {

@@ -1,6 +1,5 @@
 import { Filters, keysetPage, type ListPage, type PageRequest } from '../db/paging';
 import type { Queryable } from '../db/pool';
-import { recordEvent } from '../outbox';
 import { newId } from '../ids';
 import { sourceMetadataContains } from '../metadata/sql';
 import { transitionKind, type Direction, type TransactionStatus } from './workflowContract';
@@ -238,17 +237,21 @@ export async function applyTransition(
   const kind = transitionKind(row.direction, row.status, input.toStatus);
   if (kind === 'illegal') throw new InvalidTransitionError(row.id, row.status, input.toStatus, row.direction);
   if (kind === 'replay') return { status: row.status, changed: false, transferId: row.transfer_id, transaction: row.json };
-  const { rows: updated } = await db.query<TransactionRow>(
-    `UPDATE transactions AS t SET status = $2, transfer_id = $3, updated_at = $4 WHERE t.id = $1 RETURNING ${COLUMNS}`,
-    [row.id, input.toStatus, input.transferId ?? row.transfer_id, input.now],
-  );
-  const next = updated[0]!;
-  await recordEvent(db, {
-    organizationId: next.organization_id,
-    type: 'transaction.status_changed',
-    data: { ...next.json, previous_status: row.status },
-    createdAt: input.now,
+  // The move and its transaction.status_changed event in one statement: the move's trigger takes a balance slot
+  // of the account (shared by every writer of that account), held from here to the commit, so nothing else is
+  // sent in between.
+  const { rows: updated } = await db.query<TransactionRow>({
+    name: 'transaction_transition',
+    text: `WITH moved AS (
+       UPDATE transactions AS t SET status = $2, transfer_id = $3, updated_at = $4 WHERE t.id = $1 RETURNING ${COLUMNS}
+     ), recorded AS (
+       INSERT INTO events (organization_id, type, data, created_at)
+       SELECT organization_id, 'transaction.status_changed', json::jsonb || jsonb_build_object('previous_status', $5::text), $4 FROM moved
+     )
+     SELECT * FROM moved`,
+    values: [row.id, input.toStatus, input.transferId ?? row.transfer_id, input.now, row.status],
   });
+  const next = rowOf(updated, 'the transaction was locked FOR UPDATE above, so the UPDATE finds it');
   return { status: next.status, changed: true, transferId: next.transfer_id, transaction: next.json };
 }
 

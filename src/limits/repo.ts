@@ -23,29 +23,41 @@ export interface LockedUse {
  * writers that need several never wait on each other in a circle; each stays locked until the caller's
  * transaction ends, which is what serializes a user's approvals. A writer whose clock is behind never moves
  * a counter back to an earlier period.
+ *
+ * The same statement adds each key's `amountCents` (their sum, for a key given more than once): most approvals
+ * are within their limits, so the check and the count take one round trip under the lock, not two. `used`
+ * answers the counters before that addition; the caller gives back (addUse with a negative amount) what it then
+ * declines, before anything else can read the row.
  */
 export async function lockUse(
   db: Queryable,
-  input: { organizationId: string; keys: ReadonlyArray<{ userId: string; direction: Direction }>; now: Date; periods: PeriodStarts },
+  input: {
+    organizationId: string;
+    keys: ReadonlyArray<{ userId: string; direction: Direction; amountCents: number }>;
+    now: Date;
+    periods: PeriodStarts;
+  },
 ): Promise<LockedUse[]> {
   const { rows } = await db.query<{ user_id: string; direction: Direction; used: PeriodUse; limits: PeriodValues }>({
     name: 'limits_lock_use',
     text: `WITH keys AS (
-       SELECT DISTINCT k.user_id, k.direction FROM unnest($1::text[], $2::text[]) AS k (user_id, direction)
+       SELECT k.user_id, k.direction, sum(k.amount)::bigint AS amount
+         FROM unnest($1::text[], $2::text[], $8::bigint[]) AS k (user_id, direction, amount) GROUP BY 1, 2
      ), locked AS (
        INSERT INTO user_limit_usage AS u (user_id, direction, day, day_used_cents, week, week_used_cents, month, month_used_cents)
-       SELECT user_id, direction, $3::date, 0, $4::date, 0, $5::date, 0 FROM keys ORDER BY user_id, direction
+       SELECT user_id, direction, $3::date, amount, $4::date, amount, $5::date, amount FROM keys ORDER BY user_id, direction
        ON CONFLICT (user_id, direction) DO UPDATE SET
-         day_used_cents = CASE WHEN excluded.day > u.day THEN 0 ELSE u.day_used_cents END,
+         day_used_cents = CASE WHEN excluded.day > u.day THEN 0 ELSE u.day_used_cents END + excluded.day_used_cents,
          day = greatest(u.day, excluded.day),
-         week_used_cents = CASE WHEN excluded.week > u.week THEN 0 ELSE u.week_used_cents END,
+         week_used_cents = CASE WHEN excluded.week > u.week THEN 0 ELSE u.week_used_cents END + excluded.week_used_cents,
          week = greatest(u.week, excluded.week),
-         month_used_cents = CASE WHEN excluded.month > u.month THEN 0 ELSE u.month_used_cents END,
+         month_used_cents = CASE WHEN excluded.month > u.month THEN 0 ELSE u.month_used_cents END + excluded.month_used_cents,
          month = greatest(u.month, excluded.month)
        RETURNING u.user_id, u.direction, u.day_used_cents, u.week_used_cents, u.month_used_cents
      )
      SELECT l.user_id, l.direction,
-            jsonb_build_object('day', l.day_used_cents, 'week', l.week_used_cents, 'month', l.month_used_cents) AS used,
+            jsonb_build_object('day', l.day_used_cents - k.amount, 'week', l.week_used_cents - k.amount,
+                               'month', l.month_used_cents - k.amount) AS used,
             (SELECT jsonb_object_agg(p.period, CASE WHEN own.user_id IS NULL THEN d.limit_cents
                                                     WHEN own.pending_effective_at <= $6 THEN own.pending_cents
                                                     ELSE own.limit_cents END)
@@ -53,7 +65,7 @@ export async function lockUse(
                LEFT JOIN user_limits own ON own.user_id = l.user_id AND own.direction = l.direction AND own.period = p.period
                LEFT JOIN org_limit_defaults d ON d.organization_id = $7 AND d.direction = l.direction AND d.period = p.period
             ) AS limits
-       FROM locked l`,
+       FROM locked l JOIN keys k USING (user_id, direction)`,
     values: [
       input.keys.map((key) => key.userId),
       input.keys.map((key) => key.direction),
@@ -62,14 +74,16 @@ export async function lockUse(
       input.periods.month,
       input.now,
       input.organizationId,
+      input.keys.map((key) => key.amountCents),
     ],
   });
   return rows;
 }
 
 /**
- * Adds what was approved to the counters that lockUse locked and rolled (in this transaction), one statement
- * for all: each counter is of the current period, so the amounts simply add.
+ * Adds to the counters that lockUse locked and rolled (in this transaction), one statement for all: each
+ * counter is of the current period, so the amounts simply add. Negative amounts give back what lockUse added
+ * for approvals that were then declined.
  */
 export async function addUse(
   db: Queryable,

@@ -51,6 +51,7 @@ export async function takeLimits(
   takes: readonly LimitTake[],
 ): Promise<Array<DeclineLimit | null>> {
   if (takes.length === 0) return [];
+  // lockUse counts every take at once; what is declined below is given back in the same transaction.
   const locked = await repo.lockUse(op.db, {
     organizationId: op.organizationId,
     keys: takes,
@@ -58,17 +59,19 @@ export async function takeLimits(
     periods: periodStartsOf(op.now),
   });
   const useOf = new Map(locked.map((use) => [`${use.user_id}/${use.direction}`, use]));
-  const counted: LimitTake[] = [];
+  const givenBack: LimitTake[] = [];
   const decisions = takes.map((take) => {
     const use = useOf.get(`${take.userId}/${take.direction}`);
     if (!use) throw new Error(`limits: no use row locked for ${take.userId}/${take.direction}`);
     const over = exceeded(use, take.amountCents);
-    if (over) return over;
+    if (over) {
+      givenBack.push({ ...take, amountCents: -take.amountCents });
+      return over;
+    }
     for (const period of LIMIT_PERIODS) use.used[period] += take.amountCents;
-    counted.push(take);
     return null;
   });
-  await repo.addUse(op.db, counted);
+  await repo.addUse(op.db, givenBack);
   return decisions;
 }
 
