@@ -455,15 +455,27 @@ async function main() {
       worker = await startWorker('worker');
     });
     say(`  ${JSON.stringify(intakeAlone)}`);
+    const intakeResults = {
+      bench: 'intake',
+      cores: os.cpus().length,
+      bare_noop_start: {
+        count: bare.samples.length,
+        per_second: round(bare.perSecond),
+        p99_ms: p99Ms(bare.samples),
+        cpu_ms_per_start: bareUsed,
+      },
+      lifecycle_shape_start: {
+        count: shape.samples.length,
+        per_second: round(shape.perSecond),
+        p99_ms: p99Ms(shape.samples),
+        cpu_ms_per_start: shapeUsed,
+        seconds_until_every_first_step: round(shapeStepsS, 2),
+      },
+      post_intent: intake,
+      post_intent_no_worker_running: intakeAlone,
+    };
     if (!FROZEN_PHASES) {
-      writeResults('intake', {
-        bench: 'intake',
-        cores: os.cpus().length,
-        bare_noop_start: { count: bare.samples.length, per_second: round(bare.perSecond), cpu_ms_per_start: bareUsed },
-        lifecycle_shape_start: { count: shape.samples.length, per_second: round(shape.perSecond), cpu_ms_per_start: shapeUsed },
-        post_intent: intake,
-        post_intent_no_worker_running: intakeAlone,
-      });
+      writeResults('intake', intakeResults);
       return;
     }
     say(
@@ -492,27 +504,11 @@ async function main() {
     say('phase 5: the bare loop again, on the server now holding every lifecycle (the baseline of the drain rate)');
     const bareAfter = await bareLoop();
     const results = {
-      bench: 'intake',
-      cores: os.cpus().length,
-      bare_noop_start: {
-        count: bare.samples.length,
-        per_second: round(bare.perSecond),
-        p99_ms: p99Ms(bare.samples),
-        cpu_ms_per_start: bareUsed,
-      },
+      ...intakeResults,
       bare_noop_start_after: {
         per_second: round(bareAfter.perSecond),
         p99_ms: p99Ms(bareAfter.samples),
       },
-      lifecycle_shape_start: {
-        count: shape.samples.length,
-        per_second: round(shape.perSecond),
-        p99_ms: p99Ms(shape.samples),
-        cpu_ms_per_start: shapeUsed,
-        seconds_until_every_first_step: round(shapeStepsS, 2),
-      },
-      post_intent: intake,
-      post_intent_no_worker_running: intakeAlone,
       frozen_temporal_paced: { ...paced, shape_floor: pacedFloor },
       frozen_temporal: frozen,
     };

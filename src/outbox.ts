@@ -54,11 +54,10 @@ export async function recordEvents(
   input: { organizationId: string; createdAt: Date; events: ReadonlyArray<{ type: EventType; data: unknown }> },
 ): Promise<void> {
   const { organizationId, createdAt, events } = input;
-  if (events.length === 0) return;
-  await db.query(
-    `INSERT INTO events (organization_id, type, data, created_at)
-     SELECT $1, type, data, $4 FROM unnest($2::text[], $3::jsonb[]) WITH ORDINALITY AS e (type, data, ord) ORDER BY ord`,
-    [organizationId, events.map((event) => event.type), events.map((event) => JSON.stringify(event.data)), createdAt],
+  await recordPendingEvents(
+    db,
+    events.map((event) => ({ organizationId, ...event })),
+    createdAt,
   );
 }
 
