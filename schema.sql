@@ -2902,12 +2902,6 @@ CREATE TRIGGER transaction_transitions_read_only BEFORE INSERT OR DELETE OR UPDA
 CREATE TRIGGER transactions_ach_cash_out_credits AFTER UPDATE ON public.transactions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.transactions_ach_cash_out_credits();
 
 --
--- Name: transactions transactions_ach_entries; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER transactions_ach_entries AFTER INSERT ON public.transactions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.transactions_ach_entries();
-
---
 -- Name: transactions transactions_after_insert; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -2924,6 +2918,12 @@ CREATE TRIGGER transactions_after_update AFTER UPDATE ON public.transactions REF
 --
 
 CREATE TRIGGER transactions_no_delete BEFORE DELETE ON public.transactions FOR EACH ROW EXECUTE FUNCTION public.transactions_no_delete();
+
+--
+-- Name: transactions transactions_queue_ach_entries; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER transactions_queue_ach_entries AFTER INSERT ON public.transactions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.transactions_ach_entries();
 
 --
 -- Name: transfers transfers_ach_entries; Type: TRIGGER; Schema: public; Owner: -

@@ -5,25 +5,7 @@ import { deliverFile, SftpError, sftpTargetOf } from '../src/ach/sftp';
 import { achWindowStep } from '../src/ach/steps';
 import { deliveredFileSettlesAt, isAchBusinessDay } from '../src/ach/timing';
 import type { ActivityDeps } from './deps';
-
-/**
- * How often a running ACH step tells Temporal it is alive. The window workflow gives its steps a heartbeat
- * timeout of a few of these, so a step whose worker died is retried on another worker within seconds,
- * not after its start-to-close timeout (minutes).
- */
-export const ACH_HEARTBEAT_MS = 2_000;
-
-/** Runs `work` heartbeating every ACH_HEARTBEAT_MS until it ends. */
-async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
-  const context = Context.current();
-  context.heartbeat();
-  const timer = setInterval(() => context.heartbeat(), ACH_HEARTBEAT_MS);
-  try {
-    return await work();
-  } finally {
-    clearInterval(timer);
-  }
-}
+import { heartbeating } from './heartbeat';
 
 /**
  * The ACH window's steps (SPEC §24, workflows/achWindow.ts). Each is idempotent, keyed by the window run or
@@ -92,8 +74,10 @@ export function createAchActivities(deps: ActivityDeps) {
     const file = await getAchFile(deps.pool, fileId);
     if (!file) throw ApplicationFailure.nonRetryable(`no ACH file ${fileId}`, 'AchFileMissing');
     if (file.status !== 'built') return { outcome: 'already_delivered' };
-    if (deps.config.LEDGER_ENVIRONMENT === 'production') {
-      const target = sftpTargetOf(deps.config);
+    // SPEC §24: production delivers over SFTP; sandbox to its simulated bank in-process, or to the server
+    // ACH_SFTP_URL names when it is set (a bank's test server, or the simulation's OpenSSH bank, docs/ach.md).
+    const target = sftpTargetOf(deps.config);
+    if (deps.config.LEDGER_ENVIRONMENT === 'production' || target) {
       if (!target) {
         // Retried durably like a server that is down: a worker that has ACH_SFTP_URL delivers it.
         deps.log.warn({ file_id: file.id, file_name: file.file_name }, 'ACH file built and not delivered: ACH_SFTP_URL is not set');

@@ -3,6 +3,7 @@ import { ingestInboundFile, type IngestResult } from '../src/ach/inbound';
 import { sweepSandboxBank } from '../src/ach/sandboxBank';
 import { downloadInbound, listInbound, SftpError, sftpTargetOf } from '../src/ach/sftp';
 import type { ActivityDeps } from './deps';
+import { heartbeating } from './heartbeat';
 
 /** At most this many files per poll; the rest are the next poll's (a run's history stays small). */
 export const INBOUND_POLL_LIMITS = { filesPerRunMax: 500 } as const;
@@ -23,7 +24,7 @@ export function createAchInboundActivities(deps: ActivityDeps) {
     async listAchInbound(): Promise<string[]> {
       const target = sftpTargetOf(deps.config);
       if (!target) return [];
-      const files = await listInbound(target).catch(rethrow);
+      const files = await heartbeating(() => listInbound(target)).catch(rethrow);
       if (files.length === 0) return [];
       const { rows } = await deps.pool.query<{ file_name: string; size_bytes: string }>(
         'SELECT file_name, size_bytes::text FROM ach_inbound_names WHERE file_name = ANY($1)',
@@ -39,7 +40,7 @@ export function createAchInboundActivities(deps: ActivityDeps) {
     /** Sandbox: the simulated bank's returns and notifications of change of entries settled SANDBOX_RETURN_SECONDS ago. */
     async sandboxBankSweep(): Promise<{ returned: number; changed: number }> {
       if (deps.config.LEDGER_ENVIRONMENT !== 'sandbox') return { returned: 0, changed: 0 };
-      return sweepSandboxBank({ ...deps, services }, new Date());
+      return heartbeating(() => sweepSandboxBank({ ...deps, services }, new Date()));
     },
 
     /** Downloads one file and ingests it in one database transaction. */
@@ -48,8 +49,10 @@ export function createAchInboundActivities(deps: ActivityDeps) {
     }): Promise<Pick<IngestResult, 'outcome'> & { fileId: string; status: string; exceptions: number }> {
       const target = sftpTargetOf(deps.config);
       if (!target) throw ApplicationFailure.nonRetryable('ACH_SFTP_URL is not set', 'AchSftpNotConfigured');
-      const bytes = await downloadInbound(target, input.name).catch(rethrow);
-      const result = await ingestInboundFile({ ...deps, services }, { fileName: input.name, bytes, source: 'sftp', now: new Date() });
+      const result = await heartbeating(async () => {
+        const bytes = await downloadInbound(target, input.name).catch(rethrow);
+        return ingestInboundFile({ ...deps, services }, { fileName: input.name, bytes, source: 'sftp', now: new Date() });
+      });
       deps.log.info(
         { file: input.name, outcome: result.outcome, inbound_file_id: result.file.id, status: result.file.status },
         'ACH inbound file',

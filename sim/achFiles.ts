@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { forEachBounded } from '../src/concurrency';
 import { readWithAchcli } from '../test/support/achcli';
+import type { SftpBank } from './bank';
 import { sleep, type Json } from './http';
 import type { Model } from './model';
 import type { World } from './workload';
@@ -100,11 +101,32 @@ async function downloadFiles(admin: Admin, model: Model, dir: string, expected: 
   }
 }
 
+/**
+ * With the SFTP bank: what it received is what the service says it delivered, byte for byte, each file once
+ * under its one name; a file not delivered yet (built by the last windows) is not the bank's.
+ */
+async function compareWithBank(bank: SftpBank, model: Model, files: Json[]): Promise<void> {
+  await bank.readOutbound(model, null);
+  const listed = new Set<string>();
+  for (const file of files) {
+    listed.add(file.file_name as string);
+    const received = bank.received.get(file.file_name as string);
+    if (file.status === 'built') continue;
+    if (!received)
+      model.anomaly(`ACH file ${file.id as string} is ${file.status as string}, and the bank never received ${file.file_name as string}`);
+    else if (!received.equals(fs.readFileSync(file.path as string)))
+      model.anomaly(`the bank received other bytes under ${file.file_name as string} than the service's file ${file.id as string}`);
+  }
+  for (const name of bank.received.keys())
+    if (!listed.has(name)) model.anomaly(`the bank received ${name}, a file the service does not list`);
+}
+
 /** The check; answers the number of files read and of the entries in them. */
 export async function checkAchFiles(
   admin: Admin,
   model: Model,
   transferIds: readonly string[],
+  bank: SftpBank | null,
 ): Promise<{ files: number; entries: number }> {
   const expected = expectedEntries(model);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sim-ach-'));
@@ -113,6 +135,7 @@ export async function checkAchFiles(
   try {
     files = await downloadFiles(admin, model, dir, expected.size);
     filed = await filedEntries(model, files);
+    if (bank) await compareWithBank(bank, model, files);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -1,4 +1,5 @@
 import { checkAchFiles } from './achFiles';
+import type { SftpBank } from './bank';
 import { sleep, type Json } from './http';
 import type { World } from './workload';
 
@@ -121,7 +122,10 @@ async function checkReturns(world: World): Promise<void> {
   for (const [transactionId, answer] of world.model.returns) {
     if (!byTransaction.has(transactionId)) world.model.anomaly(`return of ${transactionId} answered 2xx but no ach_entry.returned`);
     if (!answer.disputeId) continue;
-    const disputes = await world.api.all(`/dispute?intent_id=${world.model.transactions.get(transactionId)!.sourceId}`);
+    // A refund's credit returned (the SFTP bank's files return credits too) is a dispute of the refunded intent.
+    const txn = world.model.transactions.get(transactionId)!;
+    const intentId = txn.type === 'refund' ? world.model.refunds.get(txn.sourceId)?.intentId : txn.sourceId;
+    const disputes = await world.api.all(`/dispute?intent_id=${intentId}`);
     const byReturn = disputes.filter((d) => d.id === answer.disputeId);
     if (byReturn.length !== 1 || byReturn[0].transactions.length !== 1) {
       world.model.anomaly(
@@ -131,7 +135,11 @@ async function checkReturns(world: World): Promise<void> {
   }
 }
 
-/** Never more taken back from an intent than it moved: refunds plus disputes not won. */
+/**
+ * Never more taken back from an intent than it moved: its refunds, plus what its disputes' transactions moved
+ * (a chargeback's cash_out; a won dispute's cash_in gives it back, and a returned credit's won dispute is that
+ * cash_in alone: the refund or withdrawal the bank sent back).
+ */
 async function checkIntentMoney(world: World, transactions: Json[]): Promise<void> {
   const refunds = await world.api.all('/refund');
   const disputes = await world.api.all('/dispute');
@@ -149,8 +157,10 @@ async function checkIntentMoney(world: World, transactions: Json[]): Promise<voi
   );
   const taken = new Map<string, number>();
   for (const refund of refunds) taken.set(refund.intent_id, (taken.get(refund.intent_id) ?? 0) + refund.amount);
-  for (const dispute of disputes)
-    if (dispute.status !== 'won') taken.set(dispute.intent_id, (taken.get(dispute.intent_id) ?? 0) + dispute.amount);
+  for (const dispute of disputes) {
+    const moved = (dispute.transactions as Json[]).reduce((sum, txn) => sum + (txn.direction === 'cash_out' ? txn.amount : -txn.amount), 0);
+    taken.set(dispute.intent_id, (taken.get(dispute.intent_id) ?? 0) + moved);
+  }
   for (const [intentId, cents] of taken) {
     const intent = world.model.intents.get(intentId);
     if (intent && cents > intent.amount) world.model.anomaly(`intent ${intentId} of ${intent.amount} had ${cents} taken back`);
@@ -215,6 +225,7 @@ export async function finalChecks(
   orgId: string,
   admin: World['admin'],
   say: (line: string) => void,
+  bank: SftpBank | null,
 ): Promise<FinalCounts> {
   let stepStarted = Date.now();
   /** Each step of the final checks, with its seconds: they take a while on a loaded box. */
@@ -248,6 +259,7 @@ export async function finalChecks(
     admin,
     world.model,
     transfers.map((transfer: Json) => transfer.id as string),
+    bank,
   );
   done(`${ach.files} ACH files, ${ach.entries} entries read by achcli`);
   const accounts = await world.api.all('/account');

@@ -1,13 +1,15 @@
 /**
- * `npm run simulate -- [--seed N] [--seconds S] [--topology cluster|single] [--clients C]`: the whole service
- * under a seeded workload and seeded faults, checked against a model (docs/reliability.md). Uses only the
- * public API, the operator CLI and what an operator sees of the processes; shares no code with the service.
+ * `npm run simulate -- [--seed N] [--seconds S] [--topology cluster|single] [--clients C] [--bank simulated|sftp]`:
+ * the whole service under a seeded workload and seeded faults, checked against a model (docs/reliability.md).
+ * Uses only the public API, the operator CLI, what an operator sees of the processes and, with the SFTP bank,
+ * the files the bank sees; shares no code with the service.
  * Exit 0 when nothing diverged; 1 with the seed and the first divergence otherwise; 3 when an injected bug
  * (SIM_INJECT_BUG) was never exercised.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { DateTime } from 'luxon';
+import { SftpBank, type BankCounts } from './bank';
 import { drain, finalChecks, type FinalCounts } from './checks';
 import { insideFaultWindow, planFaults, runFaults, type FaultRecord, type FaultWindow } from './faults';
 import { Api, Halted, type Recorder } from './http';
@@ -23,6 +25,8 @@ interface Options {
   topology: Topology;
   clients: number;
   bug: string;
+  /** `simulated`: the sandbox's in-process bank; `sftp`: a real OpenSSH server and the bank's files (sim/bank.ts). */
+  bank: 'simulated' | 'sftp';
 }
 
 function parseArgs(argv: string[]): Options {
@@ -32,6 +36,7 @@ function parseArgs(argv: string[]): Options {
     topology: 'cluster',
     clients: 4,
     bug: process.env.SIM_INJECT_BUG ?? 'off',
+    bank: 'simulated',
   };
   for (let i = 0; i < argv.length; i += 2) {
     const [name, value] = [argv[i], argv[i + 1]];
@@ -39,9 +44,10 @@ function parseArgs(argv: string[]): Options {
     else if (name === '--seconds') options.seconds = Number(value);
     else if (name === '--clients') options.clients = Number(value);
     else if (name === '--topology' && (value === 'cluster' || value === 'single')) options.topology = value;
+    else if (name === '--bank' && (value === 'simulated' || value === 'sftp')) options.bank = value;
     else
       throw new Error(
-        `usage: npm run simulate -- [--seed N] [--seconds S] [--topology cluster|single] [--clients C]; got ${name} ${value}`,
+        `usage: npm run simulate -- [--seed N] [--seconds S] [--topology cluster|single] [--clients C] [--bank simulated|sftp]; got ${name} ${value}`,
       );
   }
   if (!Number.isFinite(options.seconds) || options.seconds < 5) throw new Error('--seconds must be at least 5');
@@ -116,6 +122,9 @@ interface RunResult {
   seconds: number;
   clients: number;
   injected_bug: string;
+  bank: 'simulated' | 'sftp';
+  /** The SFTP bank's files and items, and what the service applied of them. */
+  bank_counts: BankCounts | null;
   /** With a bug injected: whether the workload did what shows it (Model.exercised). */
   bug_exercised: boolean;
   started_at: string;
@@ -138,17 +147,27 @@ function writeResult(result: RunResult): string {
 }
 
 async function simulate(options: Options): Promise<number> {
+  const bankArgument = options.bank === 'sftp' ? ' --bank sftp' : '';
   say(
-    `seed ${options.seed} (replay: npm run simulate -- --seed ${options.seed} --seconds ${options.seconds} --topology ${options.topology})`,
+    `seed ${options.seed} (replay: npm run simulate -- --seed ${options.seed} --seconds ${options.seconds} --topology ${options.topology}${bankArgument})`,
   );
   const rng = new Rng(options.seed);
-  const [faultRng, receiverRng, setupRng] = [rng.fork(1), rng.fork(2), rng.fork(3)];
+  const [faultRng, receiverRng, setupRng, bankRng] = [rng.fork(1), rng.fork(2), rng.fork(3), rng.fork(4)];
   const clientRngs = Array.from({ length: options.clients }, (_, i) => rng.fork(100 + i));
-  const plan = planFaults(faultRng, options.seconds, options.topology);
+  const plan = planFaults(faultRng, options.seconds, options.topology, options.bank === 'sftp');
   say(`fault schedule: ${plan.map((f) => `+${f.atSeconds}s ${f.kind}`).join(', ')}`);
   const startedAt = new Date();
   const model = new Model();
-  const stack = await startStack(options.topology, options.bug === 'off' ? {} : { SIM_INJECT_BUG: options.bug }, say);
+  const bank = options.bank === 'sftp' ? await SftpBank.start() : null;
+  if (bank) say(`the bank: OpenSSH SFTP on 127.0.0.1:${bank.server.port} (${bank.server.root})`);
+  const stack = await startStack(
+    options.topology,
+    { ...(options.bug === 'off' ? {} : { SIM_INJECT_BUG: options.bug }), ...(bank?.server.achEnv() ?? {}) },
+    say,
+  ).catch(async (error: unknown) => {
+    await bank?.stop();
+    throw error;
+  });
   let faults: FaultRecord[] = [];
   let final: FinalCounts | null = null;
   let fiveHundreds: Array<{ at: number; method: string; path: string; status: number }> = [];
@@ -162,8 +181,9 @@ async function simulate(options: Options): Promise<number> {
     const probe = async () => (await fetch(`${stack.url}/readyz`, { signal: AbortSignal.timeout(2_000) })).status === 200;
     say(`load: ${options.clients} clients for ${options.seconds} s`);
     const [records] = await Promise.all([
-      runFaults(stack, plan, { loadStart, probe, say, window, halted: () => world.api.isHalted() }),
+      runFaults(stack, plan, { loadStart, probe, say, window, halted: () => world.api.isHalted(), bank }),
       ...clientRngs.map((clientRng) => runClient(world, clientRng, more)),
+      bank?.run(model, bankRng, () => more() && !world.api.isHalted()),
     ]);
     faults = records;
     for (const fault of faults) if (fault.recoveredMs === null) model.anomaly(`fault ${fault.kind} (${fault.detail}) did not recover`);
@@ -173,8 +193,10 @@ async function simulate(options: Options): Promise<number> {
       // Faults end with the load (docs/reliability.md): from now on the receiver answers every delivery 200, so a
       // delivery it held past the attempt timeout is retried while the drain runs, not after it.
       world.receiver.faulty = false;
+      // The bank's last answers go out and are applied before the drain, so their disputes are drained too.
+      await bank?.finish(world, say);
       await drain(world, say);
-      final = await finalChecks(world, setup.webhookCreatedAt, setup.orgId, stack.admin, say);
+      final = await finalChecks(world, setup.webhookCreatedAt, setup.orgId, stack.admin, say, bank);
     }
     await world.receiver.close();
   } catch (error) {
@@ -183,6 +205,9 @@ async function simulate(options: Options): Promise<number> {
   } finally {
     if (model.anomalies.length > 0) process.env.SIM_KEEP_DATA = '1';
     await stack.stop();
+    // The bank's directory stays with the service's data when a run failed.
+    if (process.env.SIM_KEEP_DATA) bank?.server.kill();
+    else await bank?.stop();
   }
   const result: RunResult = {
     seed: options.seed,
@@ -191,6 +216,8 @@ async function simulate(options: Options): Promise<number> {
     seconds: options.seconds,
     clients: options.clients,
     injected_bug: options.bug,
+    bank: options.bank,
+    bank_counts: bank?.counts ?? null,
     bug_exercised: model.exercised(options.bug),
     started_at: startedAt.toISOString(),
     duration_s: Math.round((Date.now() - startedAt.getTime()) / 1000),
@@ -208,7 +235,7 @@ async function simulate(options: Options): Promise<number> {
     say(`FAILED seed ${options.seed}: ${model.anomalies.length} anomalies; the first divergence:`);
     say(`  ${model.anomalies[0]}`);
     for (const more of model.anomalies.slice(1, 10)) say(`  then: ${more}`);
-    say(`service data and log kept in ${stack.dataDir}`);
+    say(`service data and log kept in ${stack.dataDir}${bank ? `, the bank's files in ${bank.server.root}` : ''}`);
     return 1;
   }
   if (!result.bug_exercised) {

@@ -130,11 +130,14 @@ export function achSettingsIssues(config: AchSettings): [string, string][] {
   return issues;
 }
 
-/** What production cannot do without ACH_SFTP_URL (SPEC §24): said at start; /readyz and a gauge say it too. */
+/**
+ * Where ACH files go (SPEC §24): the server ACH_SFTP_URL names, in either environment; else sandbox's simulated
+ * bank, and production keeps them undelivered (said at start; /readyz and a gauge say it too).
+ */
 export function achDeliveryStatus(config: {
   LEDGER_ENVIRONMENT: 'sandbox' | 'production';
   ACH_SFTP_URL?: string | undefined;
 }): 'sftp' | 'simulated_bank' | 'not_configured' {
-  if (config.LEDGER_ENVIRONMENT === 'sandbox') return 'simulated_bank';
-  return config.ACH_SFTP_URL ? 'sftp' : 'not_configured';
+  if (config.ACH_SFTP_URL) return 'sftp';
+  return config.LEDGER_ENVIRONMENT === 'sandbox' ? 'simulated_bank' : 'not_configured';
 }

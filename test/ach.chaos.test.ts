@@ -10,14 +10,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { DateTime } from 'luxon';
 import type { WorkflowHandle } from '@temporalio/client';
-import { achFileBytes } from '../src/ach/files';
+import { achFileBytes, buildWindowFile, markFileDelivered } from '../src/ach/files';
 import { ACH_WINDOW_STEPS, type AchWindowStep } from '../src/ach/steps';
 import { randomString } from '../src/ids';
 import { SETTLEMENT_ZONE } from '../src/easternDates';
+import { createLogger } from '../src/logger';
 import { settlementTaskQueue } from '../src/settlement/contract';
 import type { LedgerWorker } from '../src/worker';
 import { readWithAchcli, type MoovEntry } from './support/achcli';
 import { seedQueuedDeposits, PRODUCTION_ACH_ENV } from './support/achSeed';
+import { bankFile } from './support/bankFiles';
 import {
   apiClient,
   createTestOrg,
@@ -41,6 +43,19 @@ function farWindow(): string {
   const hour = (DateTime.now().setZone(SETTLEMENT_ZONE).hour + 12) % 24;
   const hh = String(hour).padStart(2, '0');
   return `${hh}:00=${hh}:59`;
+}
+
+/** A worker process's environment: the stack's database, Temporal, task queue and keys, and `env`. */
+function workerEnvOf(stack: Stack, env: Record<string, string>): Record<string, string> {
+  return {
+    ...env,
+    DATABASE_URL: stack.config.DATABASE_URL!,
+    TEMPORAL_ADDRESS: testInfra().temporalAddress,
+    TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
+    LOG_LEVEL: 'silent',
+    WEBHOOK_SECRET_KEY: stack.config.WEBHOOK_SECRET_KEY!,
+    BANK_DATA_KEY: stack.config.BANK_DATA_KEY!,
+  };
 }
 
 interface FileRow {
@@ -76,22 +91,12 @@ describe('SPEC §24 nothing lost or sent twice: a worker SIGKILLed at every step
     server = await startSftpServer();
     const env = {
       ...PRODUCTION_ACH_ENV,
-      ACH_SFTP_URL: server.url,
-      ACH_SFTP_KEY_FILE: server.clientKeyFile,
-      ACH_SFTP_HOST_KEY: server.hostKeyLine,
+      ...server.achEnv(),
       ACH_WINDOWS: farWindow(),
     };
     // A database of its own: a window claims every queued production entry of its database.
     stack = await startStack({ worker: false, ownDatabase: true, env });
-    workerEnv = {
-      ...env,
-      DATABASE_URL: stack.config.DATABASE_URL!,
-      TEMPORAL_ADDRESS: testInfra().temporalAddress,
-      TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
-      LOG_LEVEL: 'silent',
-      WEBHOOK_SECRET_KEY: stack.config.WEBHOOK_SECRET_KEY!,
-      BANK_DATA_KEY: stack.config.BANK_DATA_KEY!,
-    };
+    workerEnv = workerEnvOf(stack, env);
     org = await createTestOrg(stack.pool, { environment: 'production', write: 5000, read: 5000 });
     await stack.pool.query(
       `INSERT INTO organization_ach (organization_id, company_id, company_name, updated_at) VALUES ($1, '1234567890', 'CHAOS COMPANY', now())`,
@@ -337,4 +342,99 @@ describe('SPEC §24 nothing lost or sent twice: a worker SIGKILLed at every step
     // Nothing in the files that is not a deposit of this suite.
     expect(seen.size).toBe(deposits.length);
   }, 120_000);
+});
+
+describe('SPEC §25 a poll of inbound/ whose worker is SIGKILLed mid-file moves on within seconds, and applies the file once', () => {
+  let server: SftpServer;
+  let stack: Stack;
+  let child: WorkerProcess | null = null;
+  let replacement: LedgerWorker | null = null;
+
+  beforeAll(async () => {
+    server = await startSftpServer();
+    const env = { ...PRODUCTION_ACH_ENV, ...server.achEnv(), ACH_WINDOWS: farWindow() };
+    // A database of its own: a window claims every queued production entry of its database.
+    stack = await startStack({ worker: false, ownDatabase: true, env });
+  }, 120_000);
+
+  afterAll(async () => {
+    await child?.kill();
+    await replacement?.shutdown();
+    await stack.stop();
+    await server.stop();
+  });
+
+  test('the ingest dies with its worker; another worker retries it after the heartbeat timeout, not the 10-minute start-to-close', async () => {
+    const org = await createTestOrg(stack.pool, { environment: 'production', write: 5000, read: 5000 });
+    await stack.pool.query(
+      `INSERT INTO organization_ach (organization_id, company_id, company_name, updated_at) VALUES ($1, '1234567890', 'CHAOS COMPANY', now())`,
+      [org.organizationId],
+    );
+    const made = await addBankAccount(apiClient(stack.url, org.apiKey), await createTestUser(stack.pool, org.organizationId), {
+      account_number: `5${randomString(8).replace(/[^0-9]/g, '4')}`,
+    });
+    const built = (await buildWindowFile(
+      stack.pool,
+      stack.config,
+      createLogger('silent'),
+      `inbound-chaos-${randomString(8)}`,
+      new Date(),
+    ))!;
+    await markFileDelivered(stack.pool, built.fileId, new Date());
+    const { rows } = await stack.pool.query<{ id: string; trace_number: string; amount_cents: string }>(
+      'SELECT id, trace_number, amount_cents::text FROM ach_entries WHERE transaction_id = $1',
+      [made.intent.transactions[0].id],
+    );
+    const entry = rows[0]!;
+    server.writeFile(
+      'inbound/KILLED.ach',
+      await bankFile(PRODUCTION_ACH_ENV.ACH_ODFI_ROUTING, [{ trace: entry.trace_number, code: 'R01', amount: Number(entry.amount_cents) }]),
+    );
+    child = await spawnWorkerProcess(workerEnvOf(stack, { ...PRODUCTION_ACH_ENV, ...server.achEnv(), ACH_WINDOWS: farWindow() }), 120_000);
+    // The entry held: the ingest, in the worker process, waits inside its transaction.
+    const holder = await stack.pool.connect();
+    let killedAt = 0;
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM ach_entries WHERE id = $1 FOR UPDATE', [entry.id]);
+      const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      const handle = await stack.temporal.workflow.start('achInboundWorkflow', {
+        taskQueue: settlementTaskQueue(stack.config.TEMPORAL_TASK_QUEUE),
+        workflowId: `ach-inbound-chaos-${randomString(8)}`,
+        args: [],
+      });
+      await eventually(
+        async () => {
+          const { rows: waiting } = await stack.pool.query(
+            `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND $1 = ANY(pg_blocking_pids(pid))`,
+            [holderPid],
+          );
+          return waiting.length > 0 ? true : undefined;
+        },
+        60_000,
+        'the ingest waiting on the entry',
+      );
+      await child.kill();
+      child = null;
+      killedAt = Date.now();
+      await holder.query('ROLLBACK');
+      replacement = await startTestWorker(stack);
+      // Retried after the 15 s heartbeat timeout and a 5 s backoff, with room for a loaded box: well under the 10
+      // minutes of its start-to-close timeout, which held the schedule's next polls back before (docs/reliability.md,
+      // seed 20; this test timed out there).
+      await eventually(
+        async () => ((await handle.describe()).status.name === 'COMPLETED' ? true : undefined),
+        150_000,
+        'the poll finished by another worker within 150 s of the kill',
+      );
+      expect(await handle.result()).toEqual({ files: 1, ingested: 1, exceptions: 0, simulated: 0 });
+    } finally {
+      holder.release();
+    }
+    expect(Date.now() - killedAt).toBeLessThan(150_000);
+    const { rows: applied } = await stack.pool.query('SELECT code FROM ach_entry_returns WHERE entry_id = $1', [entry.id]);
+    expect(applied).toEqual([{ code: 'R01' }]);
+    await replacement.shutdown();
+    replacement = null;
+  }, 300_000);
 });

@@ -1,7 +1,7 @@
 /**
  * SPEC §24 the ACH rail end to end, on real Postgres and Temporal: a cash_in with a bank account is a PPD debit
- * queued with its transaction, filed by an ACH window, delivered (sandbox: the simulated bank; production: a
- * real OpenSSH SFTP server), settled, and only then `available`. The stored file is read back by moov-io/ach's
+ * queued with its transaction, filed by an ACH window, delivered (sandbox: the simulated bank, or an SFTP server
+ * when one is configured; production: a real OpenSSH SFTP server), settled, and only then `available`. The stored file is read back by moov-io/ach's
  * achcli and its entries equal the ledger's rows; the database refuses an entry in two files and any change to
  * a built file.
  */
@@ -559,9 +559,7 @@ describe('SPEC §24 production: the window delivers its file to the bank over SF
       ownDatabase: true,
       env: {
         ...PRODUCTION_ACH_ENV,
-        ACH_SFTP_URL: server.url,
-        ACH_SFTP_KEY_FILE: server.clientKeyFile,
-        ACH_SFTP_HOST_KEY: server.hostKeyLine,
+        ...server.achEnv(),
       },
     });
     org = await createTestOrg(stack.pool, { environment: 'production', write: 5000, read: 5000 });
@@ -681,6 +679,55 @@ describe('SPEC §24 production: the window delivers its file to the bank over SF
     await handle.terminate('test over: its settlement timer is hours away');
     // Six CLI processes and three windows: 54 s alone on the shared 2-core box (with five).
   }, 180_000);
+});
+
+describe('SPEC §24 sandbox with ACH_SFTP_URL: its files go to that server instead of the simulated bank', () => {
+  let stack: Stack;
+  let org: TestOrg;
+  let call: Call;
+  let server: SftpServer;
+
+  beforeAll(async () => {
+    server = await startSftpServer();
+    // A database of its own, as the sandbox suite above: its window claims every queued sandbox entry.
+    stack = await startStack({
+      ownDatabase: true,
+      env: {
+        SANDBOX_ACH_WINDOW_SECONDS: '1',
+        SANDBOX_CONFIRM_SECONDS: '2',
+        ...server.achEnv(),
+      },
+    });
+    org = await createTestOrg(stack.pool, { write: 5000, read: 5000 });
+    call = apiClient(stack.url, org.apiKey);
+    await ensureAchSchedule(stack.temporal, stack.config.TEMPORAL_TASK_QUEUE, stack.config);
+  });
+  afterAll(async () => {
+    await stack.temporal.schedule.getHandle(achScheduleId(stack.config.TEMPORAL_TASK_QUEUE)).delete();
+    await stack.stop();
+    await server.stop();
+  });
+
+  test('a deposit is filed, delivered to outbound/ byte for byte, settled on the sandbox clock, then available', async () => {
+    const number = accountNumber();
+    const { intent } = await addBankAccount(call, await createTestUser(stack.pool, org.organizationId), { account_number: number }, 2468);
+    const transactionId = intent.transactions[0].id as string;
+    expect((await statusOf(call, transactionId, 'available')).status).toBe('available');
+    const entry = (await entryOf(stack, transactionId))!;
+    expect(entry.status).toBe('settled');
+    const file = (await getAchFile(stack.pool, entry.file_id!))!;
+    const sent = fs.readFileSync(path.join(server.root, 'outbound', file.file_name));
+    expect(sent.equals((await achFileBytes(stack.pool, stack.config, file.id))!)).toBe(true);
+    const moov = await readWithAchcli(sent.toString('latin1'));
+    const entries = moov.batches.flatMap((batch) => batch.entryDetails);
+    expect(
+      entries.filter((e) => e.traceNumber === entry.trace_number).map((e) => [e.transactionCode, e.amount, e.DFIAccountNumber.trim()]),
+    ).toEqual([[27, 2468, number]]);
+    // No temporary name is left beside the delivered files.
+    expect(fs.readdirSync(path.join(server.root, 'outbound')).filter((name) => name.startsWith('.'))).toEqual([]);
+    const metrics = await (await fetch(`${stack.url}/metrics`)).text();
+    expect(metrics).toMatch(/^ledger_ach_delivery_configured 1$/m);
+  }, 120_000);
 });
 
 describe('SPEC §24 production without ACH_SFTP_URL: files are built and kept, and /readyz and a gauge say so', () => {

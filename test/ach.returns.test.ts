@@ -155,9 +155,7 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
       ownDatabase: true,
       env: {
         ...PRODUCTION_ACH_ENV,
-        ACH_SFTP_URL: server.url,
-        ACH_SFTP_KEY_FILE: server.clientKeyFile,
-        ACH_SFTP_HOST_KEY: server.hostKeyLine,
+        ...server.achEnv(),
         ACH_INBOUND_POLL_SECONDS: '3600',
       },
     });

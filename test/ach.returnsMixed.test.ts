@@ -385,3 +385,64 @@ test("debits are counted in 16 slots a day (0048): other users' bank-account dep
   const answers = await Promise.all(posts);
   expect(answers.map((answer) => answer.body.status)).toEqual(answers.map(() => 'approved'));
 });
+
+test('a payment takes its balance before its return count, the order of a return file and of a window close (0049): none can deadlock another', async () => {
+  // Found by the simulation with the SFTP bank (docs/reliability.md, seed 20): a return file's transaction held a
+  // balance slot (its dispute transactions) and waited for the day's return counts (its applied rows' trigger),
+  // while a POST /intent/batch held that counts slot (its debits' trigger, which fired first) and waited for the
+  // balance slot; both tables' slot is the writing transaction's (balance_slot, 0005 and 0048), so they met.
+  const { userId, bankAccountId } = await deposit(100);
+  // Every slot's row there already, so that a writer locks an existing row (not an insert nobody else sees).
+  await stack.pool.query(
+    `INSERT INTO account_balances (account_id, slot, organization_id) SELECT $1, s, $2 FROM generate_series(0, 15) s ON CONFLICT DO NOTHING`,
+    [org.accountId, org.organizationId],
+  );
+  await stack.pool.query(
+    `INSERT INTO ach_return_counts (organization_id, day, slot)
+     SELECT $1, (now() AT TIME ZONE 'UTC')::date, s FROM generate_series(0, 15) s ON CONFLICT DO NOTHING`,
+    [org.organizationId],
+  );
+  const balances = await stack.pool.connect();
+  const probe = await stack.pool.connect();
+  let post: Promise<{ status: number; body: { status: string; transactions: Array<{ id: string }> } }> | undefined;
+  try {
+    await balances.query('BEGIN');
+    // Every balance slot of the account held, as recording transactions hold theirs until they commit.
+    await balances.query('SELECT 1 FROM account_balances WHERE account_id = $1 FOR UPDATE', [org.accountId]);
+    const holder = (await balances.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    post = call(
+      'POST',
+      '/intent',
+      { direction: 'cash_in', user_id: userId, amount: 700, currency: 'USD', bank_account_id: bankAccountId },
+      idempotencyKey(),
+    );
+    await eventually(
+      async () => {
+        const { rows } = await stack.pool.query(
+          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND $1 = ANY(pg_blocking_pids(pid))`,
+          [holder],
+        );
+        return rows.length > 0 ? true : undefined;
+      },
+      20_000,
+      'the deposit waiting for its balance slot',
+    );
+    // Waiting there, it holds no return count yet: a writer of the counts goes on (NOWAIT fails at once if one is held).
+    await probe.query('BEGIN');
+    await expect(
+      probe.query('SELECT 1 FROM ach_return_counts WHERE organization_id = $1 FOR UPDATE NOWAIT', [org.organizationId]),
+    ).resolves.toBeDefined();
+  } finally {
+    await probe.query('ROLLBACK');
+    probe.release();
+    await balances.query('ROLLBACK');
+    balances.release();
+  }
+  const answer = await post;
+  expect(answer.body).toMatchObject({ status: 'approved', bank_account_id: bankAccountId });
+  // Its debit was queued and counted all the same, after its balance.
+  const { rows } = await stack.pool.query('SELECT transaction_code FROM ach_entries WHERE transaction_id = $1', [
+    answer.body.transactions[0]!.id,
+  ]);
+  expect(rows).toEqual([{ transaction_code: 27 }]);
+});

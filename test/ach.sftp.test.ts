@@ -210,9 +210,7 @@ describe('SPEC §24 SFTP settings', () => {
       ACH_IMMEDIATE_ORIGIN: '123456789',
       ACH_ODFI_NAME: 'WELLS FARGO BANK',
       ACH_ORIGIN_NAME: 'PAYMENTS LEDGER',
-      ACH_SFTP_URL: server.url,
-      ACH_SFTP_KEY_FILE: server.clientKeyFile,
-      ACH_SFTP_HOST_KEY: server.hostKeyLine,
+      ...server.achEnv(),
     };
     const config = loadConfig(bank);
     expect(config.ACH_IMMEDIATE_ORIGIN).toBe(' 123456789');

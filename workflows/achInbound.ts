@@ -7,8 +7,16 @@ import type { AchInboundActivities } from '../activities/achInbound';
  * idempotent by content, so a run retried or repeated applies each file once.
  */
 
+/**
+ * The steps heartbeat every 2 s (activities/heartbeat.ts): a step whose worker died is retried elsewhere after
+ * heartbeatTimeout. Without it a poll whose worker was killed held the schedule (overlap: skip) for its
+ * 10-minute start-to-close timeout, and no return was read meanwhile (the simulation with the SFTP bank, seed 20,
+ * docs/reliability.md). A replay matches a scheduled activity by its type and id, not its timeouts, so polls
+ * already running replay unchanged (test/achInbound.replay.test.ts).
+ */
 const sftp = proxyActivities<AchInboundActivities>({
   startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '15 seconds',
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes', maximumAttempts: 10 },
 });
 

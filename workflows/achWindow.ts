@@ -15,7 +15,7 @@ export interface AchWindowResult {
 }
 
 /**
- * The steps heartbeat every 2 s (activities/ach.ts): a step whose worker died is retried elsewhere after
+ * The steps heartbeat every 2 s (activities/heartbeat.ts): a step whose worker died is retried elsewhere after
  * heartbeatTimeout, not after its start-to-close timeout. (A replay matches a scheduled activity by its type and
  * id, not its timeouts, so windows already running in the field replay unchanged.)
  */

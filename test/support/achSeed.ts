@@ -12,7 +12,7 @@ export const PRODUCTION_ACH_ENV = {
 /**
  * Many queued ACH entries at once (SPEC §24), for the suites and benches that need a big window: approved
  * cash_in intents on existing bank accounts and their pending transactions, written set-based in one
- * statement each. The database's own trigger (transactions_ach_entries) queues each deposit's PPD debit, as
+ * statement each. The database's own trigger (transactions_queue_ach_entries) queues each deposit's PPD debit, as
  * it does for POST /intent. No lifecycle workflow is started: the window files them all the same. Answers
  * the transaction ids, oldest first.
  */

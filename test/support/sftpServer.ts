@@ -21,12 +21,18 @@ export interface SftpServer {
   clientKeyFile: string;
   /** The host key's public line, what ACH_SFTP_HOST_KEY pins. */
   hostKeyLine: string;
+  /** The service's three settings for this server (SPEC §24): ACH_SFTP_URL, ACH_SFTP_KEY_FILE, ACH_SFTP_HOST_KEY. */
+  achEnv(): Record<string, string>;
   target(overrides?: Partial<SftpTarget>): SftpTarget;
   /** A second client key the server does not accept (until allowKey). */
   strangerKeyFile: string;
   allowKey(publicKeyFile: string): void;
-  /** Writes a file under root as the SFTP user would have (owned by that user). */
+  /** Writes a file under root as the SFTP user would have (owned by that user), whole: a reader never sees part of it. */
   writeFile(relativePath: string, bytes: Buffer | string): void;
+  /** Refuses every login (an empty authorized_keys) until called again with false. */
+  refuseLogins(refuse: boolean): void;
+  /** Makes a directory under root unwritable for the SFTP user, or writable again. */
+  setWritable(relativePath: string, writable: boolean): void;
   /** Starts sshd (again); resolves when it accepts connections. */
   start(): Promise<void>;
   /** SIGKILLs sshd and every session process under it, as a crash would. */
@@ -121,6 +127,9 @@ export async function startSftpServer(): Promise<SftpServer> {
   const config = writeConfig(dir, port, user);
   const hostKeyLine = fs.readFileSync(path.join(dir, 'host_key.pub'), 'utf8').trim();
   let sshd: ChildProcess | undefined;
+  let writes = 0;
+  /** authorized_keys while logins are refused. */
+  let allowed: Buffer | undefined;
   const logFile = path.join(dir, 'sshd.log');
   const server: SftpServer = {
     port,
@@ -130,6 +139,7 @@ export async function startSftpServer(): Promise<SftpServer> {
     clientKeyFile: path.join(dir, 'client_key'),
     strangerKeyFile: path.join(dir, 'stranger_key'),
     hostKeyLine,
+    achEnv: () => ({ ACH_SFTP_URL: server.url, ACH_SFTP_KEY_FILE: server.clientKeyFile, ACH_SFTP_HOST_KEY: hostKeyLine }),
     target: (overrides = {}) => ({
       host: '127.0.0.1',
       port,
@@ -141,10 +151,23 @@ export async function startSftpServer(): Promise<SftpServer> {
     }),
     allowKey: (publicKeyFile) => fs.appendFileSync(path.join(dir, 'authorized_keys'), fs.readFileSync(publicKeyFile)),
     writeFile: (relativePath, bytes) => {
-      const file = path.join(root, relativePath);
-      fs.writeFileSync(file, bytes);
-      if (asRoot) execFileSync('chown', ['nobody:', file]);
+      // Written beside root, then renamed into place (one filesystem): the rename is atomic.
+      const partial = path.join(dir, `writing-${process.pid}-${(writes += 1)}`);
+      fs.writeFileSync(partial, bytes);
+      if (asRoot) execFileSync('chown', ['nobody:', partial]);
+      fs.renameSync(partial, path.join(root, relativePath));
     },
+    refuseLogins: (refuse) => {
+      const keys = path.join(dir, 'authorized_keys');
+      if (refuse && allowed === undefined) {
+        allowed = fs.readFileSync(keys);
+        fs.writeFileSync(keys, '');
+      } else if (!refuse && allowed !== undefined) {
+        fs.writeFileSync(keys, allowed);
+        allowed = undefined;
+      }
+    },
+    setWritable: (relativePath, writable) => fs.chmodSync(path.join(root, relativePath), writable ? 0o755 : 0o555),
     async start() {
       const log = fs.openSync(logFile, 'a');
       sshd = spawn(SSHD, ['-D', '-e', '-f', config], { stdio: ['ignore', log, log] });
