@@ -28,7 +28,7 @@ const RETURN_CHANCE = 0.08;
 const CHANGE_CHANCE = 0.02;
 /** Of each item sent: sent again in a later file (the same return twice: a duplicate). */
 const REPEAT_CHANCE = 0.1;
-/** Of each return file: dropped again under another name (the same bytes). */
+/** Of each answer planned: the next return file is dropped again under another name (the same bytes). */
 const DUPLICATE_FILE_CHANCE = 0.25;
 /** A return or change goes out this long after the bank received the entry. */
 const ANSWER_AFTER_MS: [number, number] = [3_000, 12_000];
