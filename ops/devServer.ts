@@ -77,8 +77,8 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   // read: every workflow start and every upsert queried SQLite once more, behind its one connection (7.6 % of
   // the server's CPU in the lifecycle bench's profile, 1.0 % without it). Every attribute we use is registered
   // by the flags above before the server answers, so each service's cache (refreshed each minute, Temporal's
-  // default) holds them from its first read. `npm run cluster`'s server keeps the setting on
-  // (TEMPORAL_DYNAMIC_CONFIG): it registers them through the operator API after it starts.
+  // default) holds them from its first read. `npm run cluster`'s server, on SQL visibility, needs neither the
+  // setting nor the flags: what it caches is written before its services start (TEMPORAL_DYNAMIC_CONFIG).
   args.push('--dynamic-config-value', `${SEARCH_ATTRIBUTES_REFRESH_ON_READ}=false`);
   const child = await spawnService({
     command: options.cliPath,

@@ -11,6 +11,11 @@ export const SPARE_MESSAGES = {
   takeOver: 'ledger:take-over',
 } as const;
 
+/** Whether this process is a warm spare that has not been taken over (LEDGER_STANDBY=1, ops/warmSpare.ts). */
+export function isWarmSpare(): boolean {
+  return process.env.LEDGER_STANDBY === '1';
+}
+
 /**
  * Where a warm spare waits (LEDGER_STANDBY=1: `npm run cluster` keeps one per role, ops/warmSpare.ts): api.ts and
  * worker.ts call it once everything that is the same for every process of their role is done (modules loaded,
@@ -22,7 +27,7 @@ export const SPARE_MESSAGES = {
  * ": worker"). It exits with its primary. Any other process answers false at once.
  */
 export async function standbyIfSpare(): Promise<boolean> {
-  if (process.env.LEDGER_STANDBY !== '1') return false;
+  if (!isWarmSpare()) return false;
   const send = process.send?.bind(process);
   if (!send) throw new Error('LEDGER_STANDBY=1 needs an IPC channel to the process that takes the spare over');
   const leave = () => process.exit(0);

@@ -2,7 +2,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { msToTs } from '@temporalio/common/lib/time';
 import pg from 'pg';
-import { SEARCH_ATTRIBUTES_REFRESH_ON_READ } from './devServer';
 import { pollWhileRunning, readyOrStopped, runToEnd, spawnService, type ServiceProcess } from './childProcess';
 import { connectTemporal, registerSearchAttributes, waitForTemporal } from '../src/platform/temporal';
 
@@ -52,10 +51,12 @@ export function clusterServerPorts(frontend: number): TemporalServerPorts {
 
 /**
  * The server's connection pools on Postgres, per pool: each of its four services (frontend, history, matching,
- * worker) opens its own persistence pool, and visibility is opened by more than one component per service
- * (measured: 31 persistence and 13 visibility connections during 300 concurrent workflow starts with these
- * sizes). `total` bounds that — 4 persistence pools and 8 visibility pools — and is part of the connection
- * budget `npm run cluster` checks before it starts anything.
+ * worker) opens its own persistence pool, and visibility is opened by more than one component per service.
+ * `total` bounds that — 4 persistence pools and 8 visibility pools — and is part of the connection budget
+ * `npm run cluster` checks before it starts anything; the rendered configuration opens pools of these sizes
+ * (temporalServerConfig). Measured in the lifecycle bench on this server (1,000 lifecycles, 32 clients): at most
+ * 20 persistence and 5 visibility connections; before stop 49 the configuration opened pools of 20 and 10 whatever
+ * this said, and the same bench peaked at 39 and 13 (docs/production.md).
  */
 const POOL_SIZES = { persistence: 8, visibility: 2 };
 export const TEMPORAL_SERVER_CONNECTIONS = { ...POOL_SIZES, total: 4 * POOL_SIZES.persistence + 8 * POOL_SIZES.visibility };
@@ -163,8 +164,8 @@ export function temporalServerConfig(options: TemporalServerOptions, dynamicConf
       visibilityStore: 'ledger-visibility',
       numHistoryShards: options.historyShards,
       datastores: {
-        'ledger-default': store(options.databases.persistence, 20),
-        'ledger-visibility': store(options.databases.visibility, 10),
+        'ledger-default': store(options.databases.persistence, POOL_SIZES.persistence),
+        'ledger-visibility': store(options.databases.visibility, POOL_SIZES.visibility),
       },
     },
     global: { membership: { maxJoinDuration: '30s', broadcastAddress: '127.0.0.1' } },
@@ -195,16 +196,24 @@ export function temporalServerConfig(options: TemporalServerOptions, dynamicConf
 }
 
 /**
- * Dynamic configuration: the CLI dev server's defaults where the ledger relies on them. This server learns our
- * search attributes through the operator API after it starts, and a cache filled before that would not show
- * them for up to a minute, so it re-reads them on every read (and gets the persistence rates that makes affordable).
- * `npm start`'s dev server turns that off: its flags register them before any cache is filled (devServer.ts).
+ * Dynamic configuration.
+ * - The search-attribute cache is left as Temporal ships it for production (refreshed each minute;
+ *   `system.forceSearchAttributesCacheRefreshOnRead`, the CLI dev server's test setting, stays off): with SQL
+ *   visibility the cached metadata is the pre-allocated fields (Keyword01…), which the server writes before any of
+ *   its services starts, and the names the ledger registers through the operator API after the start are aliases
+ *   kept on the namespace, in the namespace registry, which that setting does not touch. Forced, every
+ *   search-attribute read took a process-wide mutex and a round trip to Postgres (upsert validation included,
+ *   while the history service holds the workflow's lock).
+ * - The history service runs at most 32 transfer, 32 timer and 32 visibility tasks at once (512 each by
+ *   default). A task gets 3 s from its start to finish (the server's `taskTimeout`), its persistence calls
+ *   included, and the persistence pool holds POOL_SIZES.persistence connections: hundreds of tasks started at
+ *   once (after a restart, on a loaded box) spent their 3 s waiting for a connection, failed, and were retried
+ *   with a growing backoff; waiting in the scheduler's queue costs them none of it (docs/reliability.md, "Late
+ *   cash_ins").
  */
 export const TEMPORAL_DYNAMIC_CONFIG: Record<string, unknown> = {
-  [SEARCH_ATTRIBUTES_REFRESH_ON_READ]: true,
-  'frontend.persistenceMaxQPS': 10_000,
-  'history.persistenceMaxQPS': 45_000,
   'limit.maxIDLength': 255,
+  ...Object.fromEntries(['transfer', 'timer', 'visibility'].map((queue) => [`history.${queue}ProcessorSchedulerWorkerCount`, 32])),
 };
 
 export interface TemporalServer extends ServiceProcess {

@@ -93,6 +93,11 @@ export class WarmSpare<H> {
     return this.options.launch(env);
   }
 
+  /** The pid of the spare, standing by or still loading; undefined while there is none. */
+  sparePid(): number | undefined {
+    return this.spare?.launched.child.pid;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     const entry = this.spare;

@@ -78,11 +78,8 @@ export interface LedgerWorker {
   shutdown(): Promise<void>;
 }
 
-/**
- * Starts a Temporal worker running the ledger's workflows and activities. `workflowBundlePath` reuses a
- * prebuilt bundle (tests build one once); otherwise the workflows are bundled from source.
- */
-export async function startWorker(options: {
+/** The options of startWorker and prepareWorker. */
+export interface WorkerStartOptions {
   config: Config;
   pool: Pool;
   log: Logger;
@@ -95,7 +92,28 @@ export async function startWorker(options: {
   >;
   /** Sidecars to run beside the worker; `workerSidecars` unless given (`[]` runs none). */
   sidecars?: WorkerSidecar[];
-}): Promise<LedgerWorker> {
+}
+
+/**
+ * A worker made but not yet polling: its connection open and its workflow bundle loaded (most of a start on a
+ * loaded box), nothing polled, no sidecar started, no database connection taken. `run` starts polling and the
+ * sidecars. `npm run cluster`'s warm spare makes one while it stands by (ops/bin/worker.ts); a spare that is
+ * never taken over exits with it (the SDK closes no connection its workers still hold).
+ */
+export interface PreparedWorker {
+  run(): LedgerWorker;
+}
+
+/**
+ * Starts a Temporal worker running the ledger's workflows and activities. `workflowBundlePath` reuses a
+ * prebuilt bundle (tests build one once); otherwise the workflows are bundled from source.
+ */
+export async function startWorker(options: WorkerStartOptions): Promise<LedgerWorker> {
+  return (await prepareWorker(options)).run();
+}
+
+/** What startWorker does before its worker polls: the connection, the client, the activities, both workers. */
+export async function prepareWorker(options: WorkerStartOptions): Promise<PreparedWorker> {
   const taskQueue = options.taskQueue ?? options.config.TEMPORAL_TASK_QUEUE;
   const connection = await NativeConnection.connect({ address: options.address, ...temporalConnectionOptions(options.config) });
   // Bundled once for both workers (bundling takes seconds); tests hand in a prebuilt bundle.
@@ -130,26 +148,30 @@ export async function startWorker(options: {
     await connection.close().catch(() => undefined);
     throw error;
   }
-  const running = Promise.all([worker.run(), settlementWorker.run()])
-    .then(() => undefined)
-    .finally(() => connection.close());
-  const sidecarDeps: SidecarDeps = { config: options.config, pool: options.pool, log: options.log, temporal: coreClient, taskQueue };
-  const sidecars = (options.sidecars ?? workerSidecars).map((start) => start(sidecarDeps)).filter((sidecar) => sidecar !== null);
-  const stopSidecars = () => Promise.all(sidecars.map((sidecar) => sidecar.stop()));
-  // A worker that stops on its own (a fatal error) takes its sidecars with it.
-  running.catch(() => undefined).finally(() => void stopSidecars());
-  let stopping: Promise<void> | undefined;
   return {
-    worker,
-    settlementWorker,
-    running,
-    shutdown() {
-      stopping ??= (async () => {
-        await stopSidecars();
-        for (const each of [worker, settlementWorker]) if (each.getState() === 'RUNNING') each.shutdown();
-        await running;
-      })();
-      return stopping;
+    run() {
+      const running = Promise.all([worker.run(), settlementWorker.run()])
+        .then(() => undefined)
+        .finally(() => connection.close());
+      const sidecarDeps: SidecarDeps = { config: options.config, pool: options.pool, log: options.log, temporal: coreClient, taskQueue };
+      const sidecars = (options.sidecars ?? workerSidecars).map((start) => start(sidecarDeps)).filter((sidecar) => sidecar !== null);
+      const stopSidecars = () => Promise.all(sidecars.map((sidecar) => sidecar.stop()));
+      // A worker that stops on its own (a fatal error) takes its sidecars with it.
+      running.catch(() => undefined).finally(() => void stopSidecars());
+      let stopping: Promise<void> | undefined;
+      return {
+        worker,
+        settlementWorker,
+        running,
+        shutdown() {
+          stopping ??= (async () => {
+            await stopSidecars();
+            for (const each of [worker, settlementWorker]) if (each.getState() === 'RUNNING') each.shutdown();
+            await running;
+          })();
+          return stopping;
+        },
+      };
     },
   };
 }

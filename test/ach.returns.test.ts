@@ -18,8 +18,7 @@ import { achInboundScheduleId, ensureAchInboundSchedule } from '../src/ach/inbou
 import { randomString } from '../src/ids';
 import { journalViolations } from '../src/journal/invariants';
 import { createLogger } from '../src/logger';
-import { writeWithAchcli } from './support/achcli';
-import { closeWindow } from './support/bankReturns';
+import { bankFile as writeBankFile, closeWindow } from './support/bankReturns';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
 import { addBankAccount, admin, idempotencyKey, SANDBOX_ROUTING, statusOf } from './support/payments';
 import { startSftpServer, type SftpServer } from './support/sftpServer';
@@ -43,102 +42,20 @@ interface Sent {
 /** One entry the bank sends back: `credit` when the original was a credit (returned with code 21, else 26); `sec` its batch's. */
 type Item = { sent: Pick<Sent, 'number' | 'amount' | 'trace'>; code: string; corrected?: string; credit?: boolean; sec?: 'PPD' | 'CCD' };
 
-let fileCounter = 0;
-
-/** A return / NOC file as the bank would send it back, written by moov-io/ach's achcli from its JSON. */
-async function bankFile(items: Item[]): Promise<string> {
-  fileCounter += 1;
-  const entry = (item: Item, i: number) => {
-    const traceNumber = `02100002${String(fileCounter * 100 + i + 1).padStart(7, '0')}`;
-    const base = {
-      RDFIIdentification: ODFI.slice(0, 8),
-      checkDigit: ODFI[8],
-      DFIAccountNumber: item.sent.number,
-      identificationNumber: 'RETURN',
-      individualName: 'TEST USER',
-      addendaRecordIndicator: 1,
-      traceNumber,
-    };
-    if (item.code.startsWith('C')) {
-      return {
-        ...base,
-        transactionCode: 26,
-        amount: 0,
-        category: 'NOC',
-        addenda98: {
-          typeCode: '98',
-          changeCode: item.code,
-          originalTrace: item.sent.trace,
-          originalDFI: '11000000',
-          correctedData: item.corrected,
-          traceNumber,
-        },
-      };
-    }
-    return {
-      ...base,
-      transactionCode: item.credit ? 21 : 26,
-      amount: item.sent.amount,
-      category: 'Return',
-      addenda99: {
-        typeCode: '99',
-        returnCode: item.code,
-        originalTrace: item.sent.trace,
-        dateOfDeath: '',
-        originalDFI: '11000000',
-        addendaInformation: '',
-        traceNumber,
-      },
-    };
-  };
-  const changes = items.filter((i) => i.code.startsWith('C'));
-  const groups = (['PPD', 'CCD'] as const)
-    .map((sec) => ({ sec, entries: items.filter((i) => i.code.startsWith('R') && (i.sec ?? 'PPD') === sec) }))
-    .filter((group) => group.entries.length > 0);
-  // 225 debits only (returns of debits), 220 credits only, 200 mixed.
-  const classOf = (entries: Item[]) => (entries.every((i) => !i.credit) ? 225 : entries.every((i) => i.credit) ? 220 : 200);
-  const batchHeader = (number: number, sec: string, serviceClassCode = 225) => ({
-    serviceClassCode,
-    companyName: 'TEST COMPANY',
-    companyIdentification: '1234567890',
-    standardEntryClassCode: sec,
-    companyEntryDescription: 'PAYMENT',
-    effectiveEntryDate: sec === 'COR' ? '' : '261130',
-    originatorStatusCode: 1,
-    ODFIIdentification: '11000000',
-    batchNumber: number,
-  });
-  let offset = 0;
-  const batches = [
-    ...groups.map((group, b) => {
-      const entryDetails = group.entries.map((item, i) => entry(item, offset + i));
-      offset += group.entries.length;
-      const serviceClassCode = classOf(group.entries);
-      return { batchHeader: batchHeader(b + 1, group.sec, serviceClassCode), entryDetails, batchControl: { serviceClassCode } };
-    }),
-    ...(changes.length
-      ? [
-          {
-            batchHeader: batchHeader(groups.length + 1, 'COR'),
-            entryDetails: changes.map((item, i) => entry(item, offset + i)),
-            batchControl: { serviceClassCode: 225 },
-          },
-        ]
-      : []),
-  ];
-  return writeWithAchcli({
-    fileHeader: {
-      immediateDestination: ODFI,
-      immediateOrigin: '021000021',
-      fileCreationDate: '261130',
-      fileCreationTime: String(1000 + fileCounter).slice(-4),
-      fileIDModifier: 'A',
-      immediateDestinationName: 'TEST ODFI',
-      immediateOriginName: 'FEDERAL RESERVE BANK',
-    },
-    batches,
-    fileControl: {},
-  });
+/** A return / NOC file as the bank would send it back, written by moov-io/ach's achcli (test/support/bankFiles.ts). */
+function bankFile(items: Item[]): Promise<string> {
+  return writeBankFile(
+    ODFI,
+    items.map(({ sent, code, corrected, credit, sec }) => ({
+      trace: sent.trace,
+      amount: sent.amount,
+      accountNumber: sent.number,
+      code,
+      ...(corrected === undefined ? {} : { corrected }),
+      ...(credit === undefined ? {} : { credit }),
+      ...(sec === undefined ? {} : { sec }),
+    })),
+  );
 }
 
 describe('SPEC §25 production: the bank returns and corrects entries through inbound/, each applied exactly once', () => {

@@ -1,9 +1,18 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
+import { temporal } from '@temporalio/proto';
 import { commandLine } from '../ops/childProcess';
+import { launchWorkerProcess, startWorkerProcess } from '../ops/clusterProcesses';
+import { SPARE_MESSAGES } from '../ops/run';
 import { launchedChild, WarmSpare, type Launched } from '../ops/warmSpare';
-import { eventually } from './support/harness';
+import { connectTemporal } from '../src/platform/temporal';
+import { createTestDatabase, eventually, testInfra } from './support/harness';
+import { freePort } from './support/ports';
 import { REPO } from './support/processes';
+import { startScratchTemporal } from './support/scratch';
 
 /**
  * `npm run cluster`'s warm spares (ops/warmSpare.ts, ops/run.ts), on real processes through tsx: a spare
@@ -36,6 +45,27 @@ function harness() {
   const log = { info: jest.fn(), warn: jest.fn() };
   const spare = new WarmSpare({ role: 'test', enabled: true, launch, env: { ...process.env, SPARE_TEST_ROLE_ENV: 'shared' }, log });
   return { spare, runs, log };
+}
+
+/** The TCP ports process `pid` listens on (its socket descriptors matched with /proc/net/tcp's LISTEN rows). */
+function listeningPorts(pid: number): number[] {
+  const inodes = new Set<string>();
+  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const match = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (match) inodes.add(match[1]!);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const ports: number[] = [];
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of fs.readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields[3] === '0A' && inodes.has(fields[9]!)) ports.push(parseInt(fields[1]!.split(':')[1]!, 16));
+    }
+  }
+  return ports;
 }
 
 async function mainRan(launched: Launched<Run>) {
@@ -107,4 +137,86 @@ describe('warm spares (ops/warmSpare.ts)', () => {
     expect(runs).toHaveLength(0);
     await spare.stop();
   });
+
+  test("a worker's spare makes its worker while it stands by, polls nothing, and taken over polls and serves the replaced process's metrics addresses", async () => {
+    const infra = testInfra();
+    const cleanup: Array<() => Promise<unknown>> = [];
+    try {
+      // Its own database and Temporal server: a worker process runs the webhook dispatcher and the drainer over
+      // every row it finds, and creates the schedules of its namespace.
+      const scratch = await createTestDatabase(`ledger_test_${Date.now()}_spare_worker`);
+      cleanup.push(() => scratch.drop());
+      const server = await startScratchTemporal(infra.cliPath, path.join(infra.workDir, 'temporal-spare-worker.log'));
+      cleanup.push(() => server.stop());
+      const { connection, client } = await connectTemporal(server.server.address, 'default');
+      cleanup.push(() => connection.close());
+      // The replaced worker holds its metrics addresses until it dies: the spare must not need them before.
+      const [temporalMetricsPort, workerMetricsPort] = [await freePort(), await freePort()];
+      const replaced = http.createServer((_req, res) => res.end('the replaced process'));
+      await new Promise<void>((resolve) => replaced.listen(temporalMetricsPort, '127.0.0.1', resolve));
+      const replacedClosed = new Promise<void>((resolve) => replaced.once('close', resolve));
+      cleanup.push(() => (replaced.listening ? new Promise((resolve) => replaced.close(resolve)) : replacedClosed));
+      const taskQueue = 'spare-worker';
+      const roleEnv = {
+        ...process.env,
+        DATABASE_URL: scratch.databaseUrl,
+        TEMPORAL_ADDRESS: server.server.address,
+        TEMPORAL_TASK_QUEUE: taskQueue,
+        LEDGER_ENVIRONMENT: 'sandbox',
+        LEDGER_WORKFLOW_BUNDLE: infra.workflowBundlePath,
+        LOG_LEVEL: 'warn',
+        TEMPORAL_METRICS_ADDRESS: `127.0.0.1:${temporalMetricsPort}`,
+        WORKER_METRICS_PORT: String(workerMetricsPort),
+      };
+      const standing: Promise<void>[] = [];
+      const spare = new WarmSpare({
+        role: 'worker',
+        enabled: true,
+        launch: (env, title) => {
+          const launched = launchWorkerProcess(env, title);
+          standing.push(new Promise((resolve) => launched.onMessage((message) => message?.type === SPARE_MESSAGES.standby && resolve())));
+          return launched;
+        },
+        env: roleEnv,
+        log: { info: () => undefined, warn: () => undefined },
+      });
+      cleanup.push(() => spare.stop());
+      spare.arm();
+      await standing[0];
+      const pollers = async () =>
+        (
+          await client.workflowService.describeTaskQueue({
+            namespace: 'default',
+            taskQueue: { name: taskQueue },
+            taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+          })
+        ).pollers.map((poller) => poller.identity);
+      // Standing by, its worker is made (runtime, connection, bundle) but takes no task; its runtime already
+      // exports the SDK's metrics, on a port of its own.
+      expect(await pollers()).toEqual([]);
+      const sparePid = spare.sparePid();
+      const own = listeningPorts(sparePid!);
+      expect(own).toHaveLength(1);
+      expect(own[0]).not.toBe(temporalMetricsPort);
+      expect((await fetch(`http://127.0.0.1:${own[0]}/metrics`)).status).toBe(200);
+
+      await new Promise((resolve) => replaced.close(resolve));
+      const worker = await startWorkerProcess({ env: roleEnv, client, taskQueue, spare });
+      cleanup.push(() => worker.stop());
+      expect(worker.pid).toBe(sparePid);
+      expect(await pollers()).toContain(`${worker.pid}@${os.hostname()}`);
+      // The addresses the operator scrapes answer as the replaced process's did: the SDK's metrics (forwarded to
+      // the port the spare's runtime took) and the ledger's worker metrics.
+      const sdk = await fetch(`http://127.0.0.1:${temporalMetricsPort}/metrics`);
+      expect(sdk.status).toBe(200);
+      expect(await sdk.text()).toMatch(/\btemporal_\w+/);
+      const ours = await fetch(`http://127.0.0.1:${workerMetricsPort}/metrics`);
+      expect(ours.status).toBe(200);
+      expect(await ours.text()).toMatch(/\bledger_\w+/);
+      // The next spare stands by once the replacement polls.
+      await standing[1];
+    } finally {
+      for (const step of cleanup.reverse()) await step();
+    }
+  }, 180_000);
 });

@@ -1,6 +1,12 @@
 import net from 'node:net';
 import { StartupError } from './startupError';
 
+/** `host:port` (TEMPORAL_METRICS_ADDRESS and the like) in its two parts. */
+export function hostAndPort(address: string): { host: string; port: number } {
+  const separator = address.lastIndexOf(':');
+  return { host: address.slice(0, separator), port: Number(address.slice(separator + 1)) };
+}
+
 /** Resolves when nothing listens on host:port (we could bind it ourselves); false when something does. */
 export function portFree(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve, reject) => {
@@ -26,4 +32,26 @@ export function portInUse(component: string, port: number, variable: string, hos
   return new StartupError(
     `${component}: port ${port} (${variable}) is already in use on ${host}. Stop what listens there, or set ${variable} to a free port.`,
   );
+}
+
+/**
+ * A TCP port free on `host` right now, below the OS's ephemeral range (32768 and up). A port the OS picks for
+ * a listener is an ephemeral one, which an outgoing connection of any process (the suites' many Postgres and
+ * gRPC clients) can take as its local end before the process that asked binds it: CI met that as EADDRINUSE.
+ */
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return freePortBlock(1, host);
+}
+
+/**
+ * The first of `count` consecutive ports free on `host` right now, between 20000 and 32000: below the OS's
+ * ephemeral ports (see freePort), and the Temporal server keeps its membership ports in a smallint column.
+ */
+export async function freePortBlock(count: number, host = '127.0.0.1'): Promise<number> {
+  for (let attempt = 0; attempt < 100; attempt += 1) {
+    const base = 20_000 + Math.floor(Math.random() * (32_000 - 20_000 - count));
+    const free = await Promise.all(Array.from({ length: count }, (_, offset) => portFree(base + offset, host)));
+    if (free.every(Boolean)) return base;
+  }
+  throw new Error(`no ${count} consecutive free ports between 20000 and 32000 on ${host}`);
 }

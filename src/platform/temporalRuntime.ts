@@ -2,7 +2,7 @@ import { ApplicationFailure, type LogLevel, type LogMetadata } from '@temporalio
 import { makeTelemetryFilterString, Runtime, type Logger as TemporalLogger } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
-import { assertPortFree } from './ports';
+import { assertPortFree, hostAndPort } from './ports';
 
 const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
   TRACE: 'trace',
@@ -76,13 +76,8 @@ export async function installTemporalRuntime(
 ): Promise<void> {
   const address = config.TEMPORAL_METRICS_ADDRESS;
   if (address !== 'off') {
-    const separator = address.lastIndexOf(':');
-    await assertPortFree(
-      'Temporal SDK metrics',
-      Number(address.slice(separator + 1)),
-      'TEMPORAL_METRICS_ADDRESS',
-      address.slice(0, separator),
-    );
+    const { host, port } = hostAndPort(address);
+    await assertPortFree('Temporal SDK metrics', port, 'TEMPORAL_METRICS_ADDRESS', host);
   }
   Runtime.install({
     logger: new PinoTemporalLogger(log.child({ component: 'temporal-sdk' }), expectedFailureTypes),

@@ -6,18 +6,27 @@ import { writeWithAchcli } from './achcli';
  * (sim/bank.ts), so it imports nothing of the service.
  */
 
-/** One item of a bank file: an R code returns the entry of `trace` (`credit`: a credit of ours), a C code corrects it with `corrected`. */
+/**
+ * One item of a bank file: an R code returns the entry of `trace` (`credit`: a credit of ours), a C code corrects
+ * it with `corrected`. `accountNumber` is the entry's DFI account number (a placeholder unless given); `sec` the
+ * batch a return goes in (a transfer's entry is CCD).
+ */
 export interface BankItem {
   trace: string;
   code: string;
   amount?: number;
   corrected?: string;
   credit?: boolean;
+  accountNumber?: string;
+  sec?: 'PPD' | 'CCD';
 }
 
 let fileCounter = 0;
 
-/** A return / NOC file as the bank sends it to `odfi` (our routing number), written by achcli from moov-io/ach's JSON. */
+/**
+ * A return / NOC file as the bank sends it to `odfi` (our routing number), written by achcli from moov-io/ach's
+ * JSON: the returns in a batch per SEC code (PPD first), the notifications of change in a COR batch after them.
+ */
 export async function bankFile(odfi: string, items: BankItem[]): Promise<string> {
   fileCounter += 1;
   const entry = (item: BankItem, i: number) => {
@@ -25,7 +34,7 @@ export async function bankFile(odfi: string, items: BankItem[]): Promise<string>
     const base = {
       RDFIIdentification: odfi.slice(0, 8),
       checkDigit: odfi[8],
-      DFIAccountNumber: '123456789',
+      DFIAccountNumber: item.accountNumber ?? '123456789',
       identificationNumber: 'RETURN',
       individualName: 'TEST USER',
       addendaRecordIndicator: 1,
@@ -50,23 +59,31 @@ export async function bankFile(odfi: string, items: BankItem[]): Promise<string>
   };
   // 225 debits only (returns of debits, notifications), 220 credits only, 200 mixed.
   const classOf = (batchItems: BankItem[]) => (batchItems.every((i) => !i.credit) ? 225 : batchItems.every((i) => i.credit) ? 220 : 200);
-  const batch = (number: number, sec: string, batchItems: BankItem[]) => ({
-    batchHeader: {
-      serviceClassCode: classOf(batchItems),
-      companyName: 'TEST COMPANY',
-      companyIdentification: '1234567890',
-      standardEntryClassCode: sec,
-      companyEntryDescription: 'PAYMENT',
-      effectiveEntryDate: sec === 'COR' ? '' : '261130',
-      originatorStatusCode: 1,
-      ODFIIdentification: '11000000',
-      batchNumber: number,
-    },
-    entryDetails: batchItems.map(entry),
-    batchControl: { serviceClassCode: classOf(batchItems) },
+  const groups = [
+    ...(['PPD', 'CCD'] as const).map((sec) => ({ sec, items: items.filter((i) => i.code.startsWith('R') && (i.sec ?? 'PPD') === sec) })),
+    { sec: 'COR', items: items.filter((i) => i.code.startsWith('C')) },
+  ].filter((group) => group.items.length > 0);
+  // Trace numbers run on across the batches: each entry's is unique in the file.
+  let offset = 0;
+  const batches = groups.map((group, index) => {
+    const entryDetails = group.items.map((item, i) => entry(item, offset + i));
+    offset += group.items.length;
+    return {
+      batchHeader: {
+        serviceClassCode: classOf(group.items),
+        companyName: 'TEST COMPANY',
+        companyIdentification: '1234567890',
+        standardEntryClassCode: group.sec,
+        companyEntryDescription: 'PAYMENT',
+        effectiveEntryDate: group.sec === 'COR' ? '' : '261130',
+        originatorStatusCode: 1,
+        ODFIIdentification: '11000000',
+        batchNumber: index + 1,
+      },
+      entryDetails,
+      batchControl: { serviceClassCode: classOf(group.items) },
+    };
   });
-  const returns = items.filter((i) => i.code.startsWith('R'));
-  const changes = items.filter((i) => i.code.startsWith('C'));
   return writeWithAchcli({
     fileHeader: {
       immediateDestination: odfi,
@@ -77,10 +94,7 @@ export async function bankFile(odfi: string, items: BankItem[]): Promise<string>
       immediateDestinationName: 'TEST ODFI',
       immediateOriginName: 'FEDERAL RESERVE BANK',
     },
-    batches: [
-      ...(returns.length ? [batch(1, 'PPD', returns)] : []),
-      ...(changes.length ? [batch(returns.length ? 2 : 1, 'COR', changes)] : []),
-    ],
+    batches,
     fileControl: {},
   });
 }
