@@ -46,15 +46,7 @@ type Item = { sent: Pick<Sent, 'number' | 'amount' | 'trace'>; code: string; cor
 function bankFile(items: Item[]): Promise<string> {
   return writeBankFile(
     ODFI,
-    items.map(({ sent, code, corrected, credit, sec }) => ({
-      trace: sent.trace,
-      amount: sent.amount,
-      accountNumber: sent.number,
-      code,
-      ...(corrected === undefined ? {} : { corrected }),
-      ...(credit === undefined ? {} : { credit }),
-      ...(sec === undefined ? {} : { sec }),
-    })),
+    items.map(({ sent, ...item }) => ({ ...item, trace: sent.trace, amount: sent.amount, accountNumber: sent.number })),
   );
 }
 
