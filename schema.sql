@@ -81,6 +81,43 @@ BEGIN
 END $$;
 
 --
+-- Name: ach_entries_represent_guard(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ach_entries_represent_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  returned ach_entries;
+  again bigint;
+BEGIN
+  SELECT * INTO returned FROM ach_entries WHERE id = NEW.represents FOR UPDATE;
+  IF returned.status IS DISTINCT FROM 'returned' OR returned.transfer_id IS DISTINCT FROM NEW.transfer_id
+     OR returned.amount_cents <> NEW.amount_cents OR (returned.transaction_code IN (27, 37)) <> (NEW.transaction_code IN (27, 37))
+     OR returned.organization_id <> NEW.organization_id OR returned.account_id <> NEW.account_id OR returned.environment <> NEW.environment THEN
+    RAISE EXCEPTION 'ACH entry %: presents again only a returned entry of its transfer, alike (% is %)', NEW.id, NEW.represents,
+      coalesce(returned.status, 'missing') USING ERRCODE = 'check_violation';
+  END IF;
+  SELECT count(*) INTO again FROM ach_entries WHERE transfer_id = NEW.transfer_id AND represents IS NOT NULL;
+  IF again >= ach_represent_max() THEN
+    RAISE EXCEPTION 'transfer %: presented again % times already, the most there may be', NEW.transfer_id, again
+      USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NEW;
+END $$;
+
+--
+-- Name: ach_entries_represents_fixed(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ach_entries_represents_fixed() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  RAISE EXCEPTION 'ACH entry %: only its file and status may change', OLD.id USING ERRCODE = 'check_violation';
+END $$;
+
+--
 -- Name: ach_entries_trace_free(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -157,6 +194,14 @@ CREATE FUNCTION public.ach_inbound_immutable() RETURNS trigger
 BEGIN
   RAISE EXCEPTION '%: rows are never changed or removed (% refused)', TG_TABLE_NAME, TG_OP USING ERRCODE = 'check_violation';
 END $$;
+
+--
+-- Name: ach_represent_max(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ach_represent_max() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$SELECT 2$$;
 
 --
 -- Name: ach_trace_reuse_days(); Type: FUNCTION; Schema: public; Owner: -
@@ -871,7 +916,7 @@ BEGIN
          NEW.amount_cents, NEW.created_at, NEW.created_at
     FROM operator_bank_accounts ob
    WHERE ob.account_id = NEW.account_id
-  ON CONFLICT (transfer_id) DO NOTHING;
+  ON CONFLICT (transfer_id) WHERE transfer_id IS NOT NULL AND represents IS NULL DO NOTHING;
   RETURN NULL;
 END $$;
 
@@ -1078,6 +1123,7 @@ CREATE TABLE public.ach_entries (
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone NOT NULL,
     settled_at timestamp with time zone,
+    represents text,
     CONSTRAINT ach_entries_amount_cents_check CHECK ((amount_cents > 0)),
     CONSTRAINT ach_entries_check CHECK (((transaction_id IS NULL) <> (transfer_id IS NULL))),
     CONSTRAINT ach_entries_check1 CHECK (((sec_code = 'PPD'::text) = (bank_account_id IS NOT NULL))),
@@ -1087,6 +1133,7 @@ CREATE TABLE public.ach_entries (
     CONSTRAINT ach_entries_check5 CHECK (((status = 'settled'::text) <= (settled_at IS NOT NULL))),
     CONSTRAINT ach_entries_environment_check CHECK ((environment = ANY (ARRAY['sandbox'::text, 'production'::text]))),
     CONSTRAINT ach_entries_id_check CHECK ((id ~ '^ache_[0-9a-f]{32}$'::text)),
+    CONSTRAINT ach_entries_represents_transfer CHECK (((represents IS NULL) OR (transfer_id IS NOT NULL))),
     CONSTRAINT ach_entries_sec_code_check CHECK ((sec_code = ANY (ARRAY['PPD'::text, 'CCD'::text]))),
     CONSTRAINT ach_entries_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'in_file'::text, 'delivered'::text, 'settled'::text, 'returned'::text]))),
     CONSTRAINT ach_entries_trace_number_check CHECK ((trace_number ~ '^[0-9]{15}$'::text)),
@@ -2058,6 +2105,13 @@ ALTER TABLE ONLY public.ach_entries
     ADD CONSTRAINT ach_entries_pkey PRIMARY KEY (id);
 
 --
+-- Name: ach_entries ach_entries_represents_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entries
+    ADD CONSTRAINT ach_entries_represents_key UNIQUE (represents);
+
+--
 -- Name: ach_entries ach_entries_trace_in_file; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2070,13 +2124,6 @@ ALTER TABLE ONLY public.ach_entries
 
 ALTER TABLE ONLY public.ach_entries
     ADD CONSTRAINT ach_entries_transaction_id_key UNIQUE (transaction_id);
-
---
--- Name: ach_entries ach_entries_transfer_id_key; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.ach_entries
-    ADD CONSTRAINT ach_entries_transfer_id_key UNIQUE (transfer_id);
 
 --
 -- Name: ach_entry_returns ach_entry_returns_entry_id_addenda_type_key; Type: CONSTRAINT; Schema: public; Owner: -
@@ -2440,10 +2487,22 @@ CREATE INDEX ach_entries_by_trace ON public.ach_entries USING btree (trace_numbe
 CREATE INDEX ach_entries_of_file ON public.ach_entries USING btree (file_id) WHERE (file_id IS NOT NULL);
 
 --
+-- Name: ach_entries_of_transfer; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX ach_entries_of_transfer ON public.ach_entries USING btree (transfer_id, created_at DESC) WHERE (transfer_id IS NOT NULL);
+
+--
 -- Name: ach_entries_queued; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX ach_entries_queued ON public.ach_entries USING btree (environment, created_at, id) WHERE (status = 'queued'::text);
+
+--
+-- Name: ach_entries_transfer_first; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX ach_entries_transfer_first ON public.ach_entries USING btree (transfer_id) WHERE ((transfer_id IS NOT NULL) AND (represents IS NULL));
 
 --
 -- Name: ach_entry_returns_of_org; Type: INDEX; Schema: public; Owner: -
@@ -2758,6 +2817,18 @@ CREATE CONSTRAINT TRIGGER ach_entries_file_whole AFTER UPDATE OF file_id ON publ
 CREATE TRIGGER ach_entries_guard BEFORE DELETE OR UPDATE ON public.ach_entries FOR EACH ROW EXECUTE FUNCTION public.ach_entries_guard();
 
 --
+-- Name: ach_entries ach_entries_represent_guard; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER ach_entries_represent_guard BEFORE INSERT ON public.ach_entries FOR EACH ROW WHEN ((new.represents IS NOT NULL)) EXECUTE FUNCTION public.ach_entries_represent_guard();
+
+--
+-- Name: ach_entries ach_entries_represents_fixed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER ach_entries_represents_fixed BEFORE UPDATE ON public.ach_entries FOR EACH ROW WHEN ((new.represents IS DISTINCT FROM old.represents)) EXECUTE FUNCTION public.ach_entries_represents_fixed();
+
+--
 -- Name: ach_entries ach_entries_trace_free; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -3015,6 +3086,13 @@ ALTER TABLE ONLY public.ach_entries
 
 ALTER TABLE ONLY public.ach_entries
     ADD CONSTRAINT ach_entries_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES public.organizations(id);
+
+--
+-- Name: ach_entries ach_entries_represents_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_entries
+    ADD CONSTRAINT ach_entries_represents_fkey FOREIGN KEY (represents) REFERENCES public.ach_entries(id);
 
 --
 -- Name: ach_entries ach_entries_transaction_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -11,6 +11,12 @@ export const SPARE_MESSAGES = {
   takeOver: 'ledger:take-over',
 } as const;
 
+/**
+ * The settings each worker process of `npm run cluster` has of its own (its metrics ports, ops/bin/cluster.ts
+ * workerMetricsEnv): the only ones a warm spare's take-over may find different (ops/bin/worker.ts).
+ */
+export const WORKER_PER_PROCESS_KEYS = ['TEMPORAL_METRICS_ADDRESS', 'WORKER_METRICS_PORT'] as const;
+
 /** Whether this process is a warm spare that has not been taken over (LEDGER_STANDBY=1, ops/warmSpare.ts). */
 export function isWarmSpare(): boolean {
   return process.env.LEDGER_STANDBY === '1';

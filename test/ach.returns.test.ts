@@ -8,7 +8,7 @@
 import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { PRODUCTION_ACH_ENV } from './support/achSeed';
 import { DateTime } from 'luxon';
-import { buildWindowFile, markFileDelivered } from '../src/ach/files';
+import { achFileBytes, buildWindowFile, markFileDelivered, settleFile } from '../src/ach/files';
 import { setOperatorBankAccount } from '../src/bankAccounts/repo';
 import { sealAccountNumber } from '../src/bankAccounts/sealing';
 import { settlementDateOf } from '../src/easternDates';
@@ -23,6 +23,7 @@ import { apiClient, createTestOrg, createTestUser, eventually, startStack, type 
 import { addBankAccount, admin, idempotencyKey, SANDBOX_ROUTING, statusOf } from './support/payments';
 import { startSftpServer, type SftpServer } from './support/sftpServer';
 import { eventDepartures } from './support/eventSchemas';
+import { readWithAchcli } from './support/achcli';
 
 type Call = ReturnType<typeof apiClient>;
 
@@ -527,6 +528,111 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     expect(page.body.data.flatMap(departures)).toEqual([]);
   }, 240_000);
 
+  test('a returned CCD entry waits for the operator, who presents the transfer again (ach transfer represent): a new entry in a RETRY PYMT batch moov reads, whose settlement settles the transfer; refused unless returned, at most twice', async () => {
+    const { other, otherCall, operator, transfer } = await sendCredits();
+    const represent = () => admin(['--json', 'ach', 'transfer', 'represent', transfer.id], stack.config.DATABASE_URL);
+    /** A refusal: exit 1 and `invalid_state` with the reason, nothing changed. */
+    const refused = async (reason: string) => {
+      const answer = await represent();
+      expect([answer.code, JSON.parse(answer.stdout)]).toEqual([
+        1,
+        { error: { code: 'invalid_state', message: expect.stringContaining(reason) } },
+      ]);
+    };
+    const entriesOfTransfer = async () =>
+      (
+        await stack.pool.query<{ id: string; status: string; represents: string | null; transaction_code: number }>(
+          'SELECT id, status, represents, transaction_code FROM ach_entries WHERE transfer_id = $1 ORDER BY created_at, id',
+          [transfer.id],
+        )
+      ).rows;
+    // Its entry not returned: refused, nothing queued.
+    await refused(`its entry ${operator.entry.id} is delivered; only a returned entry is presented again`);
+    expect(await entriesOfTransfer()).toHaveLength(1);
+
+    const returnCcd = async (name: string, trace: string) => {
+      server.writeFile(
+        `inbound/${name}`,
+        await bankFile([{ sent: { number: operator.number, amount: 3500, trace }, code: 'R01', sec: 'CCD' }]),
+      );
+      expect(await poll(name)).toMatchObject({ status: 'applied', returns_count: 1, exceptions_count: 0 });
+    };
+    await returnCcd('CCD-R01.ach', operator.entry.trace_number);
+    // Returned before it settled: nothing moves until the operator acts; the transfer waits for the network.
+    expect((await otherCall('GET', `/transfer/${transfer.id}`)).body).toMatchObject({ status: 'pending' });
+
+    const first = await represent();
+    expect(first.code).toBe(0);
+    const again = JSON.parse(first.stdout);
+    expect(again).toMatchObject({
+      represents: operator.entry.id,
+      return_code: 'R01',
+      transfer_id: transfer.id,
+      organization_id: other.organizationId,
+      transaction_code: 27,
+      amount_cents: 3500,
+      presentments_again: 1,
+    });
+    // Once: a second run finds the new entry queued and changes nothing.
+    await refused(`its entry ${again.entry_id} is queued`);
+    expect((await entriesOfTransfer()).map((e) => [e.status, e.represents])).toEqual([
+      ['returned', null],
+      ['queued', operator.entry.id],
+    ]);
+    const exceptions = JSON.parse((await admin(['--json', 'ach', 'exceptions'], stack.config.DATABASE_URL)).stdout).exceptions;
+    expect(exceptions.filter((x: { entry_id: string }) => x.entry_id === operator.entry.id)).toEqual([
+      expect.objectContaining({ kind: 'transfer_returned', code: 'R01', presented_again_as: again.entry_id }),
+    ]);
+
+    // The next window files it, alone in a CCD batch the Rules' way (RETRY PYMT), and moov-io/ach reads the file.
+    const built = (await buildWindowFile(stack.pool, stack.config, createLogger('silent'), `represent-${randomString(8)}`, new Date()))!;
+    const moov = await readWithAchcli((await achFileBytes(stack.pool, stack.config, built.fileId))!);
+    const { rows: filed } = await stack.pool.query<{ trace_number: string }>('SELECT trace_number FROM ach_entries WHERE id = $1', [
+      again.entry_id,
+    ]);
+    const batch = moov.batches.find((b) => b.entryDetails.some((e) => e.traceNumber === filed[0]!.trace_number))!;
+    expect(batch.batchHeader).toMatchObject({ standardEntryClassCode: 'CCD', companyEntryDescription: 'RETRY PYMT' });
+    expect(batch.entryDetails.map((e) => [e.transactionCode, e.amount, e.DFIAccountNumber.trim()])).toEqual([[27, 3500, operator.number]]);
+    expect((await otherCall('GET', `/transfer/${transfer.id}/ach`)).body).toMatchObject({
+      trace_number: filed[0]!.trace_number,
+      status: 'in_file',
+      return: null,
+    });
+    // The bank settles it: the transfer, still pending, settles on the network's signal like a first entry.
+    await markFileDelivered(stack.pool, built.fileId, new Date());
+    await settleFile(stack.pool, stack.config.TEMPORAL_TASK_QUEUE, built.fileId, new Date());
+    await eventually(
+      async () => (await otherCall('GET', `/transfer/${transfer.id}`)).body.status === 'settled' || undefined,
+      60_000,
+      'the transfer settled',
+    );
+
+    // Returned again (after it settled): once more may be presented, then no more.
+    await returnCcd('CCD-R01-again.ach', filed[0]!.trace_number);
+    expect((await otherCall('GET', `/transfer/${transfer.id}`)).body).toMatchObject({ status: 'settled' });
+    const second = await represent();
+    expect(second.code).toBe(0);
+    expect(JSON.parse(second.stdout)).toMatchObject({ represents: again.entry_id, presentments_again: 2 });
+    const third = JSON.parse(second.stdout).entry_id as string;
+    const next = (await buildWindowFile(stack.pool, stack.config, createLogger('silent'), `represent-${randomString(8)}`, new Date()))!;
+    await markFileDelivered(stack.pool, next.fileId, new Date());
+    const { rows: thirdFiled } = await stack.pool.query<{ trace_number: string }>('SELECT trace_number FROM ach_entries WHERE id = $1', [
+      third,
+    ]);
+    await returnCcd('CCD-R01-third.ach', thirdFiled[0]!.trace_number);
+    await refused('presented again 2 times already, the most there may be (2)');
+    expect(await entriesOfTransfer()).toHaveLength(3);
+    // The database holds the same rule whoever writes: a fourth entry refused.
+    await expect(
+      stack.pool.query(
+        `INSERT INTO ach_entries (organization_id, account_id, environment, transfer_id, sec_code, transaction_code, amount_cents, represents, created_at, updated_at)
+         SELECT organization_id, account_id, environment, transfer_id, sec_code, transaction_code, amount_cents, id, now(), now() FROM ach_entries WHERE id = $1`,
+        [third],
+      ),
+    ).rejects.toThrow(/presented again 2 times already/);
+    expect(await journalViolations(stack.pool, [other.accountId])).toEqual([]);
+  }, 240_000);
+
   test('GET /ach/return_rates answers from the kept counts; each threshold crossed emits ach.return_rate_exceeded once; the gauge shows them', async () => {
     const { rows: scan } = await stack.pool.query(
       `SELECT count(*)::int AS debits, count(r.id)::int AS overall, count(r.id) FILTER (WHERE r.code IN ('R05','R07','R10','R11','R29','R51'))::int AS unauthorized,
@@ -622,7 +728,13 @@ describe('SPEC §25 sandbox: POST /simulate/ach/return returns a settled entry t
     expect(returned.status).toBe(200);
     expect(returned.body).toMatchObject({ transaction_id: transactionId, code: 'R07', reason: 'Authorization Revoked by Customer' });
     const dispute = await call('GET', `/dispute/${returned.body.dispute_id}`);
-    expect(dispute.body).toMatchObject({ intent_id: intent.id, code: 'R07', status: 'lost', amount: 2600 });
+    expect(dispute.body).toMatchObject({
+      intent_id: intent.id,
+      code: 'R07',
+      reason: 'Authorization Revoked by Customer',
+      status: 'lost',
+      amount: 2600,
+    });
     expect(dispute.body.transactions.map((t: { direction: string; type: string }) => [t.direction, t.type])).toEqual([
       ['cash_out', 'dispute'],
     ]);

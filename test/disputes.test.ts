@@ -33,6 +33,7 @@ describe('SPEC §11 disputes', () => {
       amount: 1250,
       currency: 'USD',
       code: '10.4',
+      reason: null,
       status: 'created',
       resolved_at: null,
     });
@@ -218,7 +219,11 @@ describe('SPEC §11 disputes', () => {
     const dispute = (await openDispute(intent.id)).body;
     const shown = await admin(['dispute', 'show', dispute.id, '--json']);
     expect(shown.code).toBe(0);
-    expect(JSON.parse(shown.stdout)).toMatchObject({ id: dispute.id, status: 'created', code: 'R10' });
+    // An ACH return code names its NACHA title (SPEC §25), whoever opened the dispute.
+    expect(dispute.reason).toBe(
+      'Customer Advises Originator is Not Known to Receiver and/or Originator is Not Authorized by Receiver to Debit Receiver Account',
+    );
+    expect(JSON.parse(shown.stdout)).toMatchObject({ id: dispute.id, status: 'created', code: 'R10', reason: dispute.reason });
   });
 
   test('dispute simulation exists only in sandbox; production answers 404 but serves GET /dispute', async () => {

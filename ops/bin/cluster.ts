@@ -35,11 +35,13 @@ import { StartupError } from '../../src/platform/startupError';
 import { ensureSettlementSchedule } from '../../src/settlement/schedule';
 import { ensureAchInboundSchedule } from '../../src/ach/inboundSchedule';
 import { ensureAchSchedule, warnIfAchUndeliverable } from '../../src/ach/schedule';
-import { runMain } from '../run';
+import { runMain, WORKER_PER_PROCESS_KEYS } from '../run';
+
+type WorkerMetricsEnv = Partial<Record<(typeof WORKER_PER_PROCESS_KEYS)[number], string>>;
 
 /** The metrics ports of worker process `index`: the first uses the configured ones, the next the pairs after. */
-function workerMetricsEnv(config: Config, index: number): Record<string, string> {
-  const env: Record<string, string> = {};
+function workerMetricsEnv(config: Config, index: number): WorkerMetricsEnv {
+  const env: WorkerMetricsEnv = {};
   if (config.TEMPORAL_METRICS_ADDRESS !== 'off') {
     const [host, port] = config.TEMPORAL_METRICS_ADDRESS.split(':') as [string, string];
     env.TEMPORAL_METRICS_ADDRESS = `${host}:${Number(port) + 2 * index}`;

@@ -12,7 +12,7 @@ import { ensureSettlementSchedule } from '../../src/settlement/schedule';
 import { ensureAchInboundSchedule } from '../../src/ach/inboundSchedule';
 import { ensureAchSchedule, warnIfAchUndeliverable } from '../../src/ach/schedule';
 import { EXPECTED_ACTIVITY_FAILURES, prepareWorker } from '../../src/worker';
-import { isWarmSpare, onShutdownSignal, runMain, standbyIfSpare, waitForDependencies } from '../run';
+import { isWarmSpare, onShutdownSignal, runMain, standbyIfSpare, waitForDependencies, WORKER_PER_PROCESS_KEYS } from '../run';
 
 /** Where a warm spare's runtime exports its metrics: the configured host, a port free now; off stays off. */
 async function addressOfItsOwn(address: string): Promise<string> {
@@ -22,7 +22,7 @@ async function addressOfItsOwn(address: string): Promise<string> {
 }
 
 /** The keys a take-over may change: each worker process of `npm run cluster` has its own metrics ports. */
-const PER_PROCESS: ReadonlySet<keyof Config> = new Set(['TEMPORAL_METRICS_ADDRESS', 'WORKER_METRICS_PORT']);
+const PER_PROCESS: ReadonlySet<keyof Config> = new Set(WORKER_PER_PROCESS_KEYS);
 
 /**
  * The replaced process's configuration, once it is clear that the worker the spare made with its own serves it:

@@ -2,7 +2,10 @@ import type { Queryable } from '../db/pool';
 import { returnTitle } from './returnCodes';
 import type { AchEntry } from './schemas';
 
-/** A payment's ACH entry as the API shows it (SPEC §24), by the transaction or transfer it pays, within one organization. */
+/**
+ * A payment's ACH entry as the API shows it (SPEC §24), by the transaction or transfer it pays, within one
+ * organization. A transfer presented again after a return (src/ach/represent.ts) shows its last entry.
+ */
 export async function achEntryOf(
   db: Queryable,
   organizationId: string,
@@ -14,7 +17,8 @@ export async function achEntryOf(
             to_char(e.effective_date, 'YYYY-MM-DD') AS effective_date, e.file_id, e.status,
             (SELECT r.code FROM ach_entry_returns r WHERE r.entry_id = e.id AND r.addenda_type = '99') AS return_code,
             to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at
-       FROM ach_entries e WHERE e.${column} = $1 AND e.organization_id = $2`,
+       FROM ach_entries e
+      WHERE e.${column} = $1 AND e.organization_id = $2 AND NOT EXISTS (SELECT 1 FROM ach_entries again WHERE again.represents = e.id)`,
     [id, organizationId],
   );
   if (!rows[0]) return null;

@@ -12,6 +12,7 @@ import { confirmFundsSignal } from '../ledger/contract';
 import { enqueueTemporalCommand, enqueueTemporalSignals } from '../platform/temporalCommands';
 import { networkSettledCommand } from '../settlement/contract';
 import { rowOf } from '../assert';
+import { RETRY_CODES, RETRY_DESCRIPTION } from './represent';
 
 /**
  * An ACH window's file (SPEC §24, docs/ach.md "Windows"): every queued entry into one NACHA file, in one
@@ -70,6 +71,8 @@ interface ClaimedEntry {
   amount_cents: string;
   individual_name: string;
   recorded_at: Date;
+  /** A transfer presented again after an R01 or R09 return: its batch is described RETRY PYMT (src/ach/represent.ts). */
+  retry: boolean;
 }
 
 /** Queued entries (PPD and transfers' CCD), oldest first, locked; entries a concurrent build holds are skipped, not waited for. */
@@ -78,7 +81,10 @@ async function claimQueued(tx: PoolClient, environment: string): Promise<Claimed
     `SELECT e.id, e.organization_id, o.name AS organization_name, e.account_id, e.transaction_id, e.transfer_id, e.bank_account_id,
             e.sec_code, e.transaction_code, e.amount_cents,
             coalesce(u.first_name || ' ' || u.last_name, CASE WHEN e.sec_code = 'CCD' THEN a.name END, '') AS individual_name,
-            coalesce(t.created_at, tr.created_at, e.created_at) AS recorded_at
+            coalesce(t.created_at, CASE WHEN e.represents IS NULL THEN tr.created_at END, e.created_at) AS recorded_at,
+            CASE WHEN e.represents IS NULL THEN false
+                 ELSE EXISTS (SELECT 1 FROM ach_entry_returns r WHERE r.entry_id = e.represents AND r.addenda_type = '99' AND r.code = ANY($3::text[]))
+            END AS retry
        FROM ach_entries e
        JOIN organizations o ON o.id = e.organization_id
        JOIN accounts a ON a.id = e.account_id
@@ -90,7 +96,7 @@ async function claimQueued(tx: PoolClient, environment: string): Promise<Claimed
       ORDER BY e.created_at, e.id
       LIMIT $1
         FOR UPDATE OF e SKIP LOCKED`,
-    [ACH_FILE_LIMITS.entriesPerFileMax, environment],
+    [ACH_FILE_LIMITS.entriesPerFileMax, environment, RETRY_CODES],
   );
   return rows;
 }
@@ -124,7 +130,7 @@ function batchesOf(
 ) {
   const batches = new Map<string, NachaBatchInput & { entries: NachaEntryInput[] }>();
   for (const { entry, traceSequence, account } of planned) {
-    const key = `${entry.organization_id}:${entry.sec_code}`;
+    const key = `${entry.organization_id}:${entry.sec_code}:${entry.retry}`;
     let batch = batches.get(key);
     if (!batch) {
       const company = companyOf(entry, identities, config)!;
@@ -132,7 +138,7 @@ function batchesOf(
         serviceClassCode: 200,
         secCode: entry.sec_code,
         ...company,
-        companyEntryDescription: entry.sec_code === 'CCD' ? 'SETTLEMENT' : 'PAYMENT',
+        companyEntryDescription: entry.retry ? RETRY_DESCRIPTION : entry.sec_code === 'CCD' ? 'SETTLEMENT' : 'PAYMENT',
         effectiveEntryDate: effectiveDate,
         entries: [],
       };

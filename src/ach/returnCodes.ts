@@ -39,7 +39,12 @@ export const UNAUTHORIZED_CODES: ReadonlySet<string> = new Set(['R05', 'R07', 'R
 export const ADMINISTRATIVE_CODES: ReadonlySet<string> = new Set(['R02', 'R03', 'R04']);
 
 export function returnTitle(code: string): string {
-  return RETURN_TITLES[code] ?? `Return ${code}`;
+  return knownReturnTitle(code) ?? `Return ${code}`;
+}
+
+/** The code's NACHA title when it is a return code listed here; null for anything else (another network's code). */
+export function knownReturnTitle(code: string): string | null {
+  return Object.hasOwn(RETURN_TITLES, code) ? RETURN_TITLES[code]! : null;
 }
 
 /** The notifications of change SPEC §25 applies; the others (C08 onward, IAT and refused NOCs) are exceptions. */

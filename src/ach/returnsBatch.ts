@@ -313,7 +313,7 @@ async function applyMoney(ctx: ApplyContext, returns: readonly ReturnItem[]): Pr
   planned.forEach(({ item }, i) => {
     const dispute = disputes[i]!;
     item.disputeId = dispute.id;
-    const body = { ...renderDispute(dispute, [transactions.get(dispute.id)!.json]), reason: returnTitle(item.code) };
+    const body = renderDispute(dispute, [transactions.get(dispute.id)!.json]);
     const place = { slot: item.slot, step: STEP.money };
     recordEvent(ctx, item.matched.organization_id, 'dispute.created', body, place);
     recordEvent(ctx, item.matched.organization_id, 'dispute.resolved', body, place);

@@ -3,10 +3,12 @@ import path from 'node:path';
 import type { CommandRegistrar } from '../cli/registrar';
 import { createLogger } from '../logger';
 import { ingestInboundFile, INBOUND_LIMITS } from './inbound';
+import { ACH_REPRESENT_MAX, representTransfer } from './represent';
 
 /**
  * `ach inbound import PATH`: ingests a return or notification-of-change file by hand, exactly as the SFTP poll
  * does (SPEC §25): a file seen before changes nothing. `ach exceptions`: what could not be applied, newest first.
+ * `ach transfer represent TRANSFER`: the operator's action on a returned CCD entry (src/ach/represent.ts).
  */
 export const CLI_EXCEPTIONS_MAX = 200;
 
@@ -53,16 +55,39 @@ export const registerAchReturnCommands: CommandRegistrar = (program, ctx) => {
         trace_number: string | null;
         code: string | null;
         detail: string;
+        presented_again_as: string | null;
         created_at: Date;
       }>(
-        `SELECT x.id, x.kind, f.file_name, x.line, x.trace_number, x.code, x.entry_id, x.organization_id, x.detail, x.created_at
+        `SELECT x.id, x.kind, f.file_name, x.line, x.trace_number, x.code, x.entry_id, x.organization_id, x.detail,
+                (SELECT again.id FROM ach_entries again WHERE again.represents = x.entry_id AND x.kind = 'transfer_returned') AS presented_again_as,
+                x.created_at
            FROM ach_exceptions x JOIN ach_inbound_files f ON f.id = x.inbound_file_id
           ORDER BY x.created_at DESC, x.id DESC LIMIT $1`,
         [CLI_EXCEPTIONS_MAX],
       );
       const lines = rows.map(
-        (x) => `${x.created_at.toISOString()} ${x.kind} ${x.file_name}:${x.line} ${x.code ?? ''} ${x.trace_number ?? ''} ${x.detail}`,
+        (x) =>
+          `${x.created_at.toISOString()} ${x.kind} ${x.file_name}:${x.line} ${x.code ?? ''} ${x.trace_number ?? ''} ${x.detail}` +
+          (x.presented_again_as ? ` (presented again as ${x.presented_again_as})` : ''),
       );
       out(lines.length ? lines.join('\n') : 'no exceptions', { exceptions: rows });
+    });
+  ach
+    .command('transfer')
+    .description("a transfer's CCD entry on the operator's bank account")
+    .command('represent')
+    .description(
+      `present a transfer whose CCD entry the bank returned again, in the next window's file (at most ${ACH_REPRESENT_MAX} times; fix the reason first)`,
+    )
+    .argument('<transfer_id>', 'the transfer')
+    .action(async (transferId: string) => {
+      const { pool, out } = ctx();
+      const represented = await representTransfer(pool, transferId, new Date());
+      out(
+        `${represented.transfer_id}: ${represented.entry_id} queued for the next ACH window (${represented.amount_cents} cents, ` +
+          `transaction code ${represented.transaction_code}), presenting again ${represented.represents} (returned ${represented.return_code}); ` +
+          `presentment again ${represented.presentments_again} of at most ${ACH_REPRESENT_MAX}`,
+        represented,
+      );
     });
 };

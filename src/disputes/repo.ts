@@ -4,6 +4,7 @@ import type { Transaction } from '../ledger/contract';
 import { transactionsOfSources } from '../ledger/contract';
 import type { Dispute, DisputeListQuery, DisputeStatus } from './schemas';
 import { rowOf } from '../assert';
+import { knownReturnTitle, returnTitle } from '../ach/contract';
 
 /** SQL owned by disputes: the disputes table. */
 
@@ -32,6 +33,11 @@ function expectedDirections(row: DisputeRow): string[] {
   return row.status === 'won' ? ['cash_out', 'cash_in'] : ['cash_out'];
 }
 
+/** The code's NACHA title (SPEC §25): a returned entry's always has one, as its events do; another network's code has none. */
+function reasonOf(row: DisputeRow): string | null {
+  return row.ach_entry_id !== null ? returnTitle(row.code) : knownReturnTitle(row.code);
+}
+
 export function renderDispute(row: DisputeRow, txns: Transaction[]): Dispute {
   // Invariant: exactly the expected transactions, each of the dispute's amount; nothing else.
   const expected = expectedDirections(row);
@@ -48,6 +54,7 @@ export function renderDispute(row: DisputeRow, txns: Transaction[]): Dispute {
     amount: row.amount_cents,
     currency: row.currency,
     code: row.code,
+    reason: reasonOf(row),
     status: row.status,
     transactions: txns,
     created_at: row.created_at.toISOString(),

@@ -27,6 +27,12 @@ export const disputeSchema = z
     }),
     currency: z.literal('USD'),
     code: disputeCode,
+    reason: z.string().nullable().openapi({
+      description:
+        "The code's NACHA title when `code` is an ACH return code (always, for the dispute of a returned entry, SPEC §25); null for another network's code.",
+      example:
+        'Customer Advises Originator is Not Known to Receiver and/or Originator is Not Authorized by Receiver to Debit Receiver Account',
+    }),
     status: disputeStatusSchema,
     transactions: z.array(transactionSchema).openapi({
       description:

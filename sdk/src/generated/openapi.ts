@@ -1727,6 +1727,11 @@ export interface components {
              */
             code: string;
             /**
+             * @description The code's NACHA title when `code` is an ACH return code (always, for the dispute of a returned entry, SPEC §25); null for another network's code.
+             * @example Customer Advises Originator is Not Known to Receiver and/or Originator is Not Authorized by Receiver to Debit Receiver Account
+             */
+            reason: string | null;
+            /**
              * @description `created` while the network decides; `won` (the funds come back) or `lost` (they stay with the user), both final.
              * @enum {string}
              */

@@ -1,0 +1,103 @@
+import { withTransaction, type Pool } from '../db/pool';
+import { rowOf } from '../assert';
+import { errors } from '../errors';
+
+/**
+ * SPEC §25: a returned CCD entry (a transfer's, on the operator's bank account) is an exception, and nothing moves
+ * until an operator acts. The action is ACH's own: present the transfer again (CLI `ach transfer represent`), once
+ * the reason is fixed (funds in the operator's account for R01/R09; `account bank-account set` for a wrong or
+ * closed account). The new entry is the transfer's, for the same amount and direction, on the operator bank
+ * account as it is now, and goes in the next window's file; when it settles, a transfer still `pending` settles
+ * (its settlement workflow gets the network's signal, as for its first entry). At most `ACH_REPRESENT_MAX` per
+ * transfer (the NACHA Rules' limit on reinitiating an R01 or R09 return; migrations/0050 enforces it too), each
+ * after the one before came back. A retry of an R01 or R09 return goes in a batch described `RETRY PYMT`, as the
+ * Rules require.
+ */
+export const ACH_REPRESENT_MAX = 2;
+
+const UNIQUE_VIOLATION = '23505';
+
+/** The Rules' Company Entry Description of a reinitiated R01/R09 entry. */
+export const RETRY_DESCRIPTION = 'RETRY PYMT';
+export const RETRY_CODES: readonly string[] = ['R01', 'R09'];
+
+export interface Represented {
+  entry_id: string;
+  represents: string;
+  return_code: string;
+  transfer_id: string;
+  organization_id: string;
+  transaction_code: number;
+  amount_cents: number;
+  presentments_again: number;
+}
+
+interface Newest {
+  id: string;
+  status: string;
+  organization_id: string;
+  account_id: string;
+  environment: string;
+  amount_cents: string;
+  direction: 'collection' | 'disbursement';
+  return_code: string | null;
+  again: number;
+  account_type: 'checking' | 'savings' | null;
+}
+
+export async function representTransfer(pool: Pool, transferId: string, now: Date): Promise<Represented> {
+  return withTransaction(pool, async (tx) => {
+    // The transfer's last entry (none presents it again), locked: two operators at once present it once, and
+    // `represents` is unique besides.
+    const { rows } = await tx.query<Newest>(
+      `SELECT e.id, e.status, e.organization_id, e.account_id, e.environment, e.amount_cents::text, tr.direction,
+              (SELECT r.code FROM ach_entry_returns r WHERE r.entry_id = e.id AND r.addenda_type = '99') AS return_code,
+              (SELECT count(*)::int FROM ach_entries x WHERE x.transfer_id = e.transfer_id AND x.represents IS NOT NULL) AS again,
+              (SELECT ob.account_type FROM operator_bank_accounts ob WHERE ob.account_id = e.account_id) AS account_type
+         FROM ach_entries e JOIN transfers tr ON tr.id = e.transfer_id
+        WHERE e.transfer_id = $1 AND NOT EXISTS (SELECT 1 FROM ach_entries y WHERE y.represents = e.id)
+          FOR UPDATE OF e`,
+      [transferId],
+    );
+    const newest = rows[0];
+    // Refused: nothing changed; the CLI answers `invalid_state` with the reason.
+    if (!newest)
+      throw errors.invalidState(`transfer ${transferId} has no ACH entry (no such transfer, a 0 transfer, or no operator bank account)`);
+    if (newest.status !== 'returned' || newest.return_code === null)
+      throw errors.invalidState(
+        `transfer ${transferId}: its entry ${newest.id} is ${newest.status}; only a returned entry is presented again`,
+      );
+    if (newest.again >= ACH_REPRESENT_MAX)
+      throw errors.invalidState(
+        `transfer ${transferId}: presented again ${newest.again} times already, the most there may be (${ACH_REPRESENT_MAX})`,
+      );
+    if (newest.account_type === null)
+      throw errors.invalidState(
+        `transfer ${transferId}: account ${newest.account_id} has no operator bank account (account bank-account set)`,
+      );
+    const savings = newest.account_type === 'savings';
+    const transactionCode = newest.direction === 'disbursement' ? (savings ? 32 : 22) : savings ? 37 : 27;
+    const inserted = await tx
+      .query<{ id: string }>(
+        `INSERT INTO ach_entries (organization_id, account_id, environment, transfer_id, sec_code, transaction_code, amount_cents,
+                                represents, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, 'CCD', $5, $6, $7, $8, $8) RETURNING id`,
+        [newest.organization_id, newest.account_id, newest.environment, transferId, transactionCode, newest.amount_cents, newest.id, now],
+      )
+      .catch((error: unknown) => {
+        if ((error as { code?: string }).code === UNIQUE_VIOLATION)
+          throw errors.invalidState(`transfer ${transferId}: its entry ${newest.id} was presented again meanwhile`);
+        throw error;
+      });
+    return {
+      entry_id: rowOf(inserted.rows, 'INSERT … RETURNING answers the entry').id,
+      represents: newest.id,
+      return_code: newest.return_code,
+      transfer_id: transferId,
+      organization_id: newest.organization_id,
+      transaction_code: transactionCode,
+      amount_cents: Number(newest.amount_cents),
+      presentments_again: newest.again + 1,
+    };
+  });
+}
