@@ -62,19 +62,18 @@ async function readFile(model: Model, file: Json): Promise<Array<{ identificatio
   }
 }
 
-/** Every downloaded file's entries, by identification; an entry named twice (in one file or two) is an anomaly. */
-async function filedEntries(model: Model, files: Json[]): Promise<Map<string, FiledEntry>> {
+/** Every downloaded file's entries, by identification, in file order. */
+async function filedEntries(model: Model, files: Json[]): Promise<Map<string, FiledEntry[]>> {
   const read = new Map<Json, Array<{ identification: string; amount: number }> | null>();
   await forEachBounded(files, READS_AT_ONCE, async (file) => {
     read.set(file, await readFile(model, file));
   });
-  const filed = new Map<string, FiledEntry>();
+  const filed = new Map<string, FiledEntry[]>();
   for (const file of files) {
     for (const entry of read.get(file) ?? []) {
-      const earlier = filed.get(entry.identification);
-      if (earlier)
-        model.anomaly(`payment …${entry.identification} has an entry in ACH file ${earlier.fileId} and another in ${file.id as string}`);
-      else filed.set(entry.identification, { fileId: file.id as string, amount: entry.amount });
+      const named = filed.get(entry.identification) ?? [];
+      named.push({ fileId: file.id as string, amount: entry.amount });
+      filed.set(entry.identification, named);
     }
   }
   return filed;
@@ -121,6 +120,23 @@ async function compareWithBank(bank: SftpBank, model: Model, files: Json[]): Pro
     if (!listed.has(name)) model.anomaly(`the bank received ${name}, a file the service does not list`);
 }
 
+/**
+ * A transfer's CCD entries (SPEC §24, with an operator bank account): one, and one more for each time the operator
+ * presented it again after a return (sim/operatorDesk.ts), each of the transfer's amount.
+ */
+function checkTransferEntries(model: Model, transferIds: readonly string[], filed: Map<string, FiledEntry[]>): void {
+  for (const id of transferIds) {
+    const entries = filed.get(id.slice(-15)) ?? [];
+    const again = model.presented.get(id) ?? 0;
+    if (entries.length > 0 && entries.length !== 1 + again)
+      model.anomaly(
+        `transfer ${id} has ${entries.length} entries in ACH files, presented again ${again} times: ${entries.map((e) => e.fileId).join(', ')}`,
+      );
+    if (new Set(entries.map((e) => e.amount)).size > 1)
+      model.anomaly(`transfer ${id}'s entries are of amounts ${entries.map((e) => e.amount).join(', ')}`);
+  }
+}
+
 /** The check; answers the number of files read and of the entries in them. */
 export async function checkAchFiles(
   admin: Admin,
@@ -131,24 +147,27 @@ export async function checkAchFiles(
   const expected = expectedEntries(model);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sim-ach-'));
   let files: Json[];
-  let filed: Map<string, FiledEntry>;
+  let filed: Map<string, FiledEntry[]>;
   try {
-    files = await downloadFiles(admin, model, dir, expected.size);
+    const presentments = [...model.presented.values()].reduce((sum, n) => sum + n, 0);
+    files = await downloadFiles(admin, model, dir, expected.size + presentments);
     filed = await filedEntries(model, files);
     if (bank) await compareWithBank(bank, model, files);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  const transfers = new Set(transferIds.map((id) => id.slice(-15)));
   for (const [identification, want] of expected) {
-    const got = filed.get(identification);
+    const [got, ...more] = filed.get(identification) ?? [];
     if (!got) model.anomaly(`transaction ${want.id} is on the rail but in no ACH file`);
     else if (got.amount !== want.amount)
       model.anomaly(`transaction ${want.id} of ${want.amount} has an entry of ${got.amount} (file ${got.fileId})`);
+    for (const again of more)
+      model.anomaly(`transaction ${want.id} has an entry in ACH file ${got!.fileId} and another in ${again.fileId}`);
   }
-  for (const [identification, entry] of filed) {
-    if (!expected.has(identification) && !transfers.has(identification))
-      model.anomaly(`ACH file ${entry.fileId} holds an entry for …${identification}, no payment of the model's or transfer`);
+  checkTransferEntries(model, transferIds, filed);
+  for (const [identification, entries] of filed) {
+    if (!expected.has(identification) && !transferIds.some((id) => id.endsWith(identification)))
+      model.anomaly(`ACH file ${entries[0]!.fileId} holds an entry for …${identification}, no payment of the model's or transfer`);
   }
-  return { files: files.length, entries: filed.size };
+  return { files: files.length, entries: [...filed.values()].reduce((sum, entries) => sum + entries.length, 0) };
 }

@@ -26,6 +26,12 @@ const TICK_MS = 1_000;
 /** Of each PPD entry received: returned, or corrected by a notification of change. */
 const RETURN_CHANCE = 0.08;
 const CHANGE_CHANCE = 0.02;
+/**
+ * Of each CCD entry received (a transfer's, on the operator's bank account, SPEC §24): returned, R01 for a
+ * collection (the operator's account short), R03 for a disbursement. A transfer is a few entries a run, so the
+ * chance is high; the operator then presents it again (sim/operatorDesk.ts).
+ */
+const TRANSFER_RETURN_CHANCE = 0.3;
 /** Of each item sent: sent again in a later file (the same return twice: a duplicate). */
 const REPEAT_CHANCE = 0.1;
 /** Of each answer planned: the next return file is dropped again under another name (the same bytes). */
@@ -58,6 +64,7 @@ interface Item {
   amount: number;
   credit: boolean;
   corrected?: string;
+  sec?: 'PPD' | 'CCD';
 }
 
 export interface BankCounts {
@@ -65,6 +72,8 @@ export interface BankCounts {
   entries_received: number;
   return_files: number;
   returns_sent: number;
+  /** Of returns_sent, of a transfer's CCD entry. */
+  transfer_returns_sent: number;
   changes_sent: number;
   items_sent_again: number;
   files_sent_twice: number;
@@ -78,6 +87,7 @@ export class SftpBank {
     entries_received: 0,
     return_files: 0,
     returns_sent: 0,
+    transfer_returns_sent: 0,
     changes_sent: 0,
     items_sent_again: 0,
     files_sent_twice: 0,
@@ -146,8 +156,10 @@ export class SftpBank {
       for (const batch of moov.batches) {
         for (const entry of batch.entryDetails) {
           this.counts.entries_received += 1;
-          if (rng && batch.batchHeader.standardEntryClassCode === 'PPD')
-            this.plan(rng, entry.traceNumber, entry.amount, entry.transactionCode);
+          if (!rng) continue;
+          if (batch.batchHeader.standardEntryClassCode === 'PPD') this.plan(rng, entry.traceNumber, entry.amount, entry.transactionCode);
+          else if (batch.batchHeader.standardEntryClassCode === 'CCD')
+            this.planTransfer(rng, entry.traceNumber, entry.amount, entry.transactionCode);
         }
       }
     }
@@ -163,6 +175,13 @@ export class SftpBank {
     else return;
     if (rng.chance(REPEAT_CHANCE)) this.due.push({ at: at + rng.int(2_000, 8_000), item: { ...this.due.at(-1)!.item } });
     if (rng.chance(DUPLICATE_FILE_CHANCE)) this.duplicateNext = true;
+  }
+
+  private planTransfer(rng: Rng, trace: string, amount: number, transactionCode: number): void {
+    if (!rng.chance(TRANSFER_RETURN_CHANCE)) return;
+    const credit = transactionCode === 22 || transactionCode === 32;
+    const item: Item = { trace, amount, credit, code: credit ? 'R03' : 'R01', sec: 'CCD' };
+    this.due.push({ at: Date.now() + rng.int(...ANSWER_AFTER_MS), item });
   }
 
   /** One file of the items due by `now` (all of them with `now` = Infinity), and the duplicates due. */
@@ -194,6 +213,7 @@ export class SftpBank {
         if (this.sent.has(key)) this.counts.items_sent_again += 1;
         else {
           this.sent.set(key, item);
+          if (item.sec === 'CCD') this.counts.transfer_returns_sent += 1;
           if (item.code.startsWith('R')) this.counts.returns_sent += 1;
           else this.counts.changes_sent += 1;
         }

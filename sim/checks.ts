@@ -114,7 +114,13 @@ async function checkTransfers(world: World, transactions: Json[]): Promise<Json[
 async function checkReturns(world: World): Promise<void> {
   const returned = await world.api.all('/event?type=ach_entry.returned');
   const byTransaction = new Map<string, number>();
-  for (const event of returned) byTransaction.set(event.data.transaction_id, (byTransaction.get(event.data.transaction_id) ?? 0) + 1);
+  // A transfer's CCD entry returned (the SFTP bank's): once per entry, each of a transfer the operator may present again.
+  const transferEntries = new Map<string, number>();
+  for (const event of returned) {
+    if (event.data.transaction_id === null) transferEntries.set(event.data.id, (transferEntries.get(event.data.id) ?? 0) + 1);
+    else byTransaction.set(event.data.transaction_id, (byTransaction.get(event.data.transaction_id) ?? 0) + 1);
+  }
+  for (const [entryId, count] of transferEntries) if (count !== 1) world.model.anomaly(`transfer entry ${entryId} returned ${count} times`);
   for (const [transactionId, count] of byTransaction) {
     if (count !== 1) world.model.anomaly(`transaction ${transactionId} returned ${count} times`);
     if (!world.model.returns.has(transactionId)) world.model.anomaly(`transaction ${transactionId} returned without a return asked`);

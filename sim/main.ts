@@ -18,6 +18,7 @@ import { startReceiver } from './receiver';
 import { Rng } from './rng';
 import { REPO_ROOT, startStack, type Stack, type Topology } from './stack';
 import { createUser, runClient, type World } from './workload';
+import { OperatorDesk } from './operatorDesk';
 
 interface Options {
   seed: number;
@@ -67,7 +68,10 @@ function loadFor(options: Options, model: Model, loadStart: number): () => boole
   return () => Date.now() < until || (options.bug !== 'off' && !model.exercised(options.bug) && Date.now() < cap);
 }
 
-async function setUp(stack: Stack, model: Model, rng: Rng, receiverRng: Rng, window: FaultWindow) {
+/** An operator bank account (SPEC §24) on the first settlement account: its transfers are CCD entries the SFTP bank may return. */
+const OPERATOR_BANK = { routing: '021000021', number: '8675309001' };
+
+async function setUp(stack: Stack, model: Model, rng: Rng, receiverRng: Rng, window: FaultWindow, withBank: boolean) {
   const created = await stack.admin(['org', 'create', '--name', 'Simulation']);
   if (created.code !== 0) throw new Error(`admin org create failed: ${created.text}`);
   const orgId = created.json.organization_id as string;
@@ -77,6 +81,20 @@ async function setUp(stack: Stack, model: Model, rng: Rng, receiverRng: Rng, win
     created.json.account_id as string,
     ...(second.code === 0 ? [(second.json.id ?? second.json.account_id) as string] : []),
   ];
+  if (withBank) {
+    const set = await stack.admin([
+      'account',
+      'bank-account',
+      'set',
+      '--account',
+      accountIds[0]!,
+      '--routing',
+      OPERATOR_BANK.routing,
+      '--number',
+      OPERATOR_BANK.number,
+    ]);
+    if (set.code !== 0) throw new Error(`admin account bank-account set failed: ${set.text}`);
+  }
   const fiveHundreds: Array<{ at: number; method: string; path: string; status: number }> = [];
   // The first 5xx outside every fault's window is a divergence, and the run stops there (a bug's 500 would
   // otherwise be retried for minutes by every client that meets it).
@@ -125,6 +143,8 @@ interface RunResult {
   bank: 'simulated' | 'sftp';
   /** The SFTP bank's files and items, and what the service applied of them. */
   bank_counts: BankCounts | null;
+  /** With the SFTP bank: the operator's presentments again of returned transfers (sim/operatorDesk.ts). */
+  operator_desk: OperatorDesk['counts'] | null;
   /** With a bug injected: whether the workload did what shows it (Model.exercised). */
   bug_exercised: boolean;
   started_at: string;
@@ -168,12 +188,13 @@ async function simulate(options: Options): Promise<number> {
     await bank?.stop();
     throw error;
   });
+  const desk = new OperatorDesk();
   let faults: FaultRecord[] = [];
   let final: FinalCounts | null = null;
   let fiveHundreds: Array<{ at: number; method: string; path: string; status: number }> = [];
   const window: FaultWindow = { active: false, lastEndedAt: -Infinity };
   try {
-    const setup = await setUp(stack, model, setupRng, receiverRng, window);
+    const setup = await setUp(stack, model, setupRng, receiverRng, window, bank !== null);
     fiveHundreds = setup.fiveHundreds;
     const { world } = setup;
     const loadStart = Date.now();
@@ -184,6 +205,7 @@ async function simulate(options: Options): Promise<number> {
       runFaults(stack, plan, { loadStart, probe, say, window, halted: () => world.api.isHalted(), bank }),
       ...clientRngs.map((clientRng) => runClient(world, clientRng, more)),
       bank?.run(model, bankRng, () => more() && !world.api.isHalted()),
+      bank && desk.run(world, () => more() && !world.api.isHalted()),
     ]);
     faults = records;
     for (const fault of faults) if (fault.recoveredMs === null) model.anomaly(`fault ${fault.kind} (${fault.detail}) did not recover`);
@@ -195,6 +217,8 @@ async function simulate(options: Options): Promise<number> {
       world.receiver.faulty = false;
       // The bank's last answers go out and are applied before the drain, so their disputes are drained too.
       await bank?.finish(world, say);
+      // The returned transfers of the bank's last answers, presented again before the drain.
+      if (bank) await desk.look(world);
       await drain(world, say);
       final = await finalChecks(world, setup.webhookCreatedAt, setup.orgId, stack.admin, say, bank);
     }
@@ -218,6 +242,7 @@ async function simulate(options: Options): Promise<number> {
     injected_bug: options.bug,
     bank: options.bank,
     bank_counts: bank?.counts ?? null,
+    operator_desk: bank ? desk.counts : null,
     bug_exercised: model.exercised(options.bug),
     started_at: startedAt.toISOString(),
     duration_s: Math.round((Date.now() - startedAt.getTime()) / 1000),

@@ -48,6 +48,8 @@ export class Model {
   /** Returned transaction → the return's answer. */
   readonly returns = new Map<string, { entryId: string; disputeId: string | null }>();
   readonly users: Array<{ id: string; bankAccountId: string | null }> = [];
+  /** Transfer → the times the operator presented it again after a return (`admin ach transfer represent` exit 0). */
+  readonly presented = new Map<string, number>();
   readonly posts: PostRecord[] = [];
   readonly counts: Record<string, number> = {};
   /** Idempotency keys reused with another body: each must have created nothing. */
