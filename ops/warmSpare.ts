@@ -26,16 +26,29 @@ export function launchedChild<H>(child: ChildProcess, handle: H): Launched<H> {
 const SPARE_STOP_MS = 5_000;
 
 /**
- * The warm spare of one role of `npm run cluster` (the api processes', the workers'): one process started ahead
- * with LEDGER_STANDBY=1, which loads its modules, connects, and waits (ops/run.ts, standbyIfSpare). A supervisor
- * replacing a dead process of the role takes the spare over, so the replacement only starts listening or
+ * Spares per role: two, so a second kill soon after a first (seed 6 of the simulation, docs/reliability.md)
+ * still finds one standing by, while the first take-over's next spare is still loading.
+ */
+export const WARM_SPARES_PER_ROLE = 2;
+
+interface SpareEntry<H> {
+  launched: Launched<H>;
+  standingBy: Promise<boolean>;
+  ready: boolean;
+}
+
+/**
+ * The warm spares of one role of `npm run cluster` (the api processes', the workers'): processes started ahead
+ * with LEDGER_STANDBY=1, which load their modules, connect, and wait (ops/run.ts, standbyIfSpare). A supervisor
+ * replacing a dead process of the role takes a spare over, so the replacement only starts listening or
  * polling; on a loaded box, loading the modules through tsx and connecting were most of a restart
- * (docs/reliability.md, "Recovery"). The next spare is started once the replacement is ready, not meanwhile:
- * it would compete with it for the cores. Off (CLUSTER_WARM_SPARES=off), or while no spare stands by, a
- * replacement starts from nothing as before.
+ * (docs/reliability.md, "Recovery"). Up to `count` of them (WARM_SPARES_PER_ROLE), started one at a time (the
+ * next once the one before stands by), and after a take-over once the replacement is ready, not meanwhile: they
+ * would compete with it for the cores. A take-over takes a spare standing by first. Off
+ * (CLUSTER_WARM_SPARES=off), or while no spare is there, a replacement starts from nothing as before.
  */
 export class WarmSpare<H> {
-  private spare: { launched: Launched<H>; standingBy: Promise<boolean> } | null = null;
+  private readonly spares: SpareEntry<H>[] = [];
   private armed = false;
   private stopped = false;
 
@@ -49,42 +62,54 @@ export class WarmSpare<H> {
       /** What every process of the role shares; a take-over adds its own (ports) to it. */
       env: NodeJS.ProcessEnv;
       log: { info(message: string): void; warn(message: string): void };
+      /** At most this many spares at once; 1 unless given. */
+      count?: number;
     },
   ) {}
 
-  /** From now on a spare stands by (the cluster calls it once all its processes are ready). */
+  /** From now on spares stand by (the cluster calls it once all its processes are ready). */
   arm(): void {
     this.armed = true;
     this.fill();
   }
 
-  /** Starts a spare when armed and none stands by (after a take-over, once the replacement is ready). */
+  /**
+   * Starts a spare when armed, fewer than `count` are there and none is still loading (after a take-over, once
+   * the replacement is ready); the next once this one stands by.
+   */
   fill(): void {
-    if (!this.options.enabled || !this.armed || this.stopped || this.spare) return;
+    const count = this.options.count ?? 1;
+    if (!this.options.enabled || !this.armed || this.stopped) return;
+    if (this.spares.length >= count || this.spares.some((spare) => !spare.ready)) return;
     const launched = this.options.launch({ ...this.options.env, LEDGER_STANDBY: '1' }, `ledger warm spare: ${this.options.role}`);
-    const standingBy = new Promise<boolean>((resolve) => {
+    const entry: SpareEntry<H> = { launched, standingBy: Promise.resolve(false), ready: false };
+    entry.standingBy = new Promise<boolean>((resolve) => {
       launched.onMessage((message) => {
-        if (message?.type === SPARE_MESSAGES.standby) resolve(true);
+        if (message?.type !== SPARE_MESSAGES.standby) return;
+        entry.ready = true;
+        resolve(true);
+        // The next spare, unless this one was taken over while it loaded (then the replacement's readiness fills).
+        if (this.spares.includes(entry)) this.fill();
       });
       void launched.exited.then(() => resolve(false));
     });
-    const entry = { launched, standingBy };
-    this.spare = entry;
+    this.spares.push(entry);
     void launched.exited.then((exit) => {
-      if (this.spare !== entry) return;
-      this.spare = null;
+      const at = this.spares.indexOf(entry);
+      if (at < 0) return;
+      this.spares.splice(at, 1);
       if (!this.stopped)
         this.options.log.warn(`the ${this.options.role} warm spare ${describeExit(exit)}; the next restart starts a process from nothing`);
     });
   }
 
   /**
-   * A process of the role running with `env`: the spare, taken over, when one stands by (a spare still loading
-   * is waited for: it is further along than a new process), else a new process.
+   * A process of the role running with `env`: a spare standing by, taken over; else one still loading, waited
+   * for (it is further along than a new process); else a new process.
    */
   async take(env: NodeJS.ProcessEnv): Promise<Launched<H>> {
-    const entry = this.spare;
-    this.spare = null;
+    const entry = this.spares.find((spare) => spare.ready) ?? this.spares[0];
+    if (entry) this.spares.splice(this.spares.indexOf(entry), 1);
     if (entry && (await entry.standingBy)) {
       this.options.log.info(`the ${this.options.role} warm spare (pid ${entry.launched.child.pid}) takes over`);
       entry.launched.send({ type: SPARE_MESSAGES.takeOver, env });
@@ -93,15 +118,14 @@ export class WarmSpare<H> {
     return this.options.launch(env);
   }
 
-  /** The pid of the spare, standing by or still loading; undefined while there is none. */
-  sparePid(): number | undefined {
-    return this.spare?.launched.child.pid;
+  /** The pids of the spares, standing by or still loading, oldest first. */
+  sparePids(): number[] {
+    return this.spares.map((spare) => spare.launched.child.pid!);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    const entry = this.spare;
-    this.spare = null;
-    if (entry) await terminate(entry.launched.child, entry.launched.exited, SPARE_STOP_MS);
+    const entries = this.spares.splice(0);
+    await Promise.all(entries.map((entry) => terminate(entry.launched.child, entry.launched.exited, SPARE_STOP_MS)));
   }
 }

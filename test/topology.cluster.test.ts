@@ -6,6 +6,7 @@ import { createAccount } from '../src/orgs/repo';
 import { settlementViolations } from '../src/settlement/invariants';
 import { forEachBounded } from '../src/concurrency';
 import { stopLeftover } from '../ops/childProcess';
+import { WARM_SPARES_PER_ROLE } from '../ops/warmSpare';
 import { connectTemporal } from '../src/platform/temporal';
 import { apiClient, createTestOrg, createTestUser, eventually } from './support/harness';
 import { idempotencyKey } from './support/payments';
@@ -128,22 +129,25 @@ describe('npm run cluster', () => {
       const call = apiClient(url, apiKey);
       expect((await call('POST', '/keys/verify')).status).toBe(200);
 
-      // Warm spares (ops/warmSpare.ts): once the cluster serves, one process per role stands by, and a SIGKILLed
-      // worker or api process is replaced by its role's spare; a new spare stands by once the replacement is
-      // ready (not before, so a new spare also says the replacement polls or listens).
+      // Warm spares (ops/warmSpare.ts): once the cluster serves, WARM_SPARES_PER_ROLE processes per role stand by,
+      // and a SIGKILLed worker or api process is replaced by one of its role's spares; the role has its spares
+      // again once the replacement is ready (not before, so a new spare also says the replacement polls or listens).
       const primary = started.child.pid!;
-      const spareOf = (role: string, not?: number) =>
+      const sparesOf = (role: string, not?: number) =>
         eventually(
-          async () => childPids(primary, `ledger warm spare: ${role}`).find((pid) => pid !== not),
+          async () => {
+            const pids = childPids(primary, `ledger warm spare: ${role}`);
+            return pids.length === WARM_SPARES_PER_ROLE && (not === undefined || !pids.includes(not)) ? pids : undefined;
+          },
           180_000,
-          `a ${role} warm spare`,
+          `${WARM_SPARES_PER_ROLE} ${role} warm spares`,
         );
       const spares: number[] = [];
       for (const [role, entry] of [
         ['worker', 'ops/bin/worker.ts'],
         ['api', 'ops/bin/api.ts'],
       ] as const) {
-        const spare = await spareOf(role);
+        const before = await sparesOf(role);
         const [victim] = childPids(primary, entry);
         process.kill(victim!, 'SIGKILL');
         const serving = await eventually(
@@ -154,8 +158,9 @@ describe('npm run cluster', () => {
           180_000,
           `the ${role} process replaced`,
         );
-        expect(serving).toContain(spare);
-        spares.push(await spareOf(role, spare));
+        const taken = before.filter((pid) => serving.includes(pid));
+        expect(taken).toHaveLength(1);
+        spares.push(...(await sparesOf(role, taken[0])));
       }
       expect((await fetch(`${url}/readyz`)).status).toBe(200);
       expect((await call('POST', '/keys/verify')).status).toBe(200);

@@ -7,7 +7,7 @@ import { temporal } from '@temporalio/proto';
 import { commandLine } from '../ops/childProcess';
 import { launchWorkerProcess, startWorkerProcess } from '../ops/clusterProcesses';
 import { SPARE_MESSAGES } from '../ops/run';
-import { launchedChild, WarmSpare, type Launched } from '../ops/warmSpare';
+import { launchedChild, WARM_SPARES_PER_ROLE, WarmSpare, type Launched } from '../ops/warmSpare';
 import { connectTemporal } from '../src/platform/temporal';
 import { createTestDatabase, eventually, testInfra } from './support/harness';
 import { freePort } from './support/ports';
@@ -28,7 +28,7 @@ interface Run {
   output: () => string;
 }
 
-function harness() {
+function harness(count?: number) {
   const runs: Run[] = [];
   const launch = (env: NodeJS.ProcessEnv, title?: string): Launched<Run> => {
     const child = spawn(process.execPath, [...(title ? [`--title=${title}`] : []), '--import', 'tsx', ENTRY], {
@@ -43,7 +43,14 @@ function harness() {
     return launchedChild(child, run);
   };
   const log = { info: jest.fn(), warn: jest.fn() };
-  const spare = new WarmSpare({ role: 'test', enabled: true, launch, env: { ...process.env, SPARE_TEST_ROLE_ENV: 'shared' }, log });
+  const spare = new WarmSpare({
+    role: 'test',
+    enabled: true,
+    launch,
+    env: { ...process.env, SPARE_TEST_ROLE_ENV: 'shared' },
+    log,
+    ...(count ? { count } : {}),
+  });
   return { spare, runs, log };
 }
 
@@ -98,6 +105,36 @@ describe('warm spares (ops/warmSpare.ts)', () => {
     expect(runs).toHaveLength(2);
     await spare.stop();
     expect(runs[1]!.child.exitCode !== null || runs[1]!.child.signalCode !== null).toBe(true);
+  }, 60_000);
+
+  test('two spares (WARM_SPARES_PER_ROLE): started one after the other, and two take-overs in a row each find one standing by', async () => {
+    const { spare, runs } = harness(WARM_SPARES_PER_ROLE);
+    spare.arm();
+    // One at a time: the second starts once the first stands by.
+    expect(runs).toHaveLength(1);
+    await eventually(async () => (runs.length === 2 ? true : undefined), 30_000, 'the second spare started');
+    const [first, second] = runs;
+    await eventually(
+      async () => (commandLine(second!.child.pid!)?.trim() === 'ledger warm spare: test' ? true : undefined),
+      30_000,
+      'the second spare titled',
+    );
+    expect(spare.sparePids()).toEqual([first!.child.pid, second!.child.pid]);
+    // Two kills in a row: each replacement is a spare (the second one spare would have been a process from nothing).
+    const a = await spare.take({ ...process.env, SPARE_TEST_ROLE_ENV: 'replacement 1' });
+    const b = await spare.take({ ...process.env, SPARE_TEST_ROLE_ENV: 'replacement 2' });
+    expect([a.handle, b.handle]).toEqual([first, second]);
+    for (const [taken, env] of [
+      [a, 'replacement 1'],
+      [b, 'replacement 2'],
+    ] as const) {
+      const ran = await mainRan(taken);
+      expect([ran.role_env, ran.stoodBy]).toEqual([env, true]);
+    }
+    expect(runs).toHaveLength(2);
+    spare.fill();
+    expect(runs).toHaveLength(3);
+    await spare.stop();
   }, 60_000);
 
   test('not armed, or its spare gone: a process starts from nothing, and says nothing about standing by', async () => {
@@ -194,7 +231,7 @@ describe('warm spares (ops/warmSpare.ts)', () => {
       // Standing by, its worker is made (runtime, connection, bundle) but takes no task; its runtime already
       // exports the SDK's metrics, on a port of its own.
       expect(await pollers()).toEqual([]);
-      const sparePid = spare.sparePid();
+      const [sparePid] = spare.sparePids();
       const own = listeningPorts(sparePid!);
       expect(own).toHaveLength(1);
       expect(own[0]).not.toBe(temporalMetricsPort);

@@ -30,7 +30,7 @@ import {
   TEMPORAL_SERVER_CONNECTIONS,
 } from '../temporalServer';
 import { bundleWorkflowsOnce, launchApiProcess, launchWorkerProcess, startApiProcess, startWorkerProcess } from '../clusterProcesses';
-import { WarmSpare } from '../warmSpare';
+import { WARM_SPARES_PER_ROLE, WarmSpare } from '../warmSpare';
 import { StartupError } from '../../src/platform/startupError';
 import { ensureSettlementSchedule } from '../../src/settlement/schedule';
 import { ensureAchInboundSchedule } from '../../src/ach/inboundSchedule';
@@ -57,10 +57,11 @@ function withoutPassword(url: string): string {
   return parsed.toString();
 }
 
-/** The warm spares of the api and worker roles (ops/warmSpare.ts); armed once every process serves. */
+/** The warm spares of the api and worker roles (ops/warmSpare.ts), two each; armed once every process serves. */
 function warmSpares(config: Config, log: Logger, childEnv: NodeJS.ProcessEnv, bundle: string) {
   const common = {
     enabled: config.CLUSTER_WARM_SPARES === 'on',
+    count: WARM_SPARES_PER_ROLE,
     log: { info: (message: string) => log.info(message), warn: (message: string) => log.warn(message) },
   };
   return {
