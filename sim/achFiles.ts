@@ -128,7 +128,7 @@ function checkTransferEntries(model: Model, transferIds: readonly string[], file
   for (const id of transferIds) {
     const entries = filed.get(id.slice(-15)) ?? [];
     const again = model.presented.get(id) ?? 0;
-    if (entries.length > 0 && entries.length !== 1 + again)
+    if ((entries.length > 0 || again > 0) && entries.length !== 1 + again)
       model.anomaly(
         `transfer ${id} has ${entries.length} entries in ACH files, presented again ${again} times: ${entries.map((e) => e.fileId).join(', ')}`,
       );

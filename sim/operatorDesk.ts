@@ -1,4 +1,4 @@
-import { sleep } from './http';
+import { Halted, sleep } from './http';
 import type { World } from './workload';
 
 /**
@@ -18,7 +18,12 @@ export class OperatorDesk {
 
   async run(world: World, more: () => boolean): Promise<void> {
     while (more()) {
-      await this.look(world);
+      try {
+        await this.look(world);
+      } catch (error) {
+        // As a client's operation (sim/workload.ts runClient): a halted run already has its divergence.
+        if (!(error instanceof Halted)) world.model.anomaly(`the operator's desk: ${(error as Error).message}`);
+      }
       await sleep(LOOK_EVERY_MS);
     }
   }
