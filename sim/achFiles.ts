@@ -165,8 +165,9 @@ export async function checkAchFiles(
       model.anomaly(`transaction ${want.id} has an entry in ACH file ${got!.fileId} and another in ${again.fileId}`);
   }
   checkTransferEntries(model, transferIds, filed);
+  const transfers = new Set(transferIds.map((id) => id.slice(-15)));
   for (const [identification, entries] of filed) {
-    if (!expected.has(identification) && !transferIds.some((id) => id.endsWith(identification)))
+    if (!expected.has(identification) && !transfers.has(identification))
       model.anomaly(`ACH file ${entries[0]!.fileId} holds an entry for …${identification}, no payment of the model's or transfer`);
   }
   return { files: files.length, entries: [...filed.values()].reduce((sum, entries) => sum + entries.length, 0) };

@@ -25,6 +25,7 @@ import {
 } from '../src/platform/temporal';
 import { startWorker } from '../src/worker';
 import { randomString } from '../src/ids';
+import { hostAndPort } from '../src/platform/ports';
 import { testConfig, testInfra } from './support/harness';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-temporal-tls-'));
@@ -212,7 +213,7 @@ describe('Temporal connection settings (loadConfig)', () => {
  * errors of those it refused.
  */
 async function startTlsProxy(): Promise<{ address: string; forwarded: () => number; tlsErrors: string[]; close(): Promise<void> }> {
-  const [targetHost, targetPort] = testInfra().temporalAddress.split(':') as [string, string];
+  const target = hostAndPort(testInfra().temporalAddress);
   let forwarded = 0;
   const tlsErrors: string[] = [];
   const sockets = new Set<net.Socket>();
@@ -227,7 +228,7 @@ async function startTlsProxy(): Promise<{ address: string; forwarded: () => numb
     },
     (socket) => {
       forwarded += 1;
-      const upstream = net.connect(Number(targetPort), targetHost);
+      const upstream = net.connect(target.port, target.host);
       for (const each of [socket, upstream]) {
         sockets.add(each);
         each.on('error', () => undefined);

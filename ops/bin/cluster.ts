@@ -18,7 +18,7 @@ import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
 import type { Logger } from '../../src/logger';
 import { ensureClusterTools } from '../goTools';
-import { assertPortFree } from '../../src/platform/ports';
+import { assertPortFree, hostAndPort } from '../../src/platform/ports';
 import { announceReady, ledgerDatabase, startHost, type ServiceHost } from '../serviceHost';
 import { connectTemporal, temporalConnectionOptions } from '../../src/platform/temporal';
 import {
@@ -43,8 +43,8 @@ type WorkerMetricsEnv = Partial<Record<(typeof WORKER_PER_PROCESS_KEYS)[number],
 function workerMetricsEnv(config: Config, index: number): WorkerMetricsEnv {
   const env: WorkerMetricsEnv = {};
   if (config.TEMPORAL_METRICS_ADDRESS !== 'off') {
-    const [host, port] = config.TEMPORAL_METRICS_ADDRESS.split(':') as [string, string];
-    env.TEMPORAL_METRICS_ADDRESS = `${host}:${Number(port) + 2 * index}`;
+    const { host, port } = hostAndPort(config.TEMPORAL_METRICS_ADDRESS);
+    env.TEMPORAL_METRICS_ADDRESS = `${host}:${port + 2 * index}`;
   }
   if (config.WORKER_METRICS_PORT !== 0) env.WORKER_METRICS_PORT = String(config.WORKER_METRICS_PORT + 2 * index);
   return env;
