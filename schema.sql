@@ -98,6 +98,9 @@ BEGIN
     RAISE EXCEPTION 'ACH entry %: presents again only a returned entry of its transfer, alike (% is %)', NEW.id, NEW.represents,
       coalesce(returned.status, 'missing') USING ERRCODE = 'check_violation';
   END IF;
+  IF EXISTS (SELECT 1 FROM ach_transfer_settled_outside WHERE entry_id = NEW.represents) THEN
+    RAISE EXCEPTION 'transfer %: settled outside ACH, nothing is presented again', NEW.transfer_id USING ERRCODE = 'check_violation';
+  END IF;
   SELECT count(*) INTO again FROM ach_entries WHERE transfer_id = NEW.transfer_id AND represents IS NOT NULL;
   IF again >= ach_represent_max() THEN
     RAISE EXCEPTION 'transfer %: presented again % times already, the most there may be', NEW.transfer_id, again
@@ -210,6 +213,37 @@ CREATE FUNCTION public.ach_represent_max() RETURNS integer
 CREATE FUNCTION public.ach_trace_reuse_days() RETURNS integer
     LANGUAGE sql IMMUTABLE
     AS $$SELECT 120$$;
+
+--
+-- Name: ach_transfer_settled_outside_fixed(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ach_transfer_settled_outside_fixed() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  RAISE EXCEPTION 'transfer %: its settlement outside ACH is a record and does not change', OLD.transfer_id
+    USING ERRCODE = 'check_violation';
+END $$;
+
+--
+-- Name: ach_transfer_settled_outside_guard(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ach_transfer_settled_outside_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  returned ach_entries;
+BEGIN
+  SELECT * INTO returned FROM ach_entries WHERE id = NEW.entry_id FOR UPDATE;
+  IF returned.status IS DISTINCT FROM 'returned' OR returned.transfer_id IS DISTINCT FROM NEW.transfer_id
+     OR EXISTS (SELECT 1 FROM ach_entries WHERE represents = NEW.entry_id) THEN
+    RAISE EXCEPTION 'transfer %: only its last entry, returned, is settled outside ACH (% is %)', NEW.transfer_id, NEW.entry_id,
+      coalesce(returned.status, 'missing') USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NEW;
+END $$;
 
 --
 -- Name: balance_slot(); Type: FUNCTION; Schema: public; Owner: -
@@ -1324,6 +1358,18 @@ CREATE SEQUENCE public.ach_trace_sequence
     CYCLE;
 
 --
+-- Name: ach_transfer_settled_outside; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.ach_transfer_settled_outside (
+    transfer_id text NOT NULL,
+    entry_id text NOT NULL,
+    reference text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT ach_transfer_settled_outside_reference_check CHECK ((reference ~ '^[!-~]([ -~]{0,62}[!-~])?$'::text))
+);
+
+--
 -- Name: api_keys; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2217,6 +2263,20 @@ ALTER TABLE ONLY public.ach_sandbox_bank_seen
     ADD CONSTRAINT ach_sandbox_bank_seen_pkey PRIMARY KEY (entry_id);
 
 --
+-- Name: ach_transfer_settled_outside ach_transfer_settled_outside_entry_id_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_transfer_settled_outside
+    ADD CONSTRAINT ach_transfer_settled_outside_entry_id_key UNIQUE (entry_id);
+
+--
+-- Name: ach_transfer_settled_outside ach_transfer_settled_outside_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_transfer_settled_outside
+    ADD CONSTRAINT ach_transfer_settled_outside_pkey PRIMARY KEY (transfer_id);
+
+--
 -- Name: api_keys api_keys_key_hash_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2865,6 +2925,18 @@ CREATE TRIGGER ach_files_guard BEFORE DELETE OR UPDATE ON public.ach_files FOR E
 CREATE TRIGGER ach_inbound_files_immutable BEFORE DELETE OR UPDATE ON public.ach_inbound_files FOR EACH ROW EXECUTE FUNCTION public.ach_inbound_immutable();
 
 --
+-- Name: ach_transfer_settled_outside ach_transfer_settled_outside_fixed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER ach_transfer_settled_outside_fixed BEFORE DELETE OR UPDATE ON public.ach_transfer_settled_outside FOR EACH ROW EXECUTE FUNCTION public.ach_transfer_settled_outside_fixed();
+
+--
+-- Name: ach_transfer_settled_outside ach_transfer_settled_outside_guard; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER ach_transfer_settled_outside_guard BEFORE INSERT ON public.ach_transfer_settled_outside FOR EACH ROW EXECUTE FUNCTION public.ach_transfer_settled_outside_guard();
+
+--
 -- Name: api_keys api_keys_edge_notify; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -3177,6 +3249,20 @@ ALTER TABLE ONLY public.ach_return_rate_alerts
 
 ALTER TABLE ONLY public.ach_sandbox_bank_seen
     ADD CONSTRAINT ach_sandbox_bank_seen_entry_id_fkey FOREIGN KEY (entry_id) REFERENCES public.ach_entries(id);
+
+--
+-- Name: ach_transfer_settled_outside ach_transfer_settled_outside_entry_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_transfer_settled_outside
+    ADD CONSTRAINT ach_transfer_settled_outside_entry_id_fkey FOREIGN KEY (entry_id) REFERENCES public.ach_entries(id);
+
+--
+-- Name: ach_transfer_settled_outside ach_transfer_settled_outside_transfer_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ach_transfer_settled_outside
+    ADD CONSTRAINT ach_transfer_settled_outside_transfer_id_fkey FOREIGN KEY (transfer_id) REFERENCES public.transfers(id);
 
 --
 -- Name: api_keys api_keys_organization_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

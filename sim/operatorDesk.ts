@@ -3,18 +3,20 @@ import type { World } from './workload';
 
 /**
  * The service operator's desk, with the SFTP bank (SPEC §25): a transfer whose CCD entry the bank returned waits
- * for an operator, and the simulation's presents it again with the CLI (`admin ach transfer represent`) once it
- * sees the exception (GET /ach/exceptions?kind=transfer_returned): one try per returned entry. The CLI's answer
- * is definite (it waits out a paused Postgres): exit 0 presented, counted in the model for the files check
- * (sim/achFiles.ts: a transfer is then in one file more); exit 1 refused, which only the limit may be (two
- * presentments again); anything else is an anomaly.
+ * for an operator, and the simulation's acts with the CLI once it sees the exception (GET
+ * /ach/exceptions?kind=transfer_returned), once per returned entry. An R01 (the operator's account short of funds)
+ * is presented again (`admin ach transfer represent`) until the limit; an R03 (no such account), or an entry at the
+ * limit, is paid by wire and recorded (`admin ach transfer settled-outside --reference`), which settles a pending
+ * transfer. The CLI's answers are definite (it waits out a paused Postgres): exit 0 done, a presentment counted in
+ * the model for the files check (sim/achFiles.ts: a transfer is then in one file more); exit 1 from `represent`
+ * only at the limit (two presentments again); anything else is an anomaly.
  */
 const LOOK_EVERY_MS = 3_000;
 
 export class OperatorDesk {
   /** Exceptions acted on. */
   private readonly seen = new Set<string>();
-  readonly counts = { presented: 0, refused_at_limit: 0 };
+  readonly counts = { presented: 0, refused_at_limit: 0, settled_outside: 0 };
 
   async run(world: World, more: () => boolean): Promise<void> {
     while (more()) {
@@ -34,15 +36,26 @@ export class OperatorDesk {
       if (this.seen.has(exception.id as string)) continue;
       this.seen.add(exception.id as string);
       const transferId = exception.transfer_id as string;
-      const answer = await world.admin(['ach', 'transfer', 'represent', transferId]);
-      if (answer.code === 0) {
-        model.presented.set(transferId, (model.presented.get(transferId) ?? 0) + 1);
-        this.counts.presented += 1;
-      } else if (answer.code === 1 && answer.text.includes('the most there may be')) this.counts.refused_at_limit += 1;
-      else
-        model.anomaly(
-          `admin ach transfer represent ${transferId} (exception ${exception.id as string}) answered exit ${answer.code}: ${answer.text.slice(0, 300)}`,
-        );
+      /** One CLI action: done (exit 0), refused at the limit (only `represent`, exit 1), else an anomaly. */
+      const act = async (args: string[], limitAllowed: boolean): Promise<boolean> => {
+        const answer = await world.admin(args);
+        if (answer.code === 0) return true;
+        if (!(limitAllowed && answer.code === 1 && answer.text.includes('the most there may be')))
+          model.anomaly(
+            `admin ${args.join(' ')} (exception ${exception.id as string}) answered exit ${answer.code}: ${answer.text.slice(0, 300)}`,
+          );
+        return false;
+      };
+      if (exception.code !== 'R03') {
+        if (await act(['ach', 'transfer', 'represent', transferId], true)) {
+          model.presented.set(transferId, (model.presented.get(transferId) ?? 0) + 1);
+          this.counts.presented += 1;
+          continue;
+        }
+        this.counts.refused_at_limit += 1;
+      }
+      const reference = `SIM WIRE ${(exception.id as string).slice(-12)}`;
+      if (await act(['ach', 'transfer', 'settled-outside', transferId, '--reference', reference], false)) this.counts.settled_outside += 1;
     }
   }
 }

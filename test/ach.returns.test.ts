@@ -528,17 +528,23 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     expect(page.body.data.flatMap(departures)).toEqual([]);
   }, 240_000);
 
+  /** An operator's action refused: exit 1 and `invalid_state` with the reason, nothing changed. */
+  const expectRefused = (answer: { code: number; stdout: string }, reason: string) =>
+    expect([answer.code, JSON.parse(answer.stdout)]).toEqual([
+      1,
+      { error: { code: 'invalid_state', message: expect.stringContaining(reason) } },
+    ]);
+
+  /** The bank returns a transfer's CCD entry of 3,500 cents R01 in the file `name`, which the poll applies. */
+  async function returnTransferEntry(name: string, number: string, trace: string) {
+    server.writeFile(`inbound/${name}`, await bankFile([{ sent: { number, amount: 3500, trace }, code: 'R01', sec: 'CCD' }]));
+    expect(await poll(name)).toMatchObject({ status: 'applied', returns_count: 1, exceptions_count: 0 });
+  }
+
   test('a returned CCD entry waits for the operator, who presents the transfer again (ach transfer represent): a new entry in a RETRY PYMT batch moov reads, whose settlement settles the transfer; refused unless returned, at most twice', async () => {
     const { other, otherCall, operator, transfer } = await sendCredits();
     const represent = () => admin(['--json', 'ach', 'transfer', 'represent', transfer.id], stack.config.DATABASE_URL);
-    /** A refusal: exit 1 and `invalid_state` with the reason, nothing changed. */
-    const refused = async (reason: string) => {
-      const answer = await represent();
-      expect([answer.code, JSON.parse(answer.stdout)]).toEqual([
-        1,
-        { error: { code: 'invalid_state', message: expect.stringContaining(reason) } },
-      ]);
-    };
+    const refused = async (reason: string) => expectRefused(await represent(), reason);
     const entriesOfTransfer = async () =>
       (
         await stack.pool.query<{ id: string; status: string; represents: string | null; transaction_code: number }>(
@@ -550,13 +556,7 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     await refused(`its entry ${operator.entry.id} is delivered; only a returned entry is presented again`);
     expect(await entriesOfTransfer()).toHaveLength(1);
 
-    const returnCcd = async (name: string, trace: string) => {
-      server.writeFile(
-        `inbound/${name}`,
-        await bankFile([{ sent: { number: operator.number, amount: 3500, trace }, code: 'R01', sec: 'CCD' }]),
-      );
-      expect(await poll(name)).toMatchObject({ status: 'applied', returns_count: 1, exceptions_count: 0 });
-    };
+    const returnCcd = (name: string, trace: string) => returnTransferEntry(name, operator.number, trace);
     await returnCcd('CCD-R01.ach', operator.entry.trace_number);
     // Returned before it settled: nothing moves until the operator acts; the transfer waits for the network.
     expect((await otherCall('GET', `/transfer/${transfer.id}`)).body).toMatchObject({ status: 'pending' });
@@ -630,6 +630,78 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
         [third],
       ),
     ).rejects.toThrow(/presented again 2 times already/);
+    expect(await journalViolations(stack.pool, [other.accountId])).toEqual([]);
+  }, 240_000);
+
+  test('a returned CCD entry whose money the operator moved outside ACH (ach transfer settled-outside): the pending transfer settles, the record stays, nothing is presented again; refused unless returned, once', async () => {
+    const { other, otherCall, operator, transfer } = await sendCredits();
+    const url = stack.config.DATABASE_URL;
+    const REFERENCE = 'IMAD 20261128MMQFMP0X000123';
+    const settledOutside = (reference = REFERENCE) =>
+      // The worker's task queue: the CLI queues the network's signal for the drainer of this stack's queue.
+      admin(['--json', 'ach', 'transfer', 'settled-outside', transfer.id, '--reference', reference], url, {
+        TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
+      });
+    const outsideRows = async () =>
+      (
+        await stack.pool.query('SELECT transfer_id, entry_id, reference FROM ach_transfer_settled_outside WHERE transfer_id = $1', [
+          transfer.id,
+        ])
+      ).rows;
+    // Its entry not returned: the ACH road is still open, so refused, nothing recorded.
+    expectRefused(await settledOutside(), `its entry ${operator.entry.id} is delivered; only a transfer whose entry came back`);
+    // A reference that is not 1–64 printable characters is a usage error (exit 2), before anything is read.
+    for (const bad of [' IMAD', 'x'.repeat(65), 'caf\u00e9']) {
+      const answer = await settledOutside(bad);
+      expect([answer.code, JSON.parse(answer.stdout).error.code]).toEqual([2, 'usage']);
+    }
+    expect(await outsideRows()).toEqual([]);
+
+    await returnTransferEntry('CCD-R01-outside.ach', operator.number, operator.entry.trace_number);
+    expect((await otherCall('GET', `/transfer/${transfer.id}`)).body).toMatchObject({ status: 'pending' });
+    const done = await settledOutside();
+    expect(done.code).toBe(0);
+    expect(JSON.parse(done.stdout)).toEqual({
+      transfer_id: transfer.id,
+      entry_id: operator.entry.id,
+      return_code: 'R01',
+      reference: REFERENCE,
+      organization_id: other.organizationId,
+      amount_cents: 3500,
+      transfer_status: 'pending',
+      settles: true,
+    });
+    // The pending transfer settles on the network's signal, queued with the record; the entry stays returned.
+    await eventually(
+      async () => (await otherCall('GET', `/transfer/${transfer.id}`)).body.status === 'settled' || undefined,
+      60_000,
+      'the transfer settled',
+    );
+    expect(await outsideRows()).toEqual([{ transfer_id: transfer.id, entry_id: operator.entry.id, reference: REFERENCE }]);
+    const { rows: entries } = await stack.pool.query('SELECT id, status FROM ach_entries WHERE transfer_id = $1', [transfer.id]);
+    expect(entries).toEqual([{ id: operator.entry.id, status: 'returned' }]);
+    const exceptions = JSON.parse((await admin(['--json', 'ach', 'exceptions'], url)).stdout).exceptions;
+    expect(exceptions.filter((x: { entry_id: string }) => x.entry_id === operator.entry.id)).toEqual([
+      expect.objectContaining({ kind: 'transfer_returned', settled_outside: REFERENCE, presented_again_as: null }),
+    ]);
+
+    // Once; and what was settled outside is not presented again, by the CLI or by any writer of the database.
+    expectRefused(await settledOutside('ANOTHER'), `settled outside ACH already (reference ${REFERENCE})`);
+    expectRefused(
+      await admin(['--json', 'ach', 'transfer', 'represent', transfer.id], url),
+      `settled outside ACH (reference ${REFERENCE}); nothing is presented again`,
+    );
+    await expect(
+      stack.pool.query(
+        `INSERT INTO ach_entries (organization_id, account_id, environment, transfer_id, sec_code, transaction_code, amount_cents, represents, created_at, updated_at)
+         SELECT organization_id, account_id, environment, transfer_id, sec_code, transaction_code, amount_cents, id, now(), now() FROM ach_entries WHERE id = $1`,
+        [operator.entry.id],
+      ),
+    ).rejects.toThrow(/settled outside ACH, nothing is presented again/);
+    await expect(
+      stack.pool.query(`UPDATE ach_transfer_settled_outside SET reference = 'CHANGED' WHERE transfer_id = $1`, [transfer.id]),
+    ).rejects.toThrow(/is a record and does not change/);
+    expect(await outsideRows()).toEqual([{ transfer_id: transfer.id, entry_id: operator.entry.id, reference: REFERENCE }]);
     expect(await journalViolations(stack.pool, [other.accountId])).toEqual([]);
   }, 240_000);
 

@@ -1,4 +1,4 @@
-import { withTransaction, type Pool } from '../db/pool';
+import { withTransaction, type Pool, type PoolClient } from '../db/pool';
 import { rowOf } from '../assert';
 import { errors } from '../errors';
 
@@ -32,7 +32,8 @@ export interface Represented {
   presentments_again: number;
 }
 
-interface Newest {
+/** A transfer's last entry (the one no entry presents again), as the operator's actions on a return see it. */
+export interface LastEntry {
   id: string;
   status: string;
   organization_id: string;
@@ -40,29 +41,49 @@ interface Newest {
   environment: string;
   amount_cents: string;
   direction: 'collection' | 'disbursement';
+  transfer_status: string;
+  window_date: string;
   return_code: string | null;
   again: number;
   account_type: 'checking' | 'savings' | null;
+  settled_outside: string | null;
+}
+
+/**
+ * The transfer's last entry, locked: two operators acting at once act once (the database's guards lock the same
+ * row, and `represents` and the outside settlement's keys are unique besides). Undefined when the transfer has no
+ * entry.
+ */
+export async function lockLastEntry(tx: PoolClient, transferId: string): Promise<LastEntry | undefined> {
+  const { rows } = await tx.query<LastEntry>(
+    `SELECT e.id, e.status, e.organization_id, e.account_id, e.environment, e.amount_cents::text, tr.direction,
+            tr.status AS transfer_status, to_char(tr.window_date, 'YYYY-MM-DD') AS window_date,
+            (SELECT r.code FROM ach_entry_returns r WHERE r.entry_id = e.id AND r.addenda_type = '99') AS return_code,
+            (SELECT count(*)::int FROM ach_entries x WHERE x.transfer_id = e.transfer_id AND x.represents IS NOT NULL) AS again,
+            (SELECT ob.account_type FROM operator_bank_accounts ob WHERE ob.account_id = e.account_id) AS account_type,
+            (SELECT o.reference FROM ach_transfer_settled_outside o WHERE o.transfer_id = e.transfer_id) AS settled_outside
+       FROM ach_entries e JOIN transfers tr ON tr.id = e.transfer_id
+      WHERE e.transfer_id = $1 AND NOT EXISTS (SELECT 1 FROM ach_entries y WHERE y.represents = e.id)
+        FOR UPDATE OF e`,
+    [transferId],
+  );
+  return rows[0];
+}
+
+/** The refusal of an action on a transfer that has no entry: nothing changed. */
+export function noEntry(transferId: string) {
+  return errors.invalidState(`transfer ${transferId} has no ACH entry (no such transfer, a 0 transfer, or no operator bank account)`);
 }
 
 export async function representTransfer(pool: Pool, transferId: string, now: Date): Promise<Represented> {
   return withTransaction(pool, async (tx) => {
-    // The transfer's last entry (none presents it again), locked: two operators at once present it once, and
-    // `represents` is unique besides.
-    const { rows } = await tx.query<Newest>(
-      `SELECT e.id, e.status, e.organization_id, e.account_id, e.environment, e.amount_cents::text, tr.direction,
-              (SELECT r.code FROM ach_entry_returns r WHERE r.entry_id = e.id AND r.addenda_type = '99') AS return_code,
-              (SELECT count(*)::int FROM ach_entries x WHERE x.transfer_id = e.transfer_id AND x.represents IS NOT NULL) AS again,
-              (SELECT ob.account_type FROM operator_bank_accounts ob WHERE ob.account_id = e.account_id) AS account_type
-         FROM ach_entries e JOIN transfers tr ON tr.id = e.transfer_id
-        WHERE e.transfer_id = $1 AND NOT EXISTS (SELECT 1 FROM ach_entries y WHERE y.represents = e.id)
-          FOR UPDATE OF e`,
-      [transferId],
-    );
-    const newest = rows[0];
+    const newest = await lockLastEntry(tx, transferId);
     // Refused: nothing changed; the CLI answers `invalid_state` with the reason.
-    if (!newest)
-      throw errors.invalidState(`transfer ${transferId} has no ACH entry (no such transfer, a 0 transfer, or no operator bank account)`);
+    if (!newest) throw noEntry(transferId);
+    if (newest.settled_outside !== null)
+      throw errors.invalidState(
+        `transfer ${transferId}: settled outside ACH (reference ${newest.settled_outside}); nothing is presented again`,
+      );
     if (newest.status !== 'returned' || newest.return_code === null)
       throw errors.invalidState(
         `transfer ${transferId}: its entry ${newest.id} is ${newest.status}; only a returned entry is presented again`,

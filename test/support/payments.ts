@@ -100,7 +100,11 @@ export async function eventsAbout(stack: Stack, organizationId: string, type: st
 }
 
 /** Runs the operator CLI against the test database (or a suite's own: `stack.config.DATABASE_URL`). */
-export function admin(args: string[], databaseUrl = testInfra().databaseUrl): Promise<{ code: number; stdout: string; stderr: string }> {
+export function admin(
+  args: string[],
+  databaseUrl = testInfra().databaseUrl,
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const root = path.resolve(__dirname, '..', '..');
   return new Promise((resolve) => {
     execFile(
@@ -108,7 +112,7 @@ export function admin(args: string[], databaseUrl = testInfra().databaseUrl): Pr
       ['scripts/admin.js', ...args],
       {
         cwd: root,
-        env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' },
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', ...env },
         timeout: 60_000,
       },
       (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
