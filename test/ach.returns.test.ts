@@ -535,6 +535,15 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
       { error: { code: 'invalid_state', message: expect.stringContaining(reason) } },
     ]);
 
+  /** GET /ach/exceptions' `transfer_returned` exceptions of a transfer, newest first: the trace each names, and the operator's action. */
+  async function operatorActions(orgCall: Call, transferId: string): Promise<[string, unknown][]> {
+    const page = await orgCall('GET', '/ach/exceptions?kind=transfer_returned&limit=100');
+    expect(page.status).toBe(200);
+    return page.body.data
+      .filter((x: { transfer_id: string }) => x.transfer_id === transferId)
+      .map((x: { trace_number: string; operator_action: unknown }) => [x.trace_number, x.operator_action]);
+  }
+
   /** The bank returns a transfer's CCD entry of 3,500 cents R01 in the file `name`, which the poll applies. */
   async function returnTransferEntry(name: string, number: string, trace: string) {
     server.writeFile(`inbound/${name}`, await bankFile([{ sent: { number, amount: 3500, trace }, code: 'R01', sec: 'CCD' }]));
@@ -582,6 +591,9 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     const exceptions = JSON.parse((await admin(['--json', 'ach', 'exceptions'], stack.config.DATABASE_URL)).stdout).exceptions;
     expect(exceptions.filter((x: { entry_id: string }) => x.entry_id === operator.entry.id)).toEqual([
       expect.objectContaining({ kind: 'transfer_returned', code: 'R01', presented_again_as: again.entry_id }),
+    ]);
+    expect(await operatorActions(otherCall, transfer.id)).toEqual([
+      [operator.entry.trace_number, { action: 'presented_again', entry_id: again.entry_id, reference: null, at: expect.any(String) }],
     ]);
 
     // The next window files it, alone in a CCD batch the Rules' way (RETRY PYMT), and moov-io/ach reads the file.
@@ -659,6 +671,8 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
 
     await returnTransferEntry('CCD-R01-outside.ach', operator.number, operator.entry.trace_number);
     expect((await otherCall('GET', `/transfer/${transfer.id}`)).body).toMatchObject({ status: 'pending' });
+    // The API shows it waiting for the operator.
+    expect(await operatorActions(otherCall, transfer.id)).toEqual([[operator.entry.trace_number, null]]);
     const done = await settledOutside();
     expect(done.code).toBe(0);
     expect(JSON.parse(done.stdout)).toEqual({
@@ -683,6 +697,9 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     const exceptions = JSON.parse((await admin(['--json', 'ach', 'exceptions'], url)).stdout).exceptions;
     expect(exceptions.filter((x: { entry_id: string }) => x.entry_id === operator.entry.id)).toEqual([
       expect.objectContaining({ kind: 'transfer_returned', settled_outside: REFERENCE, presented_again_as: null }),
+    ]);
+    expect(await operatorActions(otherCall, transfer.id)).toEqual([
+      [operator.entry.trace_number, { action: 'settled_outside', entry_id: null, reference: REFERENCE, at: expect.any(String) }],
     ]);
 
     // Once; and what was settled outside is not presented again, by the CLI or by any writer of the database.

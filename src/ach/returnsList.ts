@@ -97,6 +97,21 @@ export const achExceptionSchema = z
       description:
         'What was wrong, for a person; never an account number. Of an item that matched no entry, what the parser quoted from the file is left out (the operator CLI `ach exceptions` shows it).',
     }),
+    operator_action: z
+      .object({
+        action: z.enum(['presented_again', 'settled_outside']).openapi({
+          description:
+            '`presented_again`: the transfer presented again in a new entry (operator CLI `ach transfer represent`); `settled_outside`: its money moved outside ACH, recorded with a reference (`ach transfer settled-outside`).',
+        }),
+        entry_id: z.string().nullable().openapi({ description: 'Of `presented_again`: the new entry.' }),
+        reference: z.string().nullable().openapi({ description: "Of `settled_outside`: the outside payment's reference." }),
+        at: z.string().openapi({ format: 'date-time' }),
+      })
+      .nullable()
+      .openapi({
+        description:
+          'Of a `transfer_returned` exception, what the operator did about it (SPEC §25: nothing moves until an operator acts); null while it waits for one, and for every other kind.',
+      }),
     inbound_file: inboundFileSchema.extend({
       status: z.enum(['applied', 'rejected']).openapi({ description: '`rejected`: the file did not parse and nothing in it applied.' }),
       line: z.number().int().openapi({ description: 'The record (1-based) of the file; 0 for the file as a whole.' }),
@@ -243,6 +258,7 @@ interface ExceptionRow {
   status: 'applied' | 'rejected';
   line: number;
   created_at: string;
+  operator_action: AchException['operator_action'];
 }
 
 /**
@@ -265,6 +281,7 @@ function renderException(row: ExceptionRow): AchException {
     transaction_id: row.transaction_id,
     transfer_id: row.transfer_id,
     detail: detailOf(row),
+    operator_action: row.operator_action,
     inbound_file: { id: row.inbound_file_id, file_name: row.file_name, source: row.source, status: row.status, line: row.line },
     created_at: row.created_at,
   };
@@ -282,8 +299,17 @@ export async function listAchExceptions(
   const filters = new Filters('x.organization_id', organizationId, { withUnowned: true }).optional('x.kind = ?', query.kind);
   const page = await keysetPage<ExceptionRow>(db, {
     select: `x.id, x.kind, x.entry_id, x.code, x.trace_number, e.transaction_id, e.transfer_id, x.detail, f.id AS inbound_file_id,
-             f.file_name, f.source, f.status, x.line, ${ISO('x.created_at')} AS created_at`,
-    from: 'ach_exceptions x JOIN ach_inbound_files f ON f.id = x.inbound_file_id LEFT JOIN ach_entries e ON e.id = x.entry_id',
+             f.file_name, f.source, f.status, x.line, ${ISO('x.created_at')} AS created_at,
+             CASE WHEN again.id IS NOT NULL
+                  THEN json_build_object('action', 'presented_again', 'entry_id', again.id, 'reference', NULL, 'at', ${ISO('again.created_at')})
+                  WHEN o.entry_id IS NOT NULL
+                  THEN json_build_object('action', 'settled_outside', 'entry_id', NULL, 'reference', o.reference, 'at', ${ISO('o.created_at')})
+             END AS operator_action`,
+    // The operator's action on a returned transfer's entry: at most one of each (`represents` and the record's
+    // entry are unique), and never both (migrations/0051).
+    from: `ach_exceptions x JOIN ach_inbound_files f ON f.id = x.inbound_file_id LEFT JOIN ach_entries e ON e.id = x.entry_id
+           LEFT JOIN ach_entries again ON x.kind = 'transfer_returned' AND again.represents = x.entry_id
+           LEFT JOIN ach_transfer_settled_outside o ON x.kind = 'transfer_returned' AND o.entry_id = x.entry_id`,
     table: 'ach_exceptions',
     alias: 'x',
     filters,

@@ -3191,6 +3191,20 @@ export interface components {
             transfer_id: string | null;
             /** @description What was wrong, for a person; never an account number. Of an item that matched no entry, what the parser quoted from the file is left out (the operator CLI `ach exceptions` shows it). */
             detail: string;
+            /** @description Of a `transfer_returned` exception, what the operator did about it (SPEC §25: nothing moves until an operator acts); null while it waits for one, and for every other kind. */
+            operator_action: {
+                /**
+                 * @description `presented_again`: the transfer presented again in a new entry (operator CLI `ach transfer represent`); `settled_outside`: its money moved outside ACH, recorded with a reference (`ach transfer settled-outside`).
+                 * @enum {string}
+                 */
+                action: "presented_again" | "settled_outside";
+                /** @description Of `presented_again`: the new entry. */
+                entry_id: string | null;
+                /** @description Of `settled_outside`: the outside payment's reference. */
+                reference: string | null;
+                /** Format: date-time */
+                at: string;
+            } | null;
             /** @description The return or notification-of-change file an item came in. */
             inbound_file: components["schemas"]["AchInboundFileRef"] & {
                 /**
