@@ -238,6 +238,38 @@ describe('SPEC §13 operator CLI', () => {
     expect(missing.code).toBe(1);
     expect(missing.json.error.code).toBe('not_found');
   });
+
+  test('a Postgres that accepts but answers nothing for 7 s (SIGSTOPped, overloaded) is waited out, not failed at the api’s 5 s connect timeout', async () => {
+    // A proxy standing for a paused Postgres: the kernel accepts the connection, nothing answers until it goes on.
+    const PAUSE_MS = 7_000;
+    const database = new URL(testInfra().databaseUrl);
+    const held: net.Socket[] = [];
+    const proxy = net.createServer((socket) => {
+      socket.pause();
+      held.push(socket);
+      setTimeout(() => {
+        const upstream = net.connect(Number(database.port || 5432), database.hostname, () => {
+          socket.pipe(upstream).pipe(socket);
+          socket.resume();
+        });
+        for (const end of [socket, upstream]) end.on('error', () => [socket, upstream].forEach((each) => each.destroy()));
+      }, PAUSE_MS);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const paused = new URL(database);
+    paused.port = String((proxy.address() as net.AddressInfo).port);
+    try {
+      const started = Date.now();
+      const answer = await runAdmin(['ach', 'exceptions', '--json'], { DATABASE_URL: paused.toString() });
+      expect([answer.code, answer.json.error]).toEqual([0, undefined]);
+      expect(Array.isArray(answer.json.exceptions)).toBe(true);
+      expect(held.length).toBeGreaterThan(0);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(PAUSE_MS);
+    } finally {
+      held.forEach((socket) => socket.destroy());
+      await new Promise((resolve) => proxy.close(resolve));
+    }
+  });
 });
 
 describe('SPEC §14 operability', () => {

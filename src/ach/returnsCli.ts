@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { InvalidArgumentError } from 'commander';
 import type { CommandRegistrar } from '../cli/registrar';
 import { createLogger } from '../logger';
 import { ingestInboundFile, INBOUND_LIMITS } from './inbound';
-import { InvalidArgumentError } from 'commander';
 import { ACH_REPRESENT_MAX, representTransfer } from './represent';
 import { outsideReferenceSchema, settleTransferOutside } from './settledOutside';
 

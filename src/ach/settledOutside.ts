@@ -16,7 +16,7 @@ import { lockLastEntry, noEntry } from './represent';
  * record says the money came back by another way. Nothing is presented again after it.
  */
 
-/** The outside payment's reference (a wire's IMAD, a bank's confirmation): printable ASCII, 1–64, trimmed. */
+/** The outside payment's reference (a wire's IMAD, a bank's confirmation): 1 to 64 printable ASCII characters, no space at either end (migrations/0051 checks the same). */
 export const outsideReferenceSchema = z
   .string()
   .regex(/^[!-~]([ -~]{0,62}[!-~])?$/, 'must be 1 to 64 printable ASCII characters, no space at either end');

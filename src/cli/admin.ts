@@ -199,6 +199,13 @@ export const commandRegistrars: CommandRegistrar[] = [
   registerAchReturnCommands,
 ];
 
+/**
+ * How long the operator CLI waits for a connection to Postgres: a paused or overloaded database (a SIGSTOP, a
+ * failover, a box at full load) is waited out instead of failing an operator's command at the api's 5 s.
+ * Nothing is written before the connection, so a command that still fails after it changed nothing.
+ */
+export const CLI_CONNECT_TIMEOUT_MS = 30_000;
+
 /** The whole command tree; `ctx` is called only by a command that runs (help and usage errors need no database). */
 export function buildAdminProgram(ctx: () => CliContext): Command {
   const program = new Command('admin')
@@ -217,7 +224,7 @@ export async function runAdmin(argv: string[]): Promise<number> {
       const config = loadConfig();
       context = {
         config,
-        pool: createPool(databaseUrlOf(config), 4),
+        pool: createPool(databaseUrlOf(config), 4, undefined, CLI_CONNECT_TIMEOUT_MS),
         out: (human, payload) => process.stdout.write(`${json() ? JSON.stringify(payload) : human}\n`),
       };
     }

@@ -17,8 +17,16 @@ export type Queryable = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
 
 function ignoreCheckedOutError(): void {}
 
-export function createPool(databaseUrl: string, max = 20, onIdleError: (error: Error) => void = () => undefined): pg.Pool {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max, connectionTimeoutMillis: 5_000, idleTimeoutMillis: 30_000 });
+/** How long a new connection may take before it fails: the api and worker answer or retry after it. */
+export const CONNECT_TIMEOUT_MS = 5_000;
+
+export function createPool(
+  databaseUrl: string,
+  max = 20,
+  onIdleError: (error: Error) => void = () => undefined,
+  connectTimeoutMs = CONNECT_TIMEOUT_MS,
+): pg.Pool {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max, connectionTimeoutMillis: connectTimeoutMs, idleTimeoutMillis: 30_000 });
   // An idle client whose server went away (a restart, a failover) is dropped by the pool; without a
   // listener that 'error' event would crash the process.
   pool.on('error', onIdleError);
@@ -78,7 +86,7 @@ export async function waitForDatabase(databaseUrl: string, timeoutMs: number, pr
   try {
     await retryWithBackoff(
       async () => {
-        const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5_000 });
+        const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
         client.on('error', () => undefined);
         await client.connect();
         await client.end();
