@@ -13,8 +13,12 @@ import { apiClient, createTestOrg, eventually, startStack, type Stack, type Test
 import { launchChromium } from './support/chromium';
 import { buildWindowFile } from '../src/ach/files';
 import { createLogger } from '../src/logger';
-import { addBankAccount, idempotencyKey, statusOf, userBody } from './support/payments';
-import { bankFile, fileAndSettle, importInbound } from './support/bankReturns';
+import { addBankAccount, idempotencyKey, SANDBOX_ROUTING, statusOf, userBody } from './support/payments';
+import { bankFile, closeWindow, fileAndSettle, importInbound } from './support/bankReturns';
+import { representTransfer } from '../src/ach/represent';
+import { setOperatorBankAccount } from '../src/bankAccounts/repo';
+import { sealAccountNumber } from '../src/bankAccounts/sealing';
+import { settlementDateOf } from '../src/easternDates';
 import { Receiver } from './support/receiver';
 
 /**
@@ -529,6 +533,57 @@ describe('SPEC §23 operator console: pages', () => {
       expect(await entry.innerText()).toMatch(/Status\s+returned[\s\S]*Return\s+R01: Insufficient Funds/);
       await accessible(page, 'transaction-returned');
       await shoot(page, 'transaction-returned');
+    });
+  }, 120_000);
+
+  test("SPEC §25: a returned transfer's exception says it waits for the operator, then what the operator did", async () => {
+    // An organization of its own whose settlement account has an operator bank account: its transfer is a CCD entry.
+    const own = await createTestOrg(stack.pool, { kycRequired: false });
+    const call = apiClient(stack.url, own.apiKey);
+    const operatorNumber = `7${Date.now() % 1_000_000_000}`;
+    await setOperatorBankAccount(stack.pool, {
+      account_id: own.accountId,
+      routing_number: SANDBOX_ROUTING,
+      last4: operatorNumber.slice(-4),
+      account_type: 'checking',
+      updated_at: new Date(),
+      accountNumberSealed: sealAccountNumber(stack.config, operatorNumber, { table: 'operator_bank_accounts', id: own.accountId }),
+    });
+    const userId = (await call('POST', '/user', userBody())).body.id as string;
+    const deposit = await cashIn(call, userId, 4_200);
+    expect((await call('POST', `/simulate/transaction/${deposit}/confirm`, {}, idempotencyKey())).status).toBe(200);
+    await statusOf(call, deposit, 'available');
+    const transfer = await closeWindow(stack, own, settlementDateOf(new Date(), stack.config.SETTLEMENT_CUTOFF));
+    expect(transfer).toMatchObject({ direction: 'disbursement', amount_cents: '4200' });
+    expect(await fileAndSettle(stack.pool, stack.config)).not.toBeNull();
+    const { rows } = await stack.pool.query<{ trace_number: string }>('SELECT trace_number FROM ach_entries WHERE transfer_id = $1', [
+      transfer.id,
+    ]);
+    const trace = rows[0]!.trace_number;
+    // The bank returns the operator's credit (a file moov-io/ach writes): an exception waiting for the operator.
+    const file = await bankFile('011000015', [
+      { trace, code: 'R03', amount: 4_200, credit: true, sec: 'CCD', accountNumber: operatorNumber },
+    ]);
+    expect((await importInbound(stack.pool, stack.config, `CCD-${randomString(6)}.ach`, file)).file.returns_count).toBe(1);
+
+    await inTab('ach-exception-operator', async (page) => {
+      await signIn(page, own.apiKey);
+      await visit(page, 'returns?kind=transfer_returned');
+      await settled(page);
+      const row = () => page.getByRole('region', { name: 'Exceptions list' }).getByRole('row').filter({ hasText: trace });
+      expect(await row().innerText()).toMatch(/transfer returned[\s\S]*R03[\s\S]*an operator acts[\s\S]*awaiting operator/);
+      await accessible(page, 'ach-exception-awaiting');
+      await shoot(page, 'ach-exception-awaiting');
+
+      // The operator presents it again (`ach transfer represent`): the row says so, with the new entry.
+      const again = await representTransfer(stack.pool, transfer.id, new Date());
+      await page.reload();
+      await settled(page);
+      await row().getByText('Presented again as').waitFor();
+      expect(await row().innerText()).toContain(`Presented again as ${again.entry_id}`);
+      expect(await row().innerText()).not.toContain('awaiting operator');
+      await accessible(page, 'ach-exception-presented');
+      await shoot(page, 'ach-exception-presented');
     });
   }, 120_000);
 

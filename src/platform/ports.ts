@@ -44,14 +44,25 @@ export function freePort(host = '127.0.0.1'): Promise<number> {
 }
 
 /**
+ * Ports this process has handed out, never handed out again: a port is free until its taker binds it, so two
+ * asked for one after the other (an api's port, then a Temporal server's block of nine) could otherwise overlap:
+ * a topology test's second start found its api port held by its own Temporal server (CI, stop 51).
+ */
+const handedOut = new Set<number>();
+
+/**
  * The first of `count` consecutive ports free on `host` right now, between 20000 and 32000: below the OS's
  * ephemeral ports (see freePort), and the Temporal server keeps its membership ports in a smallint column.
  */
 export async function freePortBlock(count: number, host = '127.0.0.1'): Promise<number> {
   for (let attempt = 0; attempt < 100; attempt += 1) {
     const base = 20_000 + Math.floor(Math.random() * (32_000 - 20_000 - count));
-    const free = await Promise.all(Array.from({ length: count }, (_, offset) => portFree(base + offset, host)));
-    if (free.every(Boolean)) return base;
+    const block = Array.from({ length: count }, (_, offset) => base + offset);
+    if (block.some((port) => handedOut.has(port))) continue;
+    const free = await Promise.all(block.map((port) => portFree(port, host)));
+    if (!free.every(Boolean)) continue;
+    for (const port of block) handedOut.add(port);
+    return base;
   }
   throw new Error(`no ${count} consecutive free ports between 20000 and 32000 on ${host}`);
 }

@@ -164,8 +164,33 @@ function ExceptionRow({ item }: { item: AchException }) {
         {item.inbound_file.line > 0 ? `, line ${item.inbound_file.line}` : ''}
         {item.inbound_file.status === 'rejected' ? ' (rejected)' : ''}
       </td>
-      <td class="detail">{item.detail}</td>
+      <td class="detail">
+        {item.detail}
+        {item.kind === 'transfer_returned' ? <OperatorAction action={item.operator_action} /> : null}
+      </td>
     </tr>
+  );
+}
+
+/** SPEC §25: a returned transfer's entry waits for the operator; what the operator did, or that it still waits. */
+function OperatorAction({ action }: { action: AchException['operator_action'] }) {
+  if (!action)
+    return (
+      <div class="small">
+        <Badge value="awaiting_operator" />
+      </div>
+    );
+  return (
+    <div class="small">
+      {action.action === 'presented_again' ? (
+        <>
+          Presented again as <Id value={action.entry_id} />
+        </>
+      ) : (
+        <>Settled outside ACH, reference {action.reference}</>
+      )}{' '}
+      on <Time iso={action.at} />
+    </div>
   );
 }
 
