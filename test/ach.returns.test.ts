@@ -9,8 +9,6 @@ import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { PRODUCTION_ACH_ENV } from './support/achSeed';
 import { DateTime } from 'luxon';
 import { achFileBytes, buildWindowFile, markFileDelivered, settleFile } from '../src/ach/files';
-import { setOperatorBankAccount } from '../src/bankAccounts/repo';
-import { sealAccountNumber } from '../src/bankAccounts/sealing';
 import { settlementDateOf } from '../src/easternDates';
 import { achScheduleId, ensureAchSchedule } from '../src/ach/schedule';
 import { ingestInboundFile } from '../src/ach/inbound';
@@ -18,9 +16,9 @@ import { achInboundScheduleId, ensureAchInboundSchedule } from '../src/ach/inbou
 import { randomString } from '../src/ids';
 import { journalViolations } from '../src/journal/invariants';
 import { createLogger } from '../src/logger';
-import { bankFile as writeBankFile, closeWindow } from './support/bankReturns';
+import { bankFile as writeBankFile, closeWindow, giveOperatorBankAccount } from './support/bankReturns';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
-import { addBankAccount, admin, idempotencyKey, SANDBOX_ROUTING, statusOf } from './support/payments';
+import { addBankAccount, admin, idempotencyKey, statusOf } from './support/payments';
 import { startSftpServer, type SftpServer } from './support/sftpServer';
 import { eventDepartures } from './support/eventSchemas';
 import { readWithAchcli } from './support/achcli';
@@ -356,14 +354,7 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
       [other.organizationId],
     );
     const operatorNumber = accountNumber();
-    await setOperatorBankAccount(stack.pool, {
-      account_id: other.accountId,
-      routing_number: SANDBOX_ROUTING,
-      last4: operatorNumber.slice(-4),
-      account_type: 'checking',
-      updated_at: new Date(),
-      accountNumberSealed: sealAccountNumber(stack.config, operatorNumber, { table: 'operator_bank_accounts', id: other.accountId }),
-    });
+    await giveOperatorBankAccount(stack, other.accountId, operatorNumber);
     const withdrawer = { userId: await createTestUser(stack.pool, other.organizationId), number: accountNumber() };
     await addBankAccount(otherCall, withdrawer.userId, { account_number: withdrawer.number }, 100);
     const out = await otherCall(

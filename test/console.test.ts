@@ -13,11 +13,9 @@ import { apiClient, createTestOrg, eventually, startStack, type Stack, type Test
 import { launchChromium } from './support/chromium';
 import { buildWindowFile } from '../src/ach/files';
 import { createLogger } from '../src/logger';
-import { addBankAccount, idempotencyKey, SANDBOX_ROUTING, statusOf, userBody } from './support/payments';
-import { bankFile, closeWindow, fileAndSettle, importInbound } from './support/bankReturns';
+import { addBankAccount, idempotencyKey, statusOf, userBody } from './support/payments';
+import { bankFile, closeWindow, fileAndSettle, giveOperatorBankAccount, importInbound } from './support/bankReturns';
 import { representTransfer } from '../src/ach/represent';
-import { setOperatorBankAccount } from '../src/bankAccounts/repo';
-import { sealAccountNumber } from '../src/bankAccounts/sealing';
 import { settlementDateOf } from '../src/easternDates';
 import { Receiver } from './support/receiver';
 
@@ -541,14 +539,7 @@ describe('SPEC §23 operator console: pages', () => {
     const own = await createTestOrg(stack.pool, { kycRequired: false });
     const call = apiClient(stack.url, own.apiKey);
     const operatorNumber = `7${Date.now() % 1_000_000_000}`;
-    await setOperatorBankAccount(stack.pool, {
-      account_id: own.accountId,
-      routing_number: SANDBOX_ROUTING,
-      last4: operatorNumber.slice(-4),
-      account_type: 'checking',
-      updated_at: new Date(),
-      accountNumberSealed: sealAccountNumber(stack.config, operatorNumber, { table: 'operator_bank_accounts', id: own.accountId }),
-    });
+    await giveOperatorBankAccount(stack, own.accountId, operatorNumber);
     const userId = (await call('POST', '/user', userBody())).body.id as string;
     const deposit = await cashIn(call, userId, 4_200);
     expect((await call('POST', `/simulate/transaction/${deposit}/confirm`, {}, idempotencyKey())).status).toBe(200);

@@ -1,12 +1,15 @@
 import type { Config } from '../../src/config';
 import { buildWindowFile, markFileDelivered, settleFile } from '../../src/ach/files';
 import { ingestInboundFile } from '../../src/ach/inbound';
+import { setOperatorBankAccount } from '../../src/bankAccounts/repo';
+import { sealAccountNumber } from '../../src/bankAccounts/sealing';
 import type { Pool } from '../../src/db/pool';
 import { randomString } from '../../src/ids';
 import { createLogger } from '../../src/logger';
 import { startAccountSettlement } from '../../src/settlement/client';
 import { settlementTaskQueue } from '../../src/settlement/contract';
 import { eventually, type Stack, type TestOrg } from './harness';
+import { SANDBOX_ROUTING } from './payments';
 
 export { bankFile, type BankItem } from './bankFiles';
 
@@ -50,4 +53,16 @@ export async function closeWindow(stack: Stack, who: TestOrg, windowDate: string
     30_000,
     `the transfer of window ${windowDate}`,
   );
+}
+
+/** Gives `accountId` a checking operator bank account of `number` (sealed as the CLI does): its transfers are CCD entries. */
+export async function giveOperatorBankAccount(stack: Stack, accountId: string, number: string): Promise<void> {
+  await setOperatorBankAccount(stack.pool, {
+    account_id: accountId,
+    routing_number: SANDBOX_ROUTING,
+    last4: number.slice(-4),
+    account_type: 'checking',
+    updated_at: new Date(),
+    accountNumberSealed: sealAccountNumber(stack.config, number, { table: 'operator_bank_accounts', id: accountId }),
+  });
 }
