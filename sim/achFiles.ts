@@ -31,7 +31,12 @@ interface FiledEntry {
   amount: number;
 }
 
-/** The model's payments that must each be one entry, by their ids' last 15 characters: the amount. */
+/** What an entry of `id` (a transaction's or a transfer's) carries in its 15-character Individual Identification Number: the id's last 15 characters. */
+function identificationOf(id: string): string {
+  return id.slice(-15);
+}
+
+/** The model's payments that must each be one entry, by their identification: the amount. */
 function expectedEntries(model: Model): Map<string, { id: string; amount: number }> {
   const expected = new Map<string, { id: string; amount: number }>();
   const bankIntent = (intentId: string | undefined) =>
@@ -40,7 +45,7 @@ function expectedEntries(model: Model): Map<string, { id: string; amount: number
     const onRail =
       (txn.type === 'intent' && bankIntent(txn.sourceId)) ||
       (txn.type === 'refund' && bankIntent(model.refunds.get(txn.sourceId)?.intentId));
-    if (onRail) expected.set(txn.id.slice(-15), { id: txn.id, amount: txn.amount });
+    if (onRail) expected.set(identificationOf(txn.id), { id: txn.id, amount: txn.amount });
   }
   return expected;
 }
@@ -126,7 +131,7 @@ async function compareWithBank(bank: SftpBank, model: Model, files: Json[]): Pro
  */
 function checkTransferEntries(model: Model, transferIds: readonly string[], filed: Map<string, FiledEntry[]>): void {
   for (const id of transferIds) {
-    const entries = filed.get(id.slice(-15)) ?? [];
+    const entries = filed.get(identificationOf(id)) ?? [];
     const again = model.presented.get(id) ?? 0;
     if ((entries.length > 0 || again > 0) && entries.length !== 1 + again)
       model.anomaly(
@@ -165,7 +170,7 @@ export async function checkAchFiles(
       model.anomaly(`transaction ${want.id} has an entry in ACH file ${got!.fileId} and another in ${again.fileId}`);
   }
   checkTransferEntries(model, transferIds, filed);
-  const transfers = new Set(transferIds.map((id) => id.slice(-15)));
+  const transfers = new Set(transferIds.map(identificationOf));
   for (const [identification, entries] of filed) {
     if (!expected.has(identification) && !transfers.has(identification))
       model.anomaly(`ACH file ${entries[0]!.fileId} holds an entry for …${identification}, no payment of the model's or transfer`);

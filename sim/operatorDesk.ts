@@ -36,18 +36,18 @@ export class OperatorDesk {
       if (this.seen.has(exception.id as string)) continue;
       this.seen.add(exception.id as string);
       const transferId = exception.transfer_id as string;
-      /** One CLI action: done (exit 0), refused at the limit (only `represent`, exit 1), else an anomaly. */
-      const act = async (args: string[]): Promise<'done' | 'limit' | 'failed'> => {
+      /** One CLI action: done (exit 0), refused at the limit (where `limited`: exit 1 saying so), else an anomaly. */
+      const act = async (args: string[], limited: boolean): Promise<'done' | 'limit' | 'failed'> => {
         const answer = await world.admin(args);
         if (answer.code === 0) return 'done';
-        if (args[2] === 'represent' && answer.code === 1 && answer.text.includes('the most there may be')) return 'limit';
+        if (limited && answer.code === 1 && answer.text.includes('the most there may be')) return 'limit';
         model.anomaly(
           `admin ${args.join(' ')} (exception ${exception.id as string}) answered exit ${answer.code}: ${answer.text.slice(0, 300)}`,
         );
         return 'failed';
       };
       if (exception.code !== 'R03') {
-        const presented = await act(['ach', 'transfer', 'represent', transferId]);
+        const presented = await act(['ach', 'transfer', 'represent', transferId], true);
         if (presented === 'done') {
           model.presented.set(transferId, (model.presented.get(transferId) ?? 0) + 1);
           this.counts.presented += 1;
@@ -56,7 +56,7 @@ export class OperatorDesk {
         this.counts.refused_at_limit += 1;
       }
       const reference = `SIM WIRE ${(exception.id as string).slice(-12)}`;
-      if ((await act(['ach', 'transfer', 'settled-outside', transferId, '--reference', reference])) === 'done')
+      if ((await act(['ach', 'transfer', 'settled-outside', transferId, '--reference', reference], false)) === 'done')
         this.counts.settled_outside += 1;
     }
   }
