@@ -12,6 +12,7 @@ import { achFileBytes, buildWindowFile, markFileDelivered, settleFile } from '..
 import { settlementDateOf } from '../src/easternDates';
 import { achScheduleId, ensureAchSchedule } from '../src/ach/schedule';
 import { ingestInboundFile } from '../src/ach/inbound';
+import { representTransfer } from '../src/ach/represent';
 import { achInboundScheduleId, ensureAchInboundSchedule } from '../src/ach/inboundSchedule';
 import { randomString } from '../src/ids';
 import { journalViolations } from '../src/journal/invariants';
@@ -664,7 +665,37 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     expect((await otherCall('GET', `/transfer/${transfer.id}`)).body).toMatchObject({ status: 'pending' });
     // The API shows it waiting for the operator.
     expect(await operatorActions(otherCall, transfer.id)).toEqual([[operator.entry.trace_number, null]]);
-    const done = await settledOutside();
+    // Two operators at once: while a transaction holds the entry, the CLI's settled-outside and then a presentment
+    // queue behind it. The first records; the second read the entry before that committed, so the database's guard
+    // refuses its write, and it answers invalid_state like any refusal (it answered a bare check violation).
+    const holder = await stack.pool.connect();
+    let done: Awaited<ReturnType<typeof settledOutside>>;
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM ach_entries WHERE id = $1 FOR UPDATE', [operator.entry.id]);
+      const waitingForEntry = async (count: number) => {
+        const { rows } = await stack.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE OF e%'`,
+        );
+        return rows[0]?.n === count || undefined;
+      };
+      const outside = settledOutside();
+      await eventually(() => waitingForEntry(1), 60_000, 'the CLI waiting for the entry');
+      const presented = representTransfer(stack.pool, transfer.id, new Date()).then(
+        () => 'presented',
+        (error: unknown) => error,
+      );
+      await eventually(() => waitingForEntry(2), 30_000, 'the presentment waiting behind it');
+      await holder.query('ROLLBACK');
+      done = await outside;
+      expect(await presented).toMatchObject({
+        code: 'invalid_state',
+        message: expect.stringContaining(`transfer ${transfer.id}: acted on meanwhile`),
+      });
+    } finally {
+      holder.release();
+    }
     expect(done.code).toBe(0);
     expect(JSON.parse(done.stdout)).toEqual({
       transfer_id: transfer.id,

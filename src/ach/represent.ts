@@ -15,7 +15,21 @@ import { errors } from '../errors';
  */
 export const ACH_REPRESENT_MAX = 2;
 
-const UNIQUE_VIOLATION = '23505';
+/** Another action on the same entry committed between our read and our write: a key (23505) or a guard (23514) refuses. */
+const RACED = new Set(['23505', '23514']);
+
+/**
+ * The catch of an operator action's write: another action on the same entry committed meanwhile (both lock the
+ * entry, but the one that waited read what it checks before the other committed), so the database's key or guard
+ * refused it. Nothing was written; the answer is `invalid_state` with the database's reason, like any refusal.
+ */
+export function refuseRace(transferId: string) {
+  return (error: unknown): never => {
+    if (RACED.has((error as { code?: string }).code ?? ''))
+      throw errors.invalidState(`transfer ${transferId}: acted on meanwhile (${(error as Error).message})`);
+    throw error;
+  };
+}
 
 /** The Rules' Company Entry Description of a reinitiated R01/R09 entry. */
 export const RETRY_DESCRIPTION = 'RETRY PYMT';
@@ -105,11 +119,7 @@ export async function representTransfer(pool: Pool, transferId: string, now: Dat
        VALUES ($1, $2, $3, $4, 'CCD', $5, $6, $7, $8, $8) RETURNING id`,
         [newest.organization_id, newest.account_id, newest.environment, transferId, transactionCode, newest.amount_cents, newest.id, now],
       )
-      .catch((error: unknown) => {
-        if ((error as { code?: string }).code === UNIQUE_VIOLATION)
-          throw errors.invalidState(`transfer ${transferId}: its entry ${newest.id} was presented again meanwhile`);
-        throw error;
-      });
+      .catch(refuseRace(transferId));
     return {
       entry_id: rowOf(inserted.rows, 'INSERT … RETURNING answers the entry').id,
       represents: newest.id,

@@ -3,7 +3,7 @@ import { withTransaction, type Pool } from '../db/pool';
 import { errors } from '../errors';
 import { enqueueTemporalCommand } from '../platform/temporalCommands';
 import { networkSettledCommand } from '../settlement/contract';
-import { lockLastEntry, noEntry } from './represent';
+import { lockLastEntry, noEntry, refuseRace } from './represent';
 
 /**
  * SPEC §25: a returned CCD entry (a transfer's, on the operator's bank account) waits for an operator. Besides
@@ -33,9 +33,6 @@ export interface SettledOutside {
   settles: boolean;
 }
 
-/** Another action on the same entry committed between our read and our write: the key or the guard refuses. */
-const RACED = new Set(['23505', '23514']);
-
 export async function settleTransferOutside(
   pool: Pool,
   drainQueue: string,
@@ -60,11 +57,7 @@ export async function settleTransferOutside(
         reference,
         now,
       ])
-      .catch((error: unknown) => {
-        if (RACED.has((error as { code?: string }).code ?? ''))
-          throw errors.invalidState(`transfer ${transferId}: acted on meanwhile (${(error as Error).message})`);
-        throw error;
-      });
+      .catch(refuseRace(transferId));
     const settles = last.transfer_status === 'pending';
     if (settles) await enqueueTemporalCommand(tx, { drainQueue, now }, networkSettledCommand(last.account_id, last.window_date));
     return {
