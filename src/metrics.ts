@@ -14,6 +14,7 @@ import { temporalBacklog } from './platform/temporalCommands';
  * | ledger_events_deleted_total | api (its housekeeping's retention sweep) |
  * | ledger_lifecycle_start_backlog, ledger_lifecycle_start_lag_seconds | api (read from Postgres at each scrape: the whole deployment's queue) |
  * | ledger_transaction_transitions_total, ledger_transfers_total, ledger_webhook_deliveries_total, ledger_settlement_window_duration_seconds | worker (in its activities) |
+ * | ledger_transaction_transitions_total of a sandbox confirmation (POST /simulate/transaction/{id}/confirm) | api (after the request's commit) |
  *
  * `npm start` runs both in one process and its api's /metrics shows them all; separate worker processes
  * serve theirs on WORKER_METRICS_PORT. Sum over processes.

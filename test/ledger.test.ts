@@ -400,10 +400,11 @@ describe('SPEC §9 transaction lifecycle', () => {
     expect(described.typedSearchAttributes.get(TransactionDirectionKey)).toBe('cash_in');
     expect(described.typedSearchAttributes.get(SettlementDateKey)).toBe(intent.body.transactions[0].date);
 
+    // Confirmed at once: the answer and the ledger say available; the workflow, told by the queued signal, too.
     const confirm = await call('POST', `/simulate/transaction/${txnId}/confirm`);
-    expect(confirm.status).toBe(200);
-    await statusOf(call, txnId, 'available');
-    expect(await handle.query(transactionStatusQuery)).toBe('available');
+    expect([confirm.status, confirm.body.status]).toEqual([200, 'available']);
+    expect((await call('GET', `/transaction/${txnId}`)).body.status).toBe('available');
+    await eventually(async () => ((await handle.query(transactionStatusQuery)) === 'available' ? true : undefined));
     expect((await call('GET', `/account/${org.accountId}`)).body.balances).toEqual({ pending: 0, available: 2000, in_transfer: 0 });
     expect((await call('POST', `/simulate/transaction/${txnId}/confirm`, undefined, { 'X-Idempotency-Key': idemKey() })).status).toBe(409);
 

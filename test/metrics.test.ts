@@ -211,7 +211,12 @@ describe('SPEC §14 metrics and Temporal logs across api and worker processes', 
     );
     const delta = (name: string, labels: Record<string, string> = {}) =>
       sample(workerAfter, name, labels) - sample(workerBefore, name, labels);
-    expect(delta('ledger_transaction_transitions_total', { to_status: 'available' })).toBe(1);
+    // The confirmation's move to available is the api's (committed with the request); the workflow's step found it made.
+    expect(
+      sample(apiAfter, 'ledger_transaction_transitions_total', { to_status: 'available' }) -
+        sample(apiBefore, 'ledger_transaction_transitions_total', { to_status: 'available' }),
+    ).toBe(1);
+    expect(delta('ledger_transaction_transitions_total', { to_status: 'available' })).toBe(0);
     expect(delta('ledger_transaction_transitions_total', { to_status: 'settled' })).toBe(1);
     expect(delta('ledger_transfers_total', { direction: 'disbursement' })).toBe(1);
     expect(delta('ledger_settlement_window_duration_seconds_count')).toBe(1);

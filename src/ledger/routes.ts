@@ -153,11 +153,11 @@ const transactionRoutes = [
     tag: 'Simulation',
     summary: 'Confirm a pending cash_in now',
     description:
-      "The simulated network confirms the funds at once instead of after SANDBOX_CONFIRM_SECONDS. The move to `available` happens in the transaction's workflow right after this answers (watch GET /transaction/{id} or the transaction.status_changed event). 409 `invalid_state` unless the transaction is a pending cash_in.",
+      'The simulated network confirms the funds at once instead of after SANDBOX_CONFIRM_SECONDS: the transaction is `available` when this answers (its transaction.status_changed event recorded with it), and its workflow is told. 409 `invalid_state` unless the transaction is a pending cash_in.',
     sandboxOnly: true,
     params: idParams,
     errorStatuses: [404, 409],
-    response: { schema: transactionSchema, description: 'The transaction as it was when the confirmation was sent.' },
+    response: { schema: transactionSchema, description: 'The transaction, now `available`.' },
     async handler({ op, params }) {
       return confirmCashIn(op, params.id);
     },

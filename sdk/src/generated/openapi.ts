@@ -322,7 +322,7 @@ export interface paths {
         put?: never;
         /**
          * Confirm a pending cash_in now
-         * @description The simulated network confirms the funds at once instead of after SANDBOX_CONFIRM_SECONDS. The move to `available` happens in the transaction's workflow right after this answers (watch GET /transaction/{id} or the transaction.status_changed event). 409 `invalid_state` unless the transaction is a pending cash_in.
+         * @description The simulated network confirms the funds at once instead of after SANDBOX_CONFIRM_SECONDS: the transaction is `available` when this answers (its transaction.status_changed event recorded with it), and its workflow is told. 409 `invalid_state` unless the transaction is a pending cash_in.
          *
          *     Sandbox only: production answers 404.
          */
@@ -5975,7 +5975,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The transaction as it was when the confirmation was sent. */
+            /** @description The transaction, now `available`. */
             200: {
                 headers: {
                     /** @description Requests of this kind (read or write) allowed in any 60-second window. */
