@@ -400,6 +400,9 @@ describe('SPEC §9 transaction lifecycle', () => {
     expect(described.typedSearchAttributes.get(TransactionDirectionKey)).toBe('cash_in');
     expect(described.typedSearchAttributes.get(SettlementDateKey)).toBe(intent.body.transactions[0].date);
 
+    // The workflow has run its first step (submitPayment's marker) before the confirmation, so its history below is
+    // the confirmed path's whatever the timing: the confirmation's step finds the row available and writes nothing.
+    await eventually(async () => (lifecycleShape(await handle.fetchHistory()).localActivityMarkers === 1 ? true : undefined));
     // Confirmed at once: the answer and the ledger say available; the workflow, told by the queued signal, too.
     const confirm = await call('POST', `/simulate/transaction/${txnId}/confirm`);
     expect([confirm.status, confirm.body.status]).toEqual([200, 'available']);
