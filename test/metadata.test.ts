@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { randomString } from '../src/ids';
 import { apiClient, createTestOrg, createTestUser, startStack, type ApiResponse, type Stack, type TestOrg } from './support/harness';
 import { approvedCashIn, eventsAbout, idempotencyKey, userBody, type Body } from './support/payments';
@@ -76,6 +77,33 @@ describe('SPEC §18 metadata on create: POST /user, /intent, /authorize, /refund
     expect(resource.metadata).toEqual(metadata);
     const path = endpoint === '/authorize' ? '/intent' : endpoint;
     expect((await call('GET', `${path}/${resource.id}`)).body).toEqual(resource);
+  });
+
+  test('any metadata text (quotes, backslashes, `$1`, any Unicode) is stored, answered and replayed byte for byte', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.string({ unit: 'binary', maxLength: 120 }).filter((s) => !s.includes('\u0000')),
+        async (value) => {
+          const metadata = { note: `'\\$1 ${value}`, order_id: unique('order') };
+          const key = idempotencyKey();
+          const first = await call(
+            'POST',
+            '/intent',
+            { direction: 'cash_in', user_id: userId, amount: 500, currency: 'USD', metadata },
+            key,
+          );
+          expect([first.status, first.body.metadata]).toEqual([200, metadata]);
+          const again = await call(
+            'POST',
+            '/intent',
+            { direction: 'cash_in', user_id: userId, amount: 500, currency: 'USD', metadata },
+            key,
+          );
+          expect([again.headers.get('idempotent-replayed'), again.text]).toEqual(['true', first.text]);
+        },
+      ),
+      { numRuns: 25 },
+    );
   });
 
   test.each(creates)('$endpoint without metadata returns metadata: {}', async ({ endpoint, body }) => {
