@@ -264,7 +264,7 @@ export async function updateIntent(op: Op, intentId: string, body: MetadataUpdat
  * transaction and delivered by a drainer (signalWithStart), so it is not lost while the workflow has not
  * started yet or Temporal is down; the workflow's own step then finds the row available and writes nothing
  * (applyTransition is idempotent per target), as when the settlement moves rows itself. Before issue 37 the
- * move waited for the signal's round trip through Temporal (0.5–0.65× the bare shape's rate).
+ * move waited for the signal's round trip through Temporal (bench/results/2026-11-28-confirm-at-once.md).
  */
 export async function confirmCashIn(op: Op, transactionId: string): Promise<Outcome<Transaction>> {
   const row = await getTransactionRow(op.db, transactionId, op.organizationId);
