@@ -673,10 +673,11 @@ describe('SPEC §25 production: the bank returns and corrects entries through in
     try {
       await holder.query('BEGIN');
       await holder.query('SELECT 1 FROM ach_entries WHERE id = $1 FOR UPDATE', [operator.entry.id]);
+      // Only the operators' actions wait here: lockLastEntry's query is the one that reads `settled_outside`.
       const waitingForEntry = async (count: number) => {
         const { rows } = await stack.pool.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM pg_stat_activity
-            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE OF e%'`,
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%AS settled_outside%FOR UPDATE OF e%'`,
         );
         return rows[0]?.n === count || undefined;
       };
