@@ -23,8 +23,7 @@ import { readWithAchcli } from './support/achcli';
 import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
 import { addBankAccount, SANDBOX_ROUTING, statusOf } from './support/payments';
 import { runAdmin } from './support/processes';
-import { setOperatorBankAccount } from '../src/bankAccounts/repo';
-import { sealAccountNumber } from '../src/bankAccounts/sealing';
+import { giveOperatorBankAccount } from './support/bankReturns';
 import { startSftpServer, type SftpServer } from './support/sftpServer';
 
 type Call = ReturnType<typeof apiClient>;
@@ -215,15 +214,7 @@ describe('SPEC §24 sandbox: a transfer is a CCD entry on the operator bank acco
     const org = await createTestOrg(stack.pool, { write: 5000, read: 5000 });
     const call = apiClient(stack.url, org.apiKey);
     if (operator) {
-      const stored = await setOperatorBankAccount(stack.pool, {
-        account_id: org.accountId,
-        routing_number: SANDBOX_ROUTING,
-        last4: operator.number.slice(-4),
-        account_type: 'checking',
-        updated_at: new Date(),
-        accountNumberSealed: sealAccountNumber(stack.config, operator.number, { table: 'operator_bank_accounts', id: org.accountId }),
-      });
-      expect(stored).not.toBeNull();
+      expect(await giveOperatorBankAccount(stack, org.accountId, operator.number)).not.toBeNull();
     }
     const userId = await createTestUser(stack.pool, org.organizationId);
     const { intent } = await addBankAccount(call, userId, { account_number: accountNumber() }, inCents);

@@ -2,9 +2,9 @@ import { InvalidArgumentError } from 'commander';
 import type { CommandRegistrar } from '../cli/registrar';
 import { NotFoundError } from '../orgs/contract';
 import { abaValid } from '../tokens/contract';
-import { setOperatorBankAccount, setOrganizationAch } from './repo';
+import { setOrganizationAch } from './repo';
 import { accountNumberInput, ACCOUNT_TYPES, type AccountType } from './schemas';
-import { sealAccountNumber } from './sealing';
+import { storeOperatorBankAccount } from './service';
 
 /**
  * Operator commands for the ACH rail's own data (SPEC §24): the operator's bank account behind each
@@ -47,13 +47,12 @@ export const registerBankAccountCommands: CommandRegistrar = (program, ctx) => {
     const number = accountNumberInput.safeParse(options.number);
     if (!number.success) set.error(`error: --number ${number.error.issues[0]!.message}`, { code: 'commander.usage', exitCode: 2 });
     const { config, pool, out } = ctx();
-    const stored = await setOperatorBankAccount(pool, {
-      account_id: options.account,
-      routing_number: options.routing,
-      last4: options.number.slice(-4),
-      account_type: options.type,
-      updated_at: new Date(),
-      accountNumberSealed: sealAccountNumber(config, options.number, { table: 'operator_bank_accounts', id: options.account }),
+    const stored = await storeOperatorBankAccount(pool, config, {
+      accountId: options.account,
+      routingNumber: options.routing,
+      number: options.number,
+      accountType: options.type,
+      now: new Date(),
     });
     if (!stored) throw new NotFoundError(`no account ${options.account}`);
     out(`account ${stored.account_id}: bank account ${stored.routing_number} …${stored.last4} (${stored.account_type})`, {

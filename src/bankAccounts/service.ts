@@ -1,7 +1,9 @@
+import type { Config } from '../config';
+import type { Queryable } from '../db/pool';
 import { newId } from '../ids';
 import type { Op } from '../services';
 import { bankName } from '../tokens/contract';
-import { upsertBankAccount, type BankAccountRow } from './repo';
+import { setOperatorBankAccount, upsertBankAccount, type BankAccountRow, type OperatorBankAccountRow } from './repo';
 import type { AccountType } from './schemas';
 import { accountFingerprint, openAccountNumber, sealAccountNumber } from './sealing';
 
@@ -37,4 +39,24 @@ export async function bankAccountFromToken(op: Op, token: SealedBankToken): Prom
     fingerprint: accountFingerprint(config, token.routing_number, accountNumber),
   });
   return row;
+}
+
+/**
+ * Sets (or replaces) the operator's bank account behind settlement account `accountId` (SPEC §24: its transfers
+ * become CCD entries): the number sealed with BANK_DATA_KEY, bound to its row, and only its last four kept in the
+ * clear. Null: no such account. `admin account bank-account set` and the tests store it through here.
+ */
+export function storeOperatorBankAccount(
+  db: Queryable,
+  config: Config,
+  input: { accountId: string; routingNumber: string; number: string; accountType: AccountType; now: Date },
+): Promise<OperatorBankAccountRow | null> {
+  return setOperatorBankAccount(db, {
+    account_id: input.accountId,
+    routing_number: input.routingNumber,
+    last4: input.number.slice(-4),
+    account_type: input.accountType,
+    updated_at: input.now,
+    accountNumberSealed: sealAccountNumber(config, input.number, { table: 'operator_bank_accounts', id: input.accountId }),
+  });
 }

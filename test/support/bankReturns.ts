@@ -1,8 +1,8 @@
 import type { Config } from '../../src/config';
 import { buildWindowFile, markFileDelivered, settleFile } from '../../src/ach/files';
 import { ingestInboundFile } from '../../src/ach/inbound';
-import { setOperatorBankAccount } from '../../src/bankAccounts/repo';
-import { sealAccountNumber } from '../../src/bankAccounts/sealing';
+import type { OperatorBankAccountRow } from '../../src/bankAccounts/repo';
+import { storeOperatorBankAccount } from '../../src/bankAccounts/service';
 import type { Pool } from '../../src/db/pool';
 import { randomString } from '../../src/ids';
 import { createLogger } from '../../src/logger';
@@ -55,14 +55,13 @@ export async function closeWindow(stack: Stack, who: TestOrg, windowDate: string
   );
 }
 
-/** Gives `accountId` a checking operator bank account of `number` (sealed as the CLI does): its transfers are CCD entries. */
-export async function giveOperatorBankAccount(stack: Stack, accountId: string, number: string): Promise<void> {
-  await setOperatorBankAccount(stack.pool, {
-    account_id: accountId,
-    routing_number: SANDBOX_ROUTING,
-    last4: number.slice(-4),
-    account_type: 'checking',
-    updated_at: new Date(),
-    accountNumberSealed: sealAccountNumber(stack.config, number, { table: 'operator_bank_accounts', id: accountId }),
+/** Gives `accountId` a checking operator bank account of `number` (stored as the CLI stores it): its transfers are CCD entries. */
+export function giveOperatorBankAccount(stack: Stack, accountId: string, number: string): Promise<OperatorBankAccountRow | null> {
+  return storeOperatorBankAccount(stack.pool, stack.config, {
+    accountId,
+    routingNumber: SANDBOX_ROUTING,
+    number,
+    accountType: 'checking',
+    now: new Date(),
   });
 }
