@@ -26,6 +26,16 @@ export const DEV_SERVER_SQLITE_PRAGMAS = ['journal_mode=wal', 'synchronous=norma
 /** The dynamic-config setting `temporal server start-dev` turns on by default, and we turn off. */
 export const SEARCH_ATTRIBUTES_REFRESH_ON_READ = 'system.forceSearchAttributesCacheRefreshOnRead';
 
+/**
+ * Eager activity dispatch, off by default in Temporal's server: a worker completing a workflow task that
+ * schedules activities on its own task queue gets them in the answer, when it has free activity slots (the
+ * SDK asks for that by default), instead of each going through a transfer task, matching and a poll. The
+ * same semantics (timeouts, retries, heartbeats; a retry goes through matching as before), less server work
+ * per activity (measured with webhook deliveries: bench/results/2026-11-29-eager-activities.md). `npm run
+ * cluster`'s server sets it too (TEMPORAL_DYNAMIC_CONFIG).
+ */
+export const EAGER_ACTIVITIES = 'system.enableActivityEagerExecution';
+
 export interface DevServerOptions {
   cliPath: string;
   port: number;
@@ -80,6 +90,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   // default) holds them from its first read. `npm run cluster`'s server, on SQL visibility, needs neither the
   // setting nor the flags: what it caches is written before its services start (TEMPORAL_DYNAMIC_CONFIG).
   args.push('--dynamic-config-value', `${SEARCH_ATTRIBUTES_REFRESH_ON_READ}=false`);
+  args.push('--dynamic-config-value', `${EAGER_ACTIVITIES}=true`);
   const child = await spawnService({
     command: options.cliPath,
     args,

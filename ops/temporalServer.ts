@@ -3,6 +3,7 @@ import path from 'node:path';
 import { msToTs } from '@temporalio/common/lib/time';
 import pg from 'pg';
 import { pollWhileRunning, readyOrStopped, runToEnd, spawnService, type ServiceProcess } from './childProcess';
+import { EAGER_ACTIVITIES } from './devServer';
 import { connectTemporal, registerSearchAttributes, waitForTemporal } from '../src/platform/temporal';
 
 /**
@@ -210,9 +211,12 @@ export function temporalServerConfig(options: TemporalServerOptions, dynamicConf
  *   once (after a restart, on a loaded box) spent their 3 s waiting for a connection, failed, and were retried
  *   with a growing backoff; waiting in the scheduler's queue costs them none of it (docs/reliability.md, "Late
  *   cash_ins").
+ * - Activities are handed to the worker that scheduled them in the answer to its workflow task
+ *   (EAGER_ACTIVITIES, as on `npm start`'s dev server; see there).
  */
 export const TEMPORAL_DYNAMIC_CONFIG: Record<string, unknown> = {
   'limit.maxIDLength': 255,
+  [EAGER_ACTIVITIES]: true,
   ...Object.fromEntries(['transfer', 'timer', 'visibility'].map((queue) => [`history.${queue}ProcessorSchedulerWorkerCount`, 32])),
 };
 

@@ -231,6 +231,11 @@ describe('SPEC §14 metrics and Temporal logs across api and worker processes', 
     const sdk = await scrape(temporalMetricsUrl);
     expect(sample(sdk, 'temporal_activity_execution_latency_count', { task_queue: 'metrics' })).toBeGreaterThan(0);
     expect(sample(sdk, 'temporal_workflow_completed', { task_queue: 'metrics' })).toBeGreaterThan(0);
+    // The dev server hands an activity to the worker in the answer to the workflow task that scheduled it
+    // (EAGER_ACTIVITIES, ops/devServer.ts): the first webhook attempt came that way, not through a poll.
+    expect(
+      sample(sdk, 'temporal_activity_task_received', { task_queue: 'metrics', activity_type: 'deliverWebhookAttempt', eager: 'true' }),
+    ).toBeGreaterThan(0);
   }, 240_000);
 
   test("the Temporal SDK's log lines are pino JSON; an expected webhook delivery failure is one line without a stack", async () => {

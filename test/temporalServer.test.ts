@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { SEARCH_ATTRIBUTES_REFRESH_ON_READ } from '../ops/devServer';
+import { EAGER_ACTIVITIES, SEARCH_ATTRIBUTES_REFRESH_ON_READ } from '../ops/devServer';
 import { TEMPORAL_DYNAMIC_CONFIG } from '../ops/temporalServer';
 import { connectTemporal } from '../src/platform/temporal';
 import {
@@ -21,6 +21,12 @@ describe("the run's Temporal server", () => {
   test("npm run cluster's server leaves the search-attribute cache unforced, as Temporal ships it for production", () => {
     // Forced, every search-attribute read took a process-wide mutex and a round trip to Postgres (docs/reliability.md).
     expect(TEMPORAL_DYNAMIC_CONFIG).not.toHaveProperty(SEARCH_ATTRIBUTES_REFRESH_ON_READ);
+  });
+
+  test("npm run cluster's server hands a worker the activities its workflow task scheduled, as the dev server does", () => {
+    // Off by default in the server; the dev server's effect is observed in test/metrics.test.ts (the SDK's
+    // eager activity count).
+    expect(TEMPORAL_DYNAMIC_CONFIG).toMatchObject({ [EAGER_ACTIVITIES]: true });
   });
 
   test('every search attribute of ours is accepted on a start, kept, and answers a visibility query', async () => {
