@@ -410,6 +410,7 @@ END $$;
 
 CREATE FUNCTION public.intent_returned_cents(p_intent_id text) RETURNS bigint
     LANGUAGE sql STABLE
+    SET enable_seqscan TO 'off'
     AS $$
   SELECT (SELECT coalesce(sum(amount_cents), 0) FROM refunds WHERE intent_id = p_intent_id)
        + (SELECT coalesce(sum(CASE WHEN returns_credit THEN -amount_cents ELSE amount_cents END), 0) FROM disputes

@@ -1,6 +1,17 @@
+import pg from 'pg';
 import { randomString } from '../src/ids';
 import { recomputeBalances } from '../src/ledger/accounts';
-import { apiClient, createTestOrg, createTestUser, eventually, startStack, type Stack, type TestOrg } from './support/harness';
+import {
+  apiClient,
+  createTestDatabase,
+  createTestOrg,
+  createTestUser,
+  eventually,
+  startStack,
+  testInfra,
+  type Stack,
+  type TestOrg,
+} from './support/harness';
 import { expectDocumented } from './support/openapi';
 import { admin, approvedCashIn, eventsAbout, idempotencyKey, workflowRunning } from './support/payments';
 
@@ -243,6 +254,39 @@ describe('SPEC §11 disputes', () => {
       ]);
     } finally {
       await production.stop();
+    }
+  });
+});
+
+describe('what has left an intent (intent_returned_cents, the draw guard’s read) goes through its indexes', () => {
+  test('on tables analyzed empty, as before an operator’s first return file, it reads disputes_by_intent and refunds_by_intent, never a scan', async () => {
+    // A return file inserts all its disputes in one statement and the guard reads this once per row, on a plan made
+    // when the statement starts: a scan chosen for a small table would then read every row the file added so far,
+    // for each row (migrations/0052). auto_explain hands this session the plans the read ran with.
+    const shared = new URL(testInfra().databaseUrl).pathname.slice(1);
+    const scratch = await createTestDatabase(
+      `${shared}_plan_${randomString(8)
+        .toLowerCase()
+        .replace(/[^a-z0-9]/g, 'x')}`,
+    );
+    const client = new pg.Client({ connectionString: scratch.databaseUrl });
+    await client.connect();
+    try {
+      await client.query('ANALYZE disputes');
+      await client.query('ANALYZE refunds');
+      const plans: string[] = [];
+      client.on('notice', (notice) => plans.push(notice.message ?? ''));
+      await client.query(`LOAD 'auto_explain'`);
+      for (const setting of ['log_min_duration = 0', 'log_nested_statements = on', 'log_level = notice'])
+        await client.query(`SET auto_explain.${setting}`);
+      await client.query(`SELECT intent_returned_cents('intent_sandbox_none')`);
+      const text = plans.join('\n');
+      expect(text).toMatch(/disputes_by_intent/);
+      expect(text).toMatch(/refunds_by_intent/);
+      expect(text).not.toMatch(/Seq Scan on (disputes|refunds)/);
+    } finally {
+      await client.end();
+      await scratch.drop();
     }
   });
 });
