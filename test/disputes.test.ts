@@ -8,7 +8,6 @@ import {
   createTestUser,
   eventually,
   startStack,
-  testInfra,
   type Stack,
   type TestOrg,
 } from './support/harness';
@@ -263,12 +262,7 @@ describe('what has left an intent (intent_returned_cents, the draw guard’s rea
     // A return file inserts all its disputes in one statement and the guard reads this once per row, on a plan made
     // when the statement starts: a scan chosen for a small table would then read every row the file added so far,
     // for each row (migrations/0052). auto_explain hands this session the plans the read ran with.
-    const shared = new URL(testInfra().databaseUrl).pathname.slice(1);
-    const scratch = await createTestDatabase(
-      `${shared}_plan_${randomString(8)
-        .toLowerCase()
-        .replace(/[^a-z0-9]/g, 'x')}`,
-    );
+    const scratch = await createTestDatabase(`ledger_test_${Date.now()}_plan`);
     const client = new pg.Client({ connectionString: scratch.databaseUrl });
     await client.connect();
     try {
