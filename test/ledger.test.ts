@@ -6,7 +6,14 @@ import { createLedgerActivities } from '../activities/ledger';
 import { createLogger } from '../src/logger';
 import { settlementDateOf } from '../src/easternDates';
 import fc from 'fast-check';
-import { getAccount, recomputeBalances } from '../src/ledger/accounts';
+import {
+  getAccount,
+  intentPartiesFromOpening,
+  intentPartiesOpeningSql,
+  lookupIntentParties,
+  recomputeBalances,
+  type IntentPartiesRequest,
+} from '../src/ledger/accounts';
 import { applyTransition, insertTransaction, statusHistory } from '../src/ledger/transactions';
 import { awaitingWorkflowSince } from '../src/ledger/lifecycleQueue';
 import { createAccount } from '../src/orgs/repo';
@@ -214,6 +221,30 @@ describe('SPEC §7 balance invariant', () => {
 });
 
 describe('SPEC §8 intents and transactions', () => {
+  test("POST /intent's opening read answers what the lookup answers, and only for the request it was made for", async () => {
+    const { org, userId, call } = await setup();
+    const { bankAccountId } = await addBankAccount(call, userId, { account_number: `9${Date.now()}`.slice(0, 12) });
+    const bodies: IntentPartiesRequest[] = [
+      { user_id: userId },
+      { user_id: userId, account_id: org.accountId, bank_account_id: bankAccountId },
+      { user_id: userId, bank_account_id: null },
+      { user_id: 'user_nobody', account_id: "acct_it's_not", bank_account_id: 'ba_nope' },
+    ];
+    for (const body of bodies) {
+      const sql = intentPartiesOpeningSql(body, org.organizationId);
+      expect(sql).not.toBeNull();
+      const opening = await stack.pool.query(sql!);
+      expect(intentPartiesFromOpening(opening, body)).toEqual(await lookupIntentParties(stack.pool, org.organizationId, body));
+      // Read for another request (the default bank account, not none): not used.
+      expect(
+        intentPartiesFromOpening(opening, { ...body, bank_account_id: body.bank_account_id === undefined ? null : undefined }),
+      ).toBeNull();
+    }
+    // A body that is not an intent's shape reads nothing; validation refuses it later.
+    for (const raw of [null, [], 'x', { user_id: 7 }, { user_id: 'u', account_id: 1 }, { user_id: 'u'.repeat(256) }])
+      expect(intentPartiesOpeningSql(raw, org.organizationId)).toBeNull();
+  });
+
   test('an approved intent records one pending Transaction with exactly the seed fields and its Eastern date', async () => {
     const { org, userId, call } = await setup();
     const before = new Date();

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Request } from 'express';
-import pg from 'pg';
+import pg, { type QueryResult } from 'pg';
 import type { Pool, Queryable } from '../db/pool';
 import { ApiError, errors } from '../errors';
 import { eventsParam, insertEventsSql, recordPendingEvents, type PendingEvent } from '../outbox';
@@ -214,8 +214,10 @@ export async function lockOrReplay(input: {
   request: IdempotencyRequest;
   lockIds: string[];
   now: Date;
-}): Promise<{ tx: WriteTransaction; storedAtLock: StoredResponse[] } | { stored: StoredResponse[] }> {
-  const { pool, inflight, organizationId, request, lockIds, now } = input;
+  /** A read to send with the locks (RouteDef.opening), answered as `opening`. */
+  opening?: string | null;
+}): Promise<{ tx: WriteTransaction; storedAtLock: StoredResponse[]; opening: QueryResult | null } | { stored: StoredResponse[] }> {
+  const { pool, inflight, organizationId, request, lockIds, now, opening = null } = input;
   const wait = duplicateWait();
   const locks = lockIds.length > 0 ? lockIds.map((id, i) => `pg_try_advisory_xact_lock(${id}) AS l${i}`).join(', ') : 'true AS unlocked';
   const lockSql = `SELECT ${locks}`;
@@ -235,16 +237,21 @@ export async function lockOrReplay(input: {
       const tx = await WriteTransaction.checkout(pool);
       let locked = false;
       let storedAtLock: StoredResponse[] = [];
+      let read: QueryResult | null = null;
       try {
-        const taken = await tx.begin({ locks: lockSql, stored: storedSql }, { savepoint: OPERATION_SAVEPOINT });
+        const statements = { locks: lockSql, stored: storedSql };
+        const savepoint = { savepoint: OPERATION_SAVEPOINT };
+        const taken: { locks: QueryResult; stored: QueryResult; opening?: QueryResult } =
+          opening === null ? await tx.begin(statements, savepoint) : await tx.begin({ ...statements, opening }, savepoint);
         const row = taken.locks.rows[0] as Record<string, boolean>;
         locked = lockIds.every((_, i) => row[`l${i}`] === true);
         storedAtLock = taken.stored.rows as StoredResponse[];
+        read = taken.opening ?? null;
       } catch (error) {
         await tx.abandon();
         throw error;
       }
-      if (locked) return { tx, storedAtLock };
+      if (locked) return { tx, storedAtLock, opening: read };
       await tx.abandon();
     }
     if (wait.remainingMs() <= 0) throw errors.idempotencyInProgress();

@@ -1,4 +1,5 @@
 import type { Response } from 'express';
+import type { QueryResult } from 'pg';
 import type { ZodType } from 'zod';
 import type { ApiError } from '../errors';
 import { errors } from '../errors';
@@ -38,6 +39,8 @@ export interface RouteContext<B, P, Q> {
   deps: EdgeDeps;
   /** The same request as a domain operation's scope: db, the caller's organization, now, deps. */
   op: Op;
+  /** A POST's opening read (RouteDef.opening): its result, or null when the route has none or the body gave none. */
+  opening: QueryResult | null;
 }
 
 /** The operation's outcome; `afterCommit` (counters, pokes: never awaited) runs after the request's transaction commits. */
@@ -90,6 +93,12 @@ export interface RouteDef<B = unknown, P = unknown, Q = unknown> {
      */
     sealsAnswer?: boolean;
   };
+  /**
+   * A POST's read sent with its opening round trip, after the idempotency locks and stored answers (issue 37): one
+   * SQL statement of literals made from the raw body, before validation (null: none for this body), its result
+   * handed to the handler as `opening`. The handler must check that it answers the body as validated.
+   */
+  opening?: (body: unknown, organizationId: string) => string | null;
   /** Exists only in sandbox; production does not route it at all (404). */
   sandboxOnly?: boolean;
   handler(ctx: RouteContext<B, P, Q>): Promise<RouteResult>;

@@ -1,4 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
+import type { QueryResult } from 'pg';
 import type { Queryable } from '../db/pool';
 import { errors } from '../errors';
 import { admit, isWrite } from './admission';
@@ -34,10 +35,11 @@ function contextOf<B, P, Q>(
   db: Queryable,
   input: { body: B; params: P; query: Q },
   idempotencyKey: string | null,
+  opening: QueryResult | null = null,
 ): RouteContext<B, P, Q> {
   const { caller, requestId, now, deps } = run;
   const op = { db, organizationId: caller.organization.id, now, deps, lifecyclePoke: run.edge.lifecyclePoke };
-  return { caller, db, ...input, requestId, idempotencyKey, now, deps, op };
+  return { caller, db, ...input, requestId, idempotencyKey, now, deps, op, opening };
 }
 
 /**
@@ -50,14 +52,15 @@ async function runWrite(run: Run) {
   const organizationId = caller.organization.id;
   const request = idempotencyRequest(route, req, body);
   const lockIds = request.identities.map((identity) => advisoryLockId(organizationId, identity));
-  const acquired = await lockOrReplay({ pool: deps.pool, inflight: edge.inflight, organizationId, request, lockIds, now });
+  const opening = route.opening?.(body, organizationId) ?? null;
+  const acquired = await lockOrReplay({ pool: deps.pool, inflight: edge.inflight, organizationId, request, lockIds, now, opening });
   if ('stored' in acquired) {
     const replay = replayOf(route, request, acquired.stored)!;
     res.set('Idempotent-Replayed', 'true');
     sendJsonText(res, replay.status_code, replayedAnswerText(deps.config, replay.response_body));
     return;
   }
-  const { tx, storedAtLock } = acquired;
+  const { tx, storedAtLock, opening: read } = acquired;
   const release = edge.inflight.hold(lockIds);
   let committed = false;
   let status: number;
@@ -76,7 +79,7 @@ async function runWrite(run: Run) {
       const parsedBody: unknown = parseWith(route.body, body, undefined);
       const idempotencyKey = request.identities.find((identity) => identity.scope === 'header')?.key ?? null;
       const outcome = await executeOrRefuse(tx, () =>
-        route.handler(contextOf(run, tx.client, { body: parsedBody, params, query }, idempotencyKey)),
+        route.handler(contextOf(run, tx.client, { body: parsedBody, params, query }, idempotencyKey, read)),
       );
       if ('done' in outcome) {
         status = outcome.done.status ?? route.response.status ?? 200;

@@ -1,4 +1,5 @@
 import { Filters, keysetPage, type ListPage, type PageRequest } from '../db/paging';
+import pg, { type QueryResult } from 'pg';
 import type { Queryable } from '../db/pool';
 import type { Account } from './schemas';
 import { rowOf } from '../assert';
@@ -110,6 +111,56 @@ function intentBankAccountOf(
   return { ok: true, id: intent.bank_account_id, disabled: found.status === 'disabled' };
 }
 
+/** The row intentPartiesSql answers. */
+interface PartiesRow {
+  users: Record<string, string>;
+  named_ids: string[];
+  default_ids: string[];
+  named_bank: Record<string, NamedBankAccount>;
+  default_bank: Record<string, string>;
+}
+
+/**
+ * The statement that reads what intents need of their parties, in one row (PartiesRow); its inputs are SQL
+ * expressions (parameter references or literals): the organization, the users named, the accounts named and the
+ * bank accounts named (text[] each).
+ */
+function intentPartiesSql(refs: { organizationId: string; userIds: string; accountIds: string; bankAccountIds: string }): string {
+  const { organizationId, userIds, accountIds, bankAccountIds } = refs;
+  return `SELECT (SELECT coalesce(jsonb_object_agg(id, status), '{}') FROM users WHERE organization_id = ${organizationId} AND id = ANY(${userIds})) AS users,
+            ARRAY(SELECT id FROM accounts WHERE organization_id = ${organizationId} AND id = ANY(${accountIds})) AS named_ids,
+            ARRAY(SELECT id FROM accounts WHERE organization_id = ${organizationId} ORDER BY id LIMIT 2) AS default_ids,
+            (SELECT coalesce(jsonb_object_agg(id, jsonb_build_object('user_id', user_id, 'status', status)), '{}')
+               FROM bank_accounts WHERE organization_id = ${organizationId} AND id = ANY(${bankAccountIds})) AS named_bank,
+            (SELECT coalesce(jsonb_object_agg(u.id, b.id), '{}')
+               FROM unnest(${userIds}) AS u (id)
+               CROSS JOIN LATERAL (SELECT id FROM bank_accounts
+                                    WHERE user_id = u.id AND organization_id = ${organizationId} AND status = 'active'
+                                    ORDER BY created_at DESC, id DESC LIMIT 1) b) AS default_bank`;
+}
+
+/** intentPartiesSql's inputs for these intents: the users, accounts and bank accounts they name, each once. */
+function partiesInputs(intents: readonly IntentPartiesRequest[]): { userIds: string[]; accountIds: string[]; bankAccountIds: string[] } {
+  return {
+    userIds: [...new Set(intents.map((intent) => intent.user_id))],
+    accountIds: [...new Set(intents.flatMap((intent) => (intent.account_id === undefined ? [] : [intent.account_id])))],
+    bankAccountIds: [...new Set(intents.flatMap((intent) => (typeof intent.bank_account_id === 'string' ? [intent.bank_account_id] : [])))],
+  };
+}
+
+/** Each intent's parties, from intentPartiesSql's row. */
+function partiesOf(row: PartiesRow, intents: readonly IntentPartiesRequest[]): IntentParties[] {
+  const existing = new Set(row.named_ids);
+  return intents.map((intent) => ({
+    userStatus: Object.hasOwn(row.users, intent.user_id) ? row.users[intent.user_id]! : null,
+    account: intentAccountOf(
+      intent.account_id,
+      intent.account_id === undefined ? row.default_ids : existing.has(intent.account_id) ? [intent.account_id] : [],
+    ),
+    bankAccount: intentBankAccountOf(intent, row.named_bank, row.default_bank),
+  }));
+}
+
 /**
  * The user's status, the account and the bank account each intent would use, for many intents in one round
  * trip (SPEC §6, §7, §24): every named user's status, the accounts the intents name (those that exist) with up
@@ -121,43 +172,70 @@ export async function lookupIntentPartiesOfMany(
   organizationId: string,
   intents: readonly IntentPartiesRequest[],
 ): Promise<IntentParties[]> {
-  const named = [...new Set(intents.flatMap((intent) => (intent.account_id === undefined ? [] : [intent.account_id])))];
-  const namedBank = [...new Set(intents.flatMap((intent) => (typeof intent.bank_account_id === 'string' ? [intent.bank_account_id] : [])))];
-  const { rows } = await db.query<{
-    users: Record<string, string>;
-    named_ids: string[];
-    default_ids: string[];
-    named_bank: Record<string, NamedBankAccount>;
-    default_bank: Record<string, string>;
-  }>(
-    `SELECT (SELECT coalesce(jsonb_object_agg(id, status), '{}') FROM users WHERE organization_id = $1 AND id = ANY($2::text[])) AS users,
-            ARRAY(SELECT id FROM accounts WHERE organization_id = $1 AND id = ANY($3::text[])) AS named_ids,
-            ARRAY(SELECT id FROM accounts WHERE organization_id = $1 ORDER BY id LIMIT 2) AS default_ids,
-            (SELECT coalesce(jsonb_object_agg(id, jsonb_build_object('user_id', user_id, 'status', status)), '{}')
-               FROM bank_accounts WHERE organization_id = $1 AND id = ANY($4::text[])) AS named_bank,
-            (SELECT coalesce(jsonb_object_agg(u.id, b.id), '{}')
-               FROM unnest($2::text[]) AS u (id)
-               CROSS JOIN LATERAL (SELECT id FROM bank_accounts
-                                    WHERE user_id = u.id AND organization_id = $1 AND status = 'active'
-                                    ORDER BY created_at DESC, id DESC LIMIT 1) b) AS default_bank`,
-    [organizationId, [...new Set(intents.map((intent) => intent.user_id))], named, namedBank],
+  const inputs = partiesInputs(intents);
+  const { rows } = await db.query<PartiesRow>(
+    intentPartiesSql({ organizationId: '$1', userIds: '$2::text[]', accountIds: '$3::text[]', bankAccountIds: '$4::text[]' }),
+    [organizationId, inputs.userIds, inputs.accountIds, inputs.bankAccountIds],
   );
-  const {
-    users,
-    named_ids: namedIds,
-    default_ids: defaultIds,
-    named_bank: namedBankRows,
-    default_bank: defaultBank,
-  } = rowOf(rows, 'a select of subqueries answers one row');
-  const existing = new Set(namedIds);
-  return intents.map((intent) => ({
-    userStatus: Object.hasOwn(users, intent.user_id) ? users[intent.user_id]! : null,
-    account: intentAccountOf(
-      intent.account_id,
-      intent.account_id === undefined ? defaultIds : existing.has(intent.account_id) ? [intent.account_id] : [],
-    ),
-    bankAccount: intentBankAccountOf(intent, namedBankRows, defaultBank),
-  }));
+  return partiesOf(rowOf(rows, 'a select of subqueries answers one row'), intents);
+}
+
+/** What identifies an intent's parties request: its user, its account, and its bank account or the default one. */
+function partiesRequestKey(intent: IntentPartiesRequest): string {
+  return JSON.stringify([
+    intent.user_id,
+    intent.account_id ?? null,
+    intent.bank_account_id === undefined ? { default: true } : intent.bank_account_id,
+  ]);
+}
+
+/** The longest id a raw body's party may have to be read with the opening statements (a longer one fails validation). */
+const OPENING_ID_LENGTH_MAX = 255;
+
+/** The parties request a raw (not yet validated) POST /intent body makes; null when it has no such shape. */
+function rawPartiesRequest(body: unknown): IntentPartiesRequest | null {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return null;
+  const { user_id: userId, account_id: accountId, bank_account_id: bankAccountId } = body as Record<string, unknown>;
+  const id = (value: unknown) => typeof value === 'string' && value.length <= OPENING_ID_LENGTH_MAX;
+  if (
+    !id(userId) ||
+    (accountId !== undefined && !id(accountId)) ||
+    (bankAccountId !== undefined && bankAccountId !== null && !id(bankAccountId))
+  )
+    return null;
+  return {
+    user_id: userId as string,
+    account_id: accountId as string | undefined,
+    bank_account_id: bankAccountId as string | null | undefined,
+  };
+}
+
+/**
+ * POST /intent's parties read (intentPartiesSql) as a statement of literals, sent with the write's opening
+ * statements (RouteDef.opening) instead of in a round trip of its own (issue 37); it answers the request it was
+ * made for beside the parties, so intentPartiesFromOpening can tell it answers the validated body. Null: the raw
+ * body has no such shape (validation will refuse it).
+ */
+export function intentPartiesOpeningSql(body: unknown, organizationId: string): string | null {
+  const request = rawPartiesRequest(body);
+  if (!request) return null;
+  const literal = (value: string) => pg.escapeLiteral(value);
+  const array = (values: readonly string[]) => (values.length === 0 ? `'{}'::text[]` : `ARRAY[${values.map(literal).join(', ')}]::text[]`);
+  const inputs = partiesInputs([request]);
+  const refs = {
+    organizationId: literal(organizationId),
+    userIds: array(inputs.userIds),
+    accountIds: array(inputs.accountIds),
+    bankAccountIds: array(inputs.bankAccountIds),
+  };
+  return `SELECT ${literal(partiesRequestKey(request))} AS request, parties.* FROM (${intentPartiesSql(refs)}) AS parties`;
+}
+
+/** The parties intentPartiesOpeningSql read, when it read them for this (validated) intent; null otherwise. */
+export function intentPartiesFromOpening(opening: QueryResult | null, intent: IntentPartiesRequest): IntentParties | null {
+  const row = opening?.rows[0] as (PartiesRow & { request: string }) | undefined;
+  if (row === undefined || row.request !== partiesRequestKey(intent)) return null;
+  return rowOf(partiesOf(row, [intent]), 'partiesOf answers each intent');
 }
 
 /** lookupIntentPartiesOfMany of one intent. */

@@ -1,5 +1,5 @@
 import { ApiError, errors, type ErrorBody } from '../errors';
-import { recordEvents, type EventType } from '../outbox';
+import type { EventType } from '../outbox';
 import {
   advisoryLockId,
   requestHashOf,
@@ -14,9 +14,9 @@ import { replayedAnswerText } from '../http/sealedAnswers';
 import type { Environment } from '../http/apiKeys';
 import type { Op, Outcome } from '../services';
 import { lookupIntentPartiesOfMany } from './accounts';
-import { insertIntents, renderIntent, type IntentRow } from './intents';
+import { renderIntent, type IntentRow } from './intents';
 import { createIntentBody, type CreateIntentBody, type Intent, type IntentBatchEnvelope, type IntentBatchItemResult } from './schemas';
-import { planIntent, recordTransactions, withinLimits } from './service';
+import { planIntent, recordIntents, withinLimits } from './service';
 
 /**
  * POST /intent/batch (SPEC §19): each item is POST /intent with `X-Idempotency-Key: <its key>` — the same
@@ -115,36 +115,23 @@ async function planItems(
 const DECISION_EVENTS: Partial<Record<IntentRow['status'], EventType>> = { approved: 'intent.approved', declined: 'intent.declined' };
 
 /**
- * Records the decided intents as POST /intent would, each a statement for all: the intents, the approved
- * ones' transactions (with their transaction.created events and workflow queue rows), the decision events,
- * and each item's answer under its key. Answers the rendered intents in the order given.
+ * Records the decided intents as POST /intent would, each a statement for all: the intents with the approved
+ * ones' transactions (their transaction.created events and workflow queue rows; recordIntents), then each
+ * item's answer under its key with the decision events. Answers the rendered intents in the order given.
  */
 async function recordDecided(
   op: Op,
   decided: ReadonlyArray<{ request: ItemRequest; intent: IntentRow }>,
 ): Promise<{ intents: Intent[]; afterCommit: () => void }> {
-  const rows = await insertIntents(
-    op.db,
+  const { recorded, afterCommit } = await recordIntents(
+    op,
     decided.map(({ intent }) => intent),
   );
-  const approved = rows.filter((row) => row.status === 'approved');
-  const recorded = await recordTransactions(
-    op,
-    approved.map((row) => ({
-      accountId: row.account_id,
-      direction: row.direction,
-      type: 'intent',
-      sourceId: row.id,
-      amountCents: row.amount_cents,
-    })),
-  );
-  const transactionOf = new Map(recorded.rows.map((transaction) => [transaction.source_id, transaction.json]));
-  const intents = rows.map((row) => renderIntent(row, transactionOf.has(row.id) ? [transactionOf.get(row.id)!] : []));
+  const intents = recorded.map(({ intent, transaction }) => renderIntent(intent, transaction ? [transaction] : []));
   const events = intents.flatMap((intent) => {
     const type = DECISION_EVENTS[intent.status];
-    return type ? [{ type, data: intent }] : [];
+    return type ? [{ organizationId: op.organizationId, type, data: intent }] : [];
   });
-  await recordEvents(op.db, { organizationId: op.organizationId, createdAt: op.now, events });
   const records = decided.map(({ request }, i) => ({
     identity: request.identity,
     endpoint: ITEM_ENDPOINT,
@@ -152,8 +139,9 @@ async function recordDecided(
     status: 200,
     text: JSON.stringify(intents[i]),
   }));
-  await storeAnswers(op.db, { organizationId: op.organizationId, records, now: op.now });
-  return { intents, afterCommit: recorded.afterCommit };
+  // The decision events are recorded by the statement that stores the items' answers.
+  await storeAnswers(op.db, { organizationId: op.organizationId, records, now: op.now, events });
+  return { intents, afterCommit };
 }
 
 /**

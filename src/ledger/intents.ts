@@ -5,8 +5,15 @@ import { metadataContains } from '../metadata/sql';
 import type { DeclineLimit } from '../limits/contract';
 import type { Direction } from './workflowContract';
 import type { DeclineCategory, Intent, IntentListQuery, IntentStatus, Transaction } from './schemas';
-import { transactionsOfSources } from './transactions';
-import { rowOf } from '../assert';
+import { newId } from '../ids';
+import {
+  afterTransactionsInsert,
+  transactionsInsertCtes,
+  transactionsInsertValues,
+  transactionsOfSources,
+  type NewTransaction,
+} from './transactions';
+import { assert, rowOf } from '../assert';
 
 /** The intents table's one writer, and its reads. The database refuses a decided intent changing again (intents_guard). */
 
@@ -57,6 +64,16 @@ export function renderIntent(row: IntentRow, transactions: Transaction[]): Inten
   };
 }
 
+/** The statement that inserts intents as the caller built them (`$1`: their JSON array) and answers them (INTENT_COLUMNS). */
+const INSERT_INTENTS = `INSERT INTO intents (id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, approval_mode,
+                          status, decline_category, decline_limit, bank_account_id, metadata, created_at, updated_at)
+     SELECT id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, approval_mode,
+            status, decline_category, decline_limit, bank_account_id, metadata, created_at, created_at
+       FROM jsonb_to_recordset($1::jsonb) AS i (id text, organization_id text, account_id text, user_id text, idempotency_key text,
+            direction text, amount_cents bigint, approval_mode text, status text, decline_category text, decline_limit jsonb, bank_account_id text,
+            metadata jsonb, created_at timestamptz)
+     RETURNING ${INTENT_COLUMNS}`;
+
 /**
  * Records intents as the caller built them, in one statement, and returns the rows as stored (jsonb keeps
  * metadata keys in its own order) in the order given, so what is rendered is exactly what a later read
@@ -64,25 +81,43 @@ export function renderIntent(row: IntentRow, transactions: Transaction[]): Inten
  */
 export async function insertIntents(db: Queryable, intents: readonly IntentRow[]): Promise<IntentRow[]> {
   if (intents.length === 0) return [];
-  const { rows } = await db.query<IntentRow>({
-    // Named: src/events/outbox.ts says why.
-    name: 'intents_insert',
-    text: `INSERT INTO intents (id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, approval_mode,
-                          status, decline_category, decline_limit, bank_account_id, metadata, created_at, updated_at)
-     SELECT id, organization_id, account_id, user_id, idempotency_key, direction, amount_cents, approval_mode,
-            status, decline_category, decline_limit, bank_account_id, metadata, created_at, created_at
-       FROM jsonb_to_recordset($1::jsonb) AS i (id text, organization_id text, account_id text, user_id text, idempotency_key text,
-            direction text, amount_cents bigint, approval_mode text, status text, decline_category text, decline_limit jsonb, bank_account_id text,
-            metadata jsonb, created_at timestamptz)
-     RETURNING ${INTENT_COLUMNS}`,
-    values: [JSON.stringify(intents)],
-  });
-  const stored = new Map(rows.map((row) => [row.id, row]));
-  return intents.map((intent) => stored.get(intent.id)!);
+  // Named: src/events/outbox.ts says why.
+  const { rows } = await db.query<IntentRow>({ name: 'intents_insert', text: INSERT_INTENTS, values: [JSON.stringify(intents)] });
+  return inOrder(intents, rows, (row) => row);
 }
 
-export async function insertIntent(db: Queryable, intent: IntentRow): Promise<IntentRow> {
-  return (await insertIntents(db, [intent]))[0]!;
+/**
+ * insertIntents together with transactions (insertTransactions' rows, events and queued starts) in one
+ * statement: one round trip under the limit counters an approval holds (issue 37). `transactions` are the
+ * approved intents', each `sourceId` an intent's id; answers each intent as stored with its transaction's JSON
+ * (null: none), in the order given.
+ */
+export async function insertIntentsWithTransactions(
+  db: Queryable,
+  intents: readonly IntentRow[],
+  transactions: readonly NewTransaction[],
+): Promise<Array<{ intent: IntentRow; transaction: Transaction | null }>> {
+  if (intents.length === 0) return [];
+  const ids = transactions.map(() => newId('txn'));
+  const { rows } = await db.query<IntentRow & { transaction_json: Transaction | null }>({
+    // Named: src/events/outbox.ts says why.
+    name: 'intents_insert_with_transactions',
+    text: `WITH i AS (${INSERT_INTENTS}), ${transactionsInsertCtes(2)}
+      SELECT i.*, t.json AS transaction_json FROM i LEFT JOIN t ON t.source_id = i.id`,
+    values: [JSON.stringify(intents), ...transactionsInsertValues(ids, transactions)],
+  });
+  await afterTransactionsInsert(db, ids);
+  return inOrder(intents, rows, ({ transaction_json, ...intent }) => ({ intent, transaction: transaction_json }));
+}
+
+/** The rows a statement answered for `intents`, in the intents' order. */
+function inOrder<R extends { id: string }, T>(intents: readonly IntentRow[], rows: readonly R[], of: (row: R) => T): T[] {
+  const stored = new Map(rows.map((row) => [row.id, row]));
+  return intents.map((intent) => {
+    const row = stored.get(intent.id);
+    assert(row !== undefined, 'an insert answers every intent it was given');
+    return of(row);
+  });
 }
 
 export async function getIntentRow(db: Queryable, organizationId: string, intentId: string, forUpdate = false): Promise<IntentRow | null> {

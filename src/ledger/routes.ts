@@ -1,7 +1,7 @@
 import { defineRoute, retrieveRoute } from '../http/route';
 import { metadataUpdateBody } from '../metadata/schemas';
 import { listEnvelope, pageQuery } from '../zod';
-import { getAccount, listAccounts } from './accounts';
+import { getAccount, intentPartiesFromOpening, intentPartiesOpeningSql, listAccounts } from './accounts';
 import { getIntent, listIntents } from './intents';
 import { createIntentBatch } from './batch';
 import {
@@ -35,9 +35,15 @@ const intentRoutes = [
 - \`metadata\` (optional): the operator's own key/value pairs, returned on the intent and filterable on GET /intent and GET /transaction.`,
     body: createIntentBody,
     idempotency: { requireHeader: true },
+    // The user, account and bank account are read with the write's opening round trip.
+    opening: intentPartiesOpeningSql,
     response: { schema: intentSchema, description: 'The intent, approved, declined or pending.' },
-    async handler({ op, body, caller, idempotencyKey }) {
-      return createIntent(op, body, { environment: caller.environment, idempotencyKey: idempotencyKey ?? '' });
+    async handler({ op, body, caller, idempotencyKey, opening }) {
+      return createIntent(op, body, {
+        environment: caller.environment,
+        idempotencyKey: idempotencyKey ?? '',
+        parties: intentPartiesFromOpening(opening, body),
+      });
     },
   }),
   defineRoute({

@@ -10,11 +10,20 @@ import { takeLimits } from '../limits/contract';
 import { getUserStatus } from '../users/contract';
 import { lookupIntentParties, type IntentParties, type IntentPartiesRequest } from './accounts';
 import { settlementDateOf } from '../easternDates';
-import { decideIntent, getIntentRow, insertIntent, renderIntent, renderIntents, updateIntentMetadata, type IntentRow } from './intents';
+import {
+  decideIntent,
+  getIntentRow,
+  insertIntents,
+  insertIntentsWithTransactions,
+  renderIntent,
+  renderIntents,
+  updateIntentMetadata,
+  type IntentRow,
+} from './intents';
 import { ledgerMetrics } from '../metrics';
 import { enqueueConfirmFunds } from './lifecycleQueue';
 import type { CreateIntentBody, DeclineCategory, Intent, Transaction, TransactionType } from './schemas';
-import { applyTransition, getTransactionRow, insertTransactions, type TransactionRow } from './transactions';
+import { applyTransition, getTransactionRow, insertTransactions, type NewTransaction, type TransactionRow } from './transactions';
 import { rowOf } from '../assert';
 
 /**
@@ -23,58 +32,86 @@ import { rowOf } from '../assert';
  * (start a lifecycle, deliver a confirmation) is queued in that transaction and drained by the workers.
  */
 
+type TransactionInput = {
+  accountId: string;
+  direction: TransactionRow['direction'];
+  type: TransactionType;
+  sourceId: string;
+  amountCents: number;
+};
+
+/** The transactions `inputs` become: `pending` on today's settlement date, their lifecycles on this process' task queue. */
+function newTransactionsOf(op: Op, inputs: readonly TransactionInput[]): NewTransaction[] {
+  const date = settlementDateOf(op.now, op.deps.config.SETTLEMENT_CUTOFF);
+  return inputs.map((input) => ({
+    ...input,
+    organizationId: op.organizationId,
+    date,
+    createdAt: op.now,
+    taskQueue: op.deps.services.taskQueue,
+  }));
+}
+
+/**
+ * What follows the commit of new transactions: counts them and wakes the drainers (no Temporal call, nothing
+ * to await). It runs after the request's commit, once per executed request (a replay does not).
+ */
+function afterRecording(op: Op, recorded: ReadonlyArray<Pick<TransactionRow, 'direction' | 'type'>>): () => void {
+  return () => {
+    for (const row of recorded) ledgerMetrics.transactionsTotal.inc({ direction: row.direction, type: row.type });
+    if (recorded.length > 0) op.lifecyclePoke.poke();
+  };
+}
+
 /**
  * The one way transactions come to exist: the rows in `pending`, their transaction.created events and their
- * queued workflow starts, all in the caller's transaction, in the order given. `afterCommit` only counts them
- * and wakes the drainers (no Temporal call, nothing to await).
+ * queued workflow starts, all in the caller's transaction, in the order given (insertTransactions; with their
+ * intents, recordIntents). `afterCommit` is afterRecording's.
  */
 export async function recordTransactions(
   op: Op,
-  inputs: ReadonlyArray<{
-    accountId: string;
-    direction: TransactionRow['direction'];
-    type: TransactionType;
-    sourceId: string;
-    amountCents: number;
-  }>,
+  inputs: readonly TransactionInput[],
 ): Promise<{ rows: TransactionRow[]; afterCommit: () => void }> {
-  const date = settlementDateOf(op.now, op.deps.config.SETTLEMENT_CUTOFF);
-  const rows = await insertTransactions(
-    op.db,
-    inputs.map((input) => ({
-      ...input,
-      organizationId: op.organizationId,
-      date,
-      createdAt: op.now,
-      taskQueue: op.deps.services.taskQueue,
-    })),
-  );
-  const afterCommit = () => {
-    // Counted after the request's commit, which runs once per executed request (a replay does not).
-    for (const row of rows) ledgerMetrics.transactionsTotal.inc({ direction: row.direction, type: row.type });
-    if (rows.length > 0) op.lifecyclePoke.poke();
-  };
-  return { rows, afterCommit };
+  const rows = await insertTransactions(op.db, newTransactionsOf(op, inputs));
+  return { rows, afterCommit: afterRecording(op, rows) };
 }
 
 /** recordTransactions of one. */
-export async function recordTransaction(
-  op: Op,
-  input: { accountId: string; direction: TransactionRow['direction']; type: TransactionType; sourceId: string; amountCents: number },
-): Promise<{ row: TransactionRow; afterCommit: () => void }> {
+export async function recordTransaction(op: Op, input: TransactionInput): Promise<{ row: TransactionRow; afterCommit: () => void }> {
   const { rows, afterCommit } = await recordTransactions(op, [input]);
   return { row: rowOf(rows, 'recordTransactions answers a row per input'), afterCommit };
 }
 
-async function approve(op: Op, intent: IntentRow): Promise<Outcome<Intent>> {
-  const { row, afterCommit } = await recordTransaction(op, {
+/** The transaction an approved intent moves its money with. */
+function transactionOfIntent(intent: IntentRow): TransactionInput {
+  return {
     accountId: intent.account_id,
     direction: intent.direction,
     type: 'intent',
     sourceId: intent.id,
     amountCents: intent.amount_cents,
-  });
-  const body = renderIntent(intent, [row.json]);
+  };
+}
+
+/**
+ * Records decided intents and the approved ones' transactions (recordTransactions' rows) in one statement
+ * (insertIntentsWithTransactions): each intent as stored, with its transaction's JSON (null: none).
+ */
+export async function recordIntents(
+  op: Op,
+  intents: readonly IntentRow[],
+): Promise<{ recorded: Array<{ intent: IntentRow; transaction: Transaction | null }>; afterCommit: () => void }> {
+  const approved = intents.filter((intent) => intent.status === 'approved').map(transactionOfIntent);
+  const recorded =
+    approved.length > 0
+      ? await insertIntentsWithTransactions(op.db, intents, newTransactionsOf(op, approved))
+      : (await insertIntents(op.db, intents)).map((intent) => ({ intent, transaction: null }));
+  return { recorded, afterCommit: afterRecording(op, approved) };
+}
+
+/** An approved intent's answer with its transaction, and its intent.approved event recorded with the stored answer. */
+function approvedOutcome(op: Op, intent: IntentRow, transaction: Transaction, afterCommit: () => void): Outcome<Intent> {
+  const body = renderIntent(intent, [transaction]);
   // Recorded with the stored answer (Outcome.events): the intent's last write, one round trip fewer under its
   // user's limit counter.
   return { body, afterCommit, events: [{ organizationId: op.organizationId, type: 'intent.approved', data: body }] };
@@ -188,14 +225,24 @@ export async function withinLimits(op: Op, planned: readonly IntentRow[]): Promi
 export async function createIntent(
   op: Op,
   input: IntentRequest,
-  options: { environment: Environment; idempotencyKey: string; declineCategory?: DeclineCategory | null },
+  options: {
+    environment: Environment;
+    idempotencyKey: string;
+    declineCategory?: DeclineCategory | null;
+    /** The parties read already (POST /intent's opening read); null or absent: read them here. */
+    parties?: IntentParties | null;
+  },
 ): Promise<Outcome<Intent>> {
-  const parties = await lookupIntentParties(op.db, op.organizationId, input);
+  const parties = options.parties ?? (await lookupIntentParties(op.db, op.organizationId, input));
   const planned = planIntent(input, parties, { ...options, organizationId: op.organizationId, now: op.now });
   const [decided] = await withinLimits(op, [planned]);
   assert(decided, 'withinLimits answers one decision per planned intent');
-  const intent = await insertIntent(op.db, decided);
-  if (intent.status === 'approved') return approve(op, intent);
+  const { recorded, afterCommit } = await recordIntents(op, [decided]);
+  const { intent, transaction } = rowOf(recorded, 'recordIntents answers each intent it was given');
+  if (intent.status === 'approved') {
+    assert(transaction, 'recordIntents records a transaction with every approved intent');
+    return approvedOutcome(op, intent, transaction, afterCommit);
+  }
   if (intent.status === 'declined') return decline(op, intent);
   return { body: renderIntent(intent, []) };
 }
@@ -233,7 +280,9 @@ export async function approveIntent(op: Op, intentId: string): Promise<Outcome<I
         now: op.now,
       }),
     );
-  return approve(op, await decideIntent(op.db, { intentId: intent.id, status: 'approved', declineCategory: null, now: op.now }));
+  const decided = await decideIntent(op.db, { intentId: intent.id, status: 'approved', declineCategory: null, now: op.now });
+  const { row, afterCommit } = await recordTransaction(op, transactionOfIntent(decided));
+  return approvedOutcome(op, decided, row.json, afterCommit);
 }
 
 export async function cancelIntent(op: Op, intentId: string): Promise<Outcome<Intent>> {

@@ -61,48 +61,67 @@ export interface NewTransaction {
 export async function insertTransactions(db: Queryable, inputs: readonly NewTransaction[]): Promise<TransactionRow[]> {
   if (inputs.length === 0) return [];
   const ids = inputs.map(() => newId('txn'));
-  const column = <K extends keyof NewTransaction>(key: K) => inputs.map((input) => input[key]);
   const { rows } = await db.query<TransactionRow>({
     // Named: src/events/outbox.ts says why.
     name: 'transactions_insert',
-    text: `WITH t AS (
+    text: `WITH ${transactionsInsertCtes(1)} SELECT * FROM t`,
+    values: transactionsInsertValues(ids, inputs),
+  });
+  await afterTransactionsInsert(db, ids);
+  const stored = new Map(rows.map((row) => [row.id, row]));
+  return ids.map((id) => stored.get(id)!);
+}
+
+/**
+ * insertTransactions' statement as data-modifying `WITH` queries, for a statement that records more with them
+ * (src/ledger/intents.ts: intents and their transactions in one): `t` answers the rows (TRANSACTION_COLUMNS)
+ * and its ten parameters, transactionsInsertValues, start at `$first`.
+ */
+export function transactionsInsertCtes(first: number): string {
+  const $ = (n: number) => `$${first + n - 1}`;
+  return `t AS (
        INSERT INTO transactions AS t (id, organization_id, account_id, direction, type, source_id, amount_cents, status, date, created_at, updated_at)
        SELECT id, organization_id, account_id, direction, type, source_id, amount_cents, 'pending', date, created_at, created_at
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::date[], $9::timestamptz[])
+         FROM unnest(${$(1)}::text[], ${$(2)}::text[], ${$(3)}::text[], ${$(4)}::text[], ${$(5)}::text[], ${$(6)}::text[], ${$(7)}::bigint[], ${$(8)}::date[], ${$(9)}::timestamptz[])
               WITH ORDINALITY AS n (id, organization_id, account_id, direction, type, source_id, amount_cents, date, created_at, ord)
         ORDER BY ord
        RETURNING ${COLUMNS}
      ), created AS (
        INSERT INTO events (organization_id, type, data, created_at)
-       SELECT organization_id, 'transaction.created', json::jsonb, created_at FROM t ORDER BY array_position($1::text[], id)
+       SELECT organization_id, 'transaction.created', json::jsonb, created_at FROM t ORDER BY array_position(${$(1)}::text[], id)
      ), queued AS (
        INSERT INTO lifecycle_queue (transaction_id, kind, task_queue, created_at)
        SELECT t.id, 'start', q.task_queue, t.created_at
-         FROM t JOIN unnest($1::text[], $10::text[]) WITH ORDINALITY AS q (id, task_queue, ord) USING (id)
+         FROM t JOIN unnest(${$(1)}::text[], ${$(10)}::text[]) WITH ORDINALITY AS q (id, task_queue, ord) USING (id)
         ORDER BY q.ord
-     )
-     SELECT * FROM t`,
-    values: [
-      ids,
-      column('organizationId'),
-      column('accountId'),
-      column('direction'),
-      column('type'),
-      column('sourceId'),
-      column('amountCents'),
-      column('date'),
-      column('createdAt'),
-      column('taskQueue'),
-    ],
-  });
+     )`;
+}
+
+/** transactionsInsertCtes' parameters: the new transactions' ids, then the inputs' columns. */
+export function transactionsInsertValues(ids: readonly string[], inputs: readonly NewTransaction[]): unknown[] {
+  const column = <K extends keyof NewTransaction>(key: K) => inputs.map((input) => input[key]);
+  return [
+    ids,
+    column('organizationId'),
+    column('accountId'),
+    column('direction'),
+    column('type'),
+    column('sourceId'),
+    column('amountCents'),
+    column('date'),
+    column('createdAt'),
+    column('taskQueue'),
+  ];
+}
+
+/** What follows every statement of transactionsInsertCtes: the simulation's negative control, when injected. */
+export async function afterTransactionsInsert(db: Queryable, ids: readonly string[]): Promise<void> {
   if (injectedBug('skip_lifecycle_start')) {
     // Negative control (src/simBugs.ts): about one transaction in four never gets its lifecycle started.
     await db.query(`DELETE FROM lifecycle_queue WHERE kind = 'start' AND transaction_id = ANY($1)`, [
       ids.filter((id) => id.charCodeAt(id.length - 1) % 4 === 0),
     ]);
   }
-  const stored = new Map(rows.map((row) => [row.id, row]));
-  return ids.map((id) => stored.get(id)!);
 }
 
 /** insertTransactions of one. */
