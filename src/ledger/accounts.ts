@@ -192,7 +192,11 @@ function partiesRequestKey(intent: IntentPartiesRequest): string {
 /** The longest id a raw body's party may have to be read with the opening statements (a longer one fails validation). */
 const OPENING_ID_LENGTH_MAX = 255;
 
-/** The parties request a raw (not yet validated) POST /intent body makes; null when it has no such shape. */
+/**
+ * The parties request a raw (not yet validated) POST /intent body makes; null when it has no such shape. The body
+ * has passed parseJsonBody, which refuses a NUL and a lone surrogate anywhere in it, so every id is text a literal
+ * can carry.
+ */
 function rawPartiesRequest(body: unknown): IntentPartiesRequest | null {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return null;
   const { user_id: userId, account_id: accountId, bank_account_id: bankAccountId } = body as Record<string, unknown>;
