@@ -107,33 +107,34 @@ describe('warm spares (ops/warmSpare.ts)', () => {
     expect(runs[1]!.child.exitCode !== null || runs[1]!.child.signalCode !== null).toBe(true);
   }, 60_000);
 
-  test('two spares (WARM_SPARES_PER_ROLE): started one after the other, and two take-overs in a row each find one standing by', async () => {
-    const { spare, runs } = harness(WARM_SPARES_PER_ROLE);
+  test(`${WARM_SPARES_PER_ROLE} spares (WARM_SPARES_PER_ROLE): started one after the other, and as many take-overs in a row each find one standing by`, async () => {
+    const count = WARM_SPARES_PER_ROLE;
+    expect(count).toBeGreaterThanOrEqual(3);
+    const { spare, runs } = harness(count);
     spare.arm();
-    // One at a time: the second starts once the first stands by.
+    // One at a time: each starts once the one before stands by.
     expect(runs).toHaveLength(1);
-    await eventually(async () => (runs.length === 2 ? true : undefined), 30_000, 'the second spare started');
-    const [first, second] = runs;
+    await eventually(async () => (runs.length === count ? true : undefined), 30_000, `spare ${count} started`);
+    const last = runs[count - 1]!;
     await eventually(
-      async () => (commandLine(second!.child.pid!)?.trim() === 'ledger warm spare: test' ? true : undefined),
+      async () => (commandLine(last.child.pid!)?.trim() === 'ledger warm spare: test' ? true : undefined),
       30_000,
-      'the second spare titled',
+      `spare ${count} titled`,
     );
-    expect(spare.sparePids()).toEqual([first!.child.pid, second!.child.pid]);
-    // Two kills in a row: each replacement is a spare (the second one spare would have been a process from nothing).
-    const a = await spare.take({ ...process.env, SPARE_TEST_ROLE_ENV: 'replacement 1' });
-    const b = await spare.take({ ...process.env, SPARE_TEST_ROLE_ENV: 'replacement 2' });
-    expect([a.handle, b.handle]).toEqual([first, second]);
-    for (const [taken, env] of [
-      [a, 'replacement 1'],
-      [b, 'replacement 2'],
-    ] as const) {
-      const ran = await mainRan(taken);
-      expect([ran.role_env, ran.stoodBy]).toEqual([env, true]);
+    expect(spare.sparePids()).toEqual(runs.map((run) => run.child.pid));
+    // As many kills in a row as there are spares (seed 31 killed three workers in 14 s): each replacement is a
+    // spare; with one spare fewer the last would be a process started from nothing.
+    const taken: Launched<Run>[] = [];
+    for (let kill = 1; kill <= count; kill += 1)
+      taken.push(await spare.take({ ...process.env, SPARE_TEST_ROLE_ENV: `replacement ${kill}` }));
+    expect(taken.map((each) => each.handle)).toEqual(runs.slice(0, count));
+    for (const [at, each] of taken.entries()) {
+      const ran = await mainRan(each);
+      expect([ran.role_env, ran.stoodBy]).toEqual([`replacement ${at + 1}`, true]);
     }
-    expect(runs).toHaveLength(2);
+    expect(runs).toHaveLength(count);
     spare.fill();
-    expect(runs).toHaveLength(3);
+    expect(runs).toHaveLength(count + 1);
     await spare.stop();
   }, 60_000);
 

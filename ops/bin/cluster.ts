@@ -57,7 +57,7 @@ function withoutPassword(url: string): string {
   return parsed.toString();
 }
 
-/** The warm spares of the api and worker roles (ops/warmSpare.ts), two each; armed once every process serves. */
+/** The warm spares of the api and worker roles (ops/warmSpare.ts), WARM_SPARES_PER_ROLE each; armed once every process serves. */
 function warmSpares(config: Config, log: Logger, childEnv: NodeJS.ProcessEnv, bundle: string) {
   const common = {
     enabled: config.CLUSTER_WARM_SPARES === 'on',
