@@ -28,7 +28,7 @@ const SPARE_STOP_MS = 5_000;
 /**
  * Spares per role: three. With one, a second kill soon after a first (seed 6 of the simulation,
  * docs/reliability.md) waited for the next spare to load; with two, a third kill within a spare's loading time
- * (20–25 s on the simulation's loaded box) did: seed 25's fifth api kill 15.2 s, seed 31's third worker kill
+ * (22–39 s on the simulation's loaded box) did: seed 25's fifth api kill 15.2 s, seed 31's third worker kill
  * 10.0 s. Three kills of one role in that time find one standing by each.
  */
 export const WARM_SPARES_PER_ROLE = 3;
